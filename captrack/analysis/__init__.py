@@ -1,0 +1,1 @@
+"""Analysis: pair base and variant items, count transitions, measure drift, test significance."""

@@ -1,0 +1,286 @@
+"""`captrack compare`: transitions, drift, bootstrap CIs and capability aggregates for variants."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from captrack.analysis.drift import (
+    aggregate_capabilities,
+    oriented_drift,
+    relative_drift,
+    relative_drift_array,
+    with_membership,
+)
+from captrack.analysis.pairing import Paired, pair_runs
+from captrack.analysis.stats import bh_qvalues, bootstrap_indices, mcnemar_exact, percentile_ci
+from captrack.analysis.transitions import Transitions
+from captrack.errors import UnknownNameError
+from captrack.metrics.registry import MetricSpec, get_metric
+from captrack.store import Store
+from captrack.taxonomy import Taxonomy, load_taxonomy
+
+__all__ = [
+    "DRIFT_COLUMNS",
+    "TRANSITION_COLUMNS",
+    "CompareOptions",
+    "Comparison",
+    "VariantSpec",
+    "compare_store",
+]
+
+TRANSITION_COLUMNS = [
+    "variant", "algorithm", "task", "metric", "capability", "group", "n", "n_11", "n_10", "n_01",
+    "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
+    "mcnemar_p", "q_value",
+]  # fmt: skip
+DRIFT_COLUMNS = [
+    "variant", "algorithm", "task", "metric", "capability", "group", "direction", "base_value",
+    "variant_value", "rel_drift_pct", "oriented_drift_pct", "ci_low", "ci_high",
+]  # fmt: skip
+REPLICATE_COLUMNS = [
+    "variant", "replicate", "task", "metric", "n", "base_value", "variant_value", "rel_drift_pct",
+    "forgetting", "backward_transfer",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """A variant to compare: its model name in the store and its post-training algorithm label."""
+
+    name: str
+    algorithm: str = ""
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """Knobs of a comparison."""
+
+    bootstrap: int = 1000
+    seed: int = 0
+    level: float = 0.95
+    allow_partial: bool = False
+
+
+@dataclass
+class Comparison:
+    """Everything `compare` computed, as tables (written out by captrack.analysis.output)."""
+
+    base: str
+    variants: list[VariantSpec]
+    transitions: pd.DataFrame
+    drift: pd.DataFrame
+    capabilities: pd.DataFrame
+    replicates: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    counts: dict[str, Any] = field(default_factory=dict)
+    replicate_spread: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def compare_store(
+    store: Store,
+    base: str,
+    variants: Sequence[VariantSpec],
+    options: CompareOptions = CompareOptions(),
+    taxonomy: Taxonomy | None = None,
+) -> Comparison:
+    """Compare each variant against `base`, both read from `store`.
+
+    Raises:
+        MismatchError: items do not pair (see captrack.analysis.pairing) and not allow_partial.
+        UnknownNameError: a model name not in the store.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    warnings: list[str] = []
+    transitions, drift, replicates = [], [], []
+    boot: dict[tuple[str, str, str], NDArray[np.float64]] = {}
+    counts: dict[str, Any] = {}
+    index_cache: dict[tuple[str, int], NDArray[np.int32]] = {}
+    for variant in variants:
+        paired = pair_runs(store.con, base, variant.name, taxonomy, options.allow_partial)
+        warnings += paired.warnings
+        per_rep = _per_replicate(store, variant)
+        t_rows, d_rows, v_counts = _variant_rows(store, variant, paired, per_rep, options, boot, index_cache, warnings)
+        transitions += t_rows
+        drift += d_rows
+        replicates.append(per_rep.assign(variant=variant.name))
+        counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
+    transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
+    drift_df = with_membership(pd.DataFrame(drift), taxonomy) if drift else _empty_drift()
+    drift_df["direction"] = drift_df["direction_spec"].where(drift_df["direction"].isna(), drift_df["direction"])
+    drift_df["oriented_drift_pct"] = [
+        oriented_drift(r, d) for r, d in zip(drift_df["rel_drift_pct"], drift_df["direction"], strict=True)
+    ]
+    with_rates = drift_df.merge(
+        transitions_df[["variant", "task", "metric", "forgetting", "backward_transfer"]].drop_duplicates(),
+        on=["variant", "task", "metric"], how="left",
+    )  # fmt: skip
+    capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
+    rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
+    untracked = sorted({f"{t}/{m}" for t, m, c in zip(drift_df["task"], drift_df["metric"], drift_df["capability"], strict=True) if not c})
+    if untracked:
+        warnings.append("not in the taxonomy, so in no capability aggregate: " + ", ".join(untracked))
+    return Comparison(
+        base=base,
+        variants=list(variants),
+        transitions=transitions_df[TRANSITION_COLUMNS],
+        drift=drift_df,
+        capabilities=capabilities,
+        replicates=rep_df,
+        warnings=warnings,
+        counts=counts,
+        replicate_spread=_replicate_spread(rep_df, taxonomy),
+    )
+
+
+def _per_replicate(store: Store, variant: VariantSpec) -> pd.DataFrame:
+    frame = store.con.execute(
+        """SELECT replicate, task, metric, count(*) AS n, avg(base) AS base_value,
+                  avg(variant) AS variant_value,
+                  count(*) FILTER (WHERE base > 0.5 AND variant > 0.5) AS n_11,
+                  count(*) FILTER (WHERE base > 0.5 AND variant <= 0.5) AS n_10,
+                  count(*) FILTER (WHERE base <= 0.5 AND variant > 0.5) AS n_01,
+                  count(*) FILTER (WHERE base <= 0.5 AND variant <= 0.5) AS n_00,
+                  bool_and(base IN (0, 1) AND variant IN (0, 1)) AS is_binary,
+                  mode(n_choices) AS k
+        FROM _paired GROUP BY ALL ORDER BY task, metric, replicate"""
+    ).df()
+    frame["rel_drift_pct"] = [relative_drift(b, v) for b, v in zip(frame["base_value"], frame["variant_value"], strict=True)]
+    frame["forgetting"] = frame["n_10"] / frame["n"]
+    frame["backward_transfer"] = frame["n_01"] / frame["n"]
+    return frame
+
+
+def _spec(metric: str, warnings: list[str]) -> MetricSpec | None:
+    try:
+        return get_metric(metric)
+    except UnknownNameError:
+        warnings.append(
+            f"metric {metric!r} is not declared in captrack.metrics; its drift is reported as "
+            "higher-is-better (declare a MetricSpec to set its direction)"
+        )
+        return None
+
+
+def _variant_rows(
+    store: Store, variant: VariantSpec, paired: Paired, per_rep: pd.DataFrame, options: CompareOptions,
+    boot: dict[tuple[str, str, str], NDArray[np.float64]],
+    index_cache: dict[tuple[str, int], NDArray[np.int32]], warnings: list[str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    items = _item_means(store, len(paired.replicates))
+    transitions, drift = [], []
+    paired_items: dict[str, int] = {}
+    zero_base: list[str] = []
+    for (task, metric), frame in per_rep.groupby(["task", "metric"], sort=True):
+        spec = _spec(str(metric), warnings)
+        base_arr, var_arr = items.get((str(task), str(metric)), (np.empty(0), np.empty(0)))
+        base_value, variant_value = float(base_arr.mean()) if base_arr.size else math.nan, float(var_arr.mean()) if var_arr.size else math.nan
+        rel = relative_drift(base_value, variant_value)
+        if base_value == 0:
+            zero_base.append(f"{task}/{metric}")
+        paired_items[f"{task}/{metric}"] = int(base_arr.size)
+        samples = _bootstrap(str(task), base_arr, var_arr, options, index_cache)
+        if samples is not None:
+            boot[(variant.name, str(task), str(metric))] = samples
+        low, high = percentile_ci(samples, options.level) if samples is not None else (math.nan, math.nan)
+        drift.append({
+            "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
+            "direction_spec": spec.direction if spec else "higher", "base_value": base_value,
+            "variant_value": variant_value, "rel_drift_pct": rel, "ci_low": low, "ci_high": high,
+        })  # fmt: skip
+        binary = bool(frame["is_binary"].all())
+        if (spec.tracks_transitions if spec else binary) and binary:
+            transitions.append(_transition_row(variant, str(task), str(metric), frame, spec))
+    if zero_base:
+        warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
+    return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
+
+
+def _item_means(store: Store, n_replicates: int) -> dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """Per (task, metric): base and variant values per item, averaged over replicates."""
+    data = store.con.execute(
+        """SELECT task, metric, avg(base) AS b, avg(variant) AS v FROM _paired
+        GROUP BY task, metric, doc_hash, occ HAVING count(*) = ?
+        ORDER BY task, metric, doc_hash, occ""",
+        [n_replicates],
+    ).fetchnumpy()
+    tasks, metrics = np.asarray(data["task"]), np.asarray(data["metric"])
+    b, v = np.asarray(data["b"], dtype=float), np.asarray(data["v"], dtype=float)
+    out = {}
+    if tasks.size == 0:
+        return out
+    change = np.flatnonzero((tasks[1:] != tasks[:-1]) | (metrics[1:] != metrics[:-1])) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [tasks.size]])
+    for s, e in zip(starts, ends, strict=True):
+        out[(str(tasks[s]), str(metrics[s]))] = (b[s:e], v[s:e])
+    return out
+
+
+def _bootstrap(
+    task: str, base: NDArray[np.float64], variant: NDArray[np.float64], options: CompareOptions,
+    index_cache: dict[tuple[str, int], NDArray[np.int32]],
+) -> NDArray[np.float64] | None:  # fmt: skip
+    """Bootstrap samples of the relative drift, resampling items jointly for base and variant.
+
+    The resample indices depend only on (seed, task, number of items), so every metric of a task
+    (and every variant with the same items) shares them and capability CIs stay paired.
+    """
+    if options.bootstrap <= 0 or base.size == 0:
+        return None
+    key = (task, base.size)
+    if key not in index_cache:
+        rng = np.random.default_rng([options.seed, zlib.crc32(task.encode()), base.size])
+        index_cache[key] = bootstrap_indices(base.size, options.bootstrap, rng)
+    idx = index_cache[key]
+    return relative_drift_array(base[idx].mean(axis=1), variant[idx].mean(axis=1))
+
+
+def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
+    n11, n10, n01, n00 = (int(frame[c].sum()) for c in ("n_11", "n_10", "n_01", "n_00"))
+    if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
+        n11, n10, n01, n00 = n00, n01, n10, n11
+    k_values = frame["k"].dropna()
+    k = int(k_values.iloc[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
+    t = Transitions(n11, n10, n01, n00, k=k)
+    return {
+        "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
+        "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,
+        "forgetting": t.forgetting, "backward_transfer": t.backward_transfer, "k": k,
+        "forgetting_adj": t.forgetting_adj, "backward_transfer_adj": t.backward_transfer_adj,
+        "mcnemar_p": mcnemar_exact(n10, n01),
+    }  # fmt: skip
+
+
+def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
+    if frame.empty:
+        return pd.DataFrame(columns=TRANSITION_COLUMNS)
+    frame["q_value"] = bh_qvalues(frame["mcnemar_p"].to_numpy(dtype=float))
+    frame["k"] = frame["k"].astype("Int64")
+    return with_membership(frame, taxonomy)
+
+
+def _empty_drift() -> pd.DataFrame:
+    return pd.DataFrame(columns=[*DRIFT_COLUMNS, "facet", "direction_spec"])
+
+
+def _replicate_spread(rep: pd.DataFrame, taxonomy: Taxonomy) -> dict[str, dict[str, float]]:
+    """Per variant and capability: population std over replicates of the capability mean drift."""
+    if rep.empty or rep["replicate"].nunique() < 2:
+        return {}
+    merged = with_membership(rep, taxonomy)
+    merged = merged[merged["capability"] != ""]
+    means = merged.groupby(["variant", "capability", "replicate"])["rel_drift_pct"].mean()
+    spread = means.groupby(["variant", "capability"]).std(ddof=0)
+    out: dict[str, dict[str, float]] = {}
+    for (variant, capability), value in spread.items():  # type: ignore[misc]
+        out.setdefault(str(variant), {})[str(capability)] = float(value)
+    return out

@@ -1,0 +1,181 @@
+"""CapTrack relative drift, oriented drift, and capability / group aggregation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from captrack.taxonomy import Taxonomy
+
+__all__ = [
+    "aggregate_capabilities",
+    "compatible_table",
+    "oriented_drift",
+    "relative_drift",
+    "with_membership",
+]
+
+
+def relative_drift(base: float, variant: float) -> float:
+    """CapTrack's relative drift in percent: 100·(variant − base)/base; NaN when base is 0 or NaN."""
+    if base == 0 or math.isnan(base) or math.isnan(variant):
+        return math.nan
+    return 100.0 * (variant - base) / base
+
+
+def relative_drift_array(base: NDArray[np.float64], variant: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Vectorised relative_drift (NaN where base is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 100.0 * (variant - base) / base
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def oriented_drift(rel: float, direction: str) -> float:
+    """Drift with the sign saying better (+) or worse (−); neutral metrics give |change|."""
+    if direction == "lower":
+        return -rel
+    if direction == "neutral":
+        return abs(rel)
+    return rel
+
+
+def with_membership(rows: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
+    """Attach capability, group, facet and direction to (task, metric) rows, one row per membership.
+
+    Rows whose (task, metric) the taxonomy does not track keep an empty capability.
+    """
+    members = pd.DataFrame(
+        [
+            {"task": m.task, "metric": m.metric, "capability": m.capability, "group": m.group,
+             "facet": m.facet, "direction": m.direction}
+            for m in taxonomy.members
+        ]  # fmt: skip
+    )
+    merged = rows.merge(members, on=["task", "metric"], how="left")
+    merged[["capability", "group", "facet"]] = merged[["capability", "group", "facet"]].fillna("")
+    return merged
+
+
+def aggregate_capabilities(
+    drift: pd.DataFrame,
+    taxonomy: Taxonomy,
+    value: str = "rel_drift_pct",
+    boot: dict[tuple[str, str, str], NDArray[np.float64]] | None = None,
+) -> pd.DataFrame:
+    """Capability rows (plain mean and population std of member drifts, NaN dropped) and group rows.
+
+    Args:
+        drift: rows with variant, algorithm, task, metric, capability, group, and `value`;
+            optional forgetting / backward_transfer columns are averaged alongside.
+        boot: optional bootstrap samples of the drift per (variant, task, metric), all of one
+            length; capability and group CIs come from the same resample index across members.
+    """
+    rows: list[dict[str, object]] = []
+    for (variant, algorithm), frame in drift.groupby(["variant", "algorithm"], sort=False):
+        cap_means: dict[str, float] = {}
+        cap_boot: dict[str, NDArray[np.float64]] = {}
+        for cap in taxonomy.capabilities:
+            members = frame[frame["capability"] == cap.key]
+            values = members[value].to_numpy(dtype=float)
+            finite = values[~np.isnan(values)]
+            mean = float(finite.mean()) if finite.size else math.nan
+            cap_means[cap.key] = mean
+            samples = _member_boot(boot, variant, members)
+            if samples is not None:
+                cap_boot[cap.key] = samples
+            rows.append(
+                _row(variant, algorithm, "capability", cap.key, mean,
+                     float(finite.std(ddof=0)) if finite.size else math.nan,
+                     samples, members, int(finite.size))  # fmt: skip
+            )
+        for group in taxonomy.groups:
+            means = np.array([cap_means[c.key] for c in group.capabilities])
+            finite = means[~np.isnan(means)]
+            stacked = [cap_boot[c.key] for c in group.capabilities if c.key in cap_boot]
+            samples = np.nanmean(np.vstack(stacked), axis=0) if stacked else None
+            members = frame[frame["group"] == group.key]
+            rows.append(
+                _row(variant, algorithm, "group", group.key,
+                     float(finite.mean()) if finite.size else math.nan,
+                     float(finite.std(ddof=0)) if finite.size else math.nan,
+                     samples, members, int((~np.isnan(members[value].to_numpy(dtype=float))).sum()))  # fmt: skip
+            )
+    return pd.DataFrame(rows, columns=CAPABILITY_COLUMNS)
+
+
+CAPABILITY_COLUMNS = [
+    "variant", "algorithm", "level", "key", "mean_rel_drift_pct", "std_rel_drift_pct",
+    "ci_low", "ci_high", "forgetting", "backward_transfer", "n_metrics",
+]  # fmt: skip
+
+
+def _member_boot(
+    boot: dict[tuple[str, str, str], NDArray[np.float64]] | None, variant: str, members: pd.DataFrame
+) -> NDArray[np.float64] | None:
+    if boot is None or members.empty:
+        return None
+    stacked = [boot[(variant, t, m)] for t, m in zip(members["task"], members["metric"], strict=True) if (variant, t, m) in boot]
+    if not stacked:
+        return None
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(np.vstack(stacked), axis=0)
+
+
+def _row(
+    variant: str, algorithm: str, level: str, key: str, mean: float, std: float,
+    samples: NDArray[np.float64] | None, members: pd.DataFrame, n_metrics: int,
+) -> dict[str, object]:  # fmt: skip
+    from captrack.analysis.stats import percentile_ci
+
+    low, high = percentile_ci(samples) if samples is not None else (math.nan, math.nan)
+    return {
+        "variant": variant,
+        "algorithm": algorithm,
+        "level": level,
+        "key": key,
+        "mean_rel_drift_pct": mean,
+        "std_rel_drift_pct": std,
+        "ci_low": low,
+        "ci_high": high,
+        "forgetting": _nanmean(members, "forgetting"),
+        "backward_transfer": _nanmean(members, "backward_transfer"),
+        "n_metrics": n_metrics,
+    }
+
+
+def _nanmean(frame: pd.DataFrame, column: str) -> float:
+    if column not in frame or frame.empty:
+        return math.nan
+    values = frame[column].to_numpy(dtype=float)
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else math.nan
+
+
+def compatible_table(
+    drift: pd.DataFrame, taxonomy: Taxonomy, variants: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """CapTrack's published layout: one row per variant, one column per capability (or facet).
+
+    Returns (means, stds), the counterparts of the reference's relative_differences(_std).csv.
+    """
+    columns = [(cap, facet, label) for cap in taxonomy.capabilities for facet, label in cap.facets.items()]
+    means = pd.DataFrame(index=pd.Index(list(variants), name="variant"), columns=[c[2] for c in columns], dtype=float)
+    stds = means.copy()
+    for variant in variants:
+        frame = drift[drift["variant"] == variant]
+        for cap, facet, label in columns:
+            picked = frame[(frame["capability"] == cap.key) & (frame["facet"] == facet)]
+            values = picked["rel_drift_pct"].to_numpy(dtype=float)
+            values = values[~np.isnan(values)]
+            means.loc[variant, label] = values.mean() if values.size else math.nan
+            stds.loc[variant, label] = values.std(ddof=0) if values.size else math.nan
+    return means, stds

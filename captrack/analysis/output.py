@@ -1,0 +1,81 @@
+"""Write a Comparison as the files of DESIGN.md's output contract (each written atomically)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
+from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
+from captrack.taxonomy import Taxonomy, load_taxonomy
+
+__all__ = ["write_comparison"]
+
+
+def write_comparison(
+    comparison: Comparison, out: str | Path, inputs: dict[str, Any], taxonomy: Taxonomy | None = None
+) -> list[Path]:
+    """Write transitions.csv, drift.csv, capabilities.csv, replicates.csv, the CapTrack-layout
+    tables, summary.json and report.md into `out`; returns the paths written."""
+    from captrack.report.markdown import render_report
+
+    taxonomy = taxonomy or load_taxonomy()
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [v.name for v in comparison.variants]
+    means, stds = compatible_table(comparison.drift, taxonomy, names)
+    tables = {
+        "transitions.csv": comparison.transitions[TRANSITION_COLUMNS],
+        "drift.csv": comparison.drift[DRIFT_COLUMNS],
+        "capabilities.csv": comparison.capabilities[CAPABILITY_COLUMNS],
+        "replicates.csv": comparison.replicates,
+        "captrack_compatible.csv": means.reset_index(),
+        "captrack_compatible_std.csv": stds.reset_index(),
+    }
+    written = [_write(folder / name, frame.to_csv(index=False, float_format="%.10g")) for name, frame in tables.items()]
+    summary = {
+        "base": comparison.base,
+        "variants": [{"name": v.name, "algorithm": v.algorithm} for v in comparison.variants],
+        "inputs": inputs,
+        "counts": comparison.counts,
+        "replicate_spread_pct": comparison.replicate_spread,
+        "warnings": comparison.warnings,
+        "files": [p.name for p in written] + ["summary.json", "report.md"],
+    }
+    written.append(_write(folder / "summary.json", json.dumps(_json_safe(summary), indent=2, sort_keys=False)))
+    written.append(_write(folder / "report.md", render_report(comparison, taxonomy, inputs)))
+    return written
+
+
+def _write(path: Path, text: str) -> Path:
+    """Write text to a temp file beside `path`, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and inf become null (JSON has no NaN); numpy scalars become Python ones."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value

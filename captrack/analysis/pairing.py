@@ -1,0 +1,195 @@
+"""Pair base and variant items on (task, task_version, doc_hash, filter, metric) and replicate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import pandas as pd
+
+from captrack.errors import InputError, MismatchError, UnknownNameError
+from captrack.taxonomy import Taxonomy
+
+__all__ = ["Paired", "pair_runs"]
+
+_RANKED = """
+    SELECT task, task_version, filter, metric, replicate, doc_hash, doc_id, value, n_choices,
+           row_number() OVER (PARTITION BY task, filter, metric, replicate, doc_hash ORDER BY doc_id) AS occ
+    FROM samples WHERE model = ? AND (task, filter, metric) IN (SELECT task, filter, metric FROM _keys)
+"""
+
+
+@dataclass
+class Paired:
+    """The items of one variant paired with the base, held in a DuckDB temp table ``_paired``.
+
+    ``_paired`` columns: task, filter, metric, replicate, doc_hash, occ, base, variant, n_choices.
+    """
+
+    variant: str
+    keys: pd.DataFrame  # task, filter, metric, task_version
+    replicates: list[int]
+    warnings: list[str] = field(default_factory=list)
+    nan_excluded: dict[str, int] = field(default_factory=dict)
+
+
+def pair_runs(
+    con: duckdb.DuckDBPyConnection, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool
+) -> Paired:
+    """Pair `variant`'s items with `base`'s and leave them in temp table ``_paired``.
+
+    Raises:
+        MismatchError: the runs cover different tasks, versions, metrics, replicates or documents
+            (all differences listed); with `allow_partial` these become warnings and only the
+            intersection is paired.
+    """
+    for model in (base, variant):
+        _check_model(con, model)
+    problems: list[str] = []
+    warnings: list[str] = []
+    keys = _choose_keys(con, base, variant, taxonomy, problems, warnings)
+    con.register("_keys_df", keys)
+    con.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT task, filter, metric FROM _keys_df")
+    con.unregister("_keys_df")
+    replicates = _replicates(con, base, variant, problems)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _joined AS
+        SELECT coalesce(b.task, v.task) AS task, coalesce(b.filter, v.filter) AS filter,
+               coalesce(b.metric, v.metric) AS metric, coalesce(b.replicate, v.replicate) AS replicate,
+               coalesce(b.doc_hash, v.doc_hash) AS doc_hash, coalesce(b.occ, v.occ) AS occ,
+               b.doc_id AS base_doc, v.doc_id AS variant_doc, b.value AS base, v.value AS variant,
+               b.n_choices AS n_choices, b.task_version AS base_version, v.task_version AS variant_version
+        FROM ({_RANKED}) b FULL OUTER JOIN ({_RANKED}) v
+          ON b.task = v.task AND b.task_version = v.task_version AND b.doc_hash = v.doc_hash
+         AND b.occ = v.occ AND b.filter = v.filter AND b.metric = v.metric AND b.replicate = v.replicate
+        WHERE coalesce(b.replicate, v.replicate) IN (SELECT unnest(?::INTEGER[]))""",
+        [base, variant, replicates],
+    )
+    problems += _unpaired_items(con, base, variant)
+    if problems:
+        if not allow_partial:
+            raise MismatchError(
+                f"{variant!r} cannot be paired with base {base!r}:\n  - "
+                + "\n  - ".join(problems)
+                + "\nRe-run both with the same tasks, task versions and --limit, or pass "
+                "--allow-partial to analyse only the items both have."
+            )
+        warnings += [f"{variant}: {p} (analysed the intersection only)" for p in problems]
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE _paired AS
+        SELECT task, filter, metric, replicate, doc_hash, occ, base, variant, n_choices FROM _joined
+        WHERE base IS NOT NULL AND variant IS NOT NULL AND NOT isnan(base) AND NOT isnan(variant)"""
+    )
+    nan_rows = con.execute(
+        """SELECT task || '/' || metric, count(*) FROM _joined
+        WHERE base IS NOT NULL AND variant IS NOT NULL AND (isnan(base) OR isnan(variant))
+        GROUP BY 1 ORDER BY 1"""
+    ).fetchall()
+    nan_excluded = {str(k): int(n) for k, n in nan_rows}
+    if nan_excluded:
+        warnings.append(
+            f"{variant}: unscored (NaN) items excluded from pairing: "
+            + ", ".join(f"{k}: {n}" for k, n in nan_excluded.items())
+        )
+    return Paired(variant, keys, replicates, warnings, nan_excluded)
+
+
+def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
+    known = [r[0] for r in con.execute("SELECT DISTINCT model FROM runs").fetchall()]
+    if model not in known:
+        raise UnknownNameError("model in the store", model, known)
+
+
+def _choose_keys(
+    con: duckdb.DuckDBPyConnection, base: str, variant: str, taxonomy: Taxonomy,
+    problems: list[str], warnings: list[str],
+) -> pd.DataFrame:  # fmt: skip
+    """Pick one filter per (task, metric) and list what only one side logged."""
+    logged = con.execute(
+        """SELECT model, task, filter, metric, min(task_version) AS task_version,
+                  count(DISTINCT task_version) AS n_versions
+        FROM samples WHERE model IN (?, ?) GROUP BY ALL""",
+        [base, variant],
+    ).df()
+    for model, frame in logged.groupby("model"):
+        if (frame["n_versions"] > 1).any():
+            tasks = sorted(frame.loc[frame["n_versions"] > 1, "task"].unique())
+            raise InputError(
+                f"model {model!r} has runs of different versions of {', '.join(tasks)}; "
+                "ingest one version per model (or give the runs different --name)"
+            )
+    sides = {m: set(zip(f["task"], f["filter"], f["metric"], strict=True)) for m, f in logged.groupby("model")}
+    b, v = sides.get(base, set()), sides.get(variant, set())
+    for side, only in ((base, b - v), (variant, v - b)):
+        if only:
+            shown = ", ".join(f"{t}/{m} (filter {f})" for t, f, m in sorted(only)[:8])
+            problems.append(f"metrics logged only by {side!r}: {shown}")
+    tracked = {(m.task, m.metric): m.filter for m in taxonomy.members}
+    chosen = []
+    common = sorted(b & v)
+    by_metric: dict[tuple[str, str], list[str]] = {}
+    for task, filter_name, metric in common:
+        by_metric.setdefault((task, metric), []).append(filter_name)
+    for (task, metric), filters in sorted(by_metric.items()):
+        preferred = tracked.get((task, metric), "none")
+        pick = preferred if preferred in filters else sorted(filters)[0]
+        if len(filters) > 1:
+            warnings.append(
+                f"{task}/{metric}: logged under filters {filters}; analysed filter {pick!r} "
+                "(name the filter in taxonomy/captrack.yaml to choose another)"
+            )
+        chosen.append((task, pick, metric))
+    versions = logged[logged["model"] == base].set_index(["task", "filter", "metric"])["task_version"]
+    frame = pd.DataFrame(chosen, columns=["task", "filter", "metric"])
+    frame["task_version"] = [versions.get(k, "") for k in chosen]
+    _version_problems(logged, base, variant, problems)
+    return frame
+
+
+def _version_problems(logged: pd.DataFrame, base: str, variant: str, problems: list[str]) -> None:
+    per_task = logged.groupby(["model", "task"])["task_version"].first()
+    for task in sorted(set(logged["task"])):
+        vb, vv = per_task.get((base, task)), per_task.get((variant, task))
+        if vb is not None and vv is not None and vb != vv:
+            problems.append(f"task {task}: version {vb} in the base but {vv} in the variant")
+
+
+def _replicates(con: duckdb.DuckDBPyConnection, base: str, variant: str, problems: list[str]) -> list[int]:
+    reps: dict[str, set[int]] = {}
+    for model in (base, variant):
+        dupes = con.execute(
+            """SELECT replicate, task, count(DISTINCT run_id) FROM samples WHERE model = ?
+            GROUP BY 1, 2 HAVING count(DISTINCT run_id) > 1""",
+            [model],
+        ).fetchall()
+        if dupes:
+            rep, task, n = dupes[0]
+            raise InputError(
+                f"model {model!r} has {n} runs of task {task} as replicate {rep}; give replicates "
+                "distinct seeds (lm-eval --seed) or ingest them with --replicate N"
+            )
+        reps[model] = {int(r[0]) for r in con.execute("SELECT DISTINCT replicate FROM samples WHERE model = ?", [model]).fetchall()}
+    common = sorted(reps[base] & reps[variant])
+    if reps[base] != reps[variant]:
+        problems.append(f"replicates differ: base has {sorted(reps[base])}, variant has {sorted(reps[variant])}")
+    return common
+
+
+def _unpaired_items(con: duckdb.DuckDBPyConnection, base: str, variant: str) -> list[str]:
+    rows = con.execute(
+        """SELECT task, count(*) FILTER (WHERE variant_doc IS NULL) AS only_base,
+                  count(*) FILTER (WHERE base_doc IS NULL) AS only_variant,
+                  list(DISTINCT base_doc ORDER BY base_doc) FILTER (WHERE variant_doc IS NULL)[1:5] AS base_ids,
+                  list(DISTINCT variant_doc ORDER BY variant_doc) FILTER (WHERE base_doc IS NULL)[1:5] AS variant_ids
+        FROM _joined WHERE (task, filter, metric) IN (SELECT task, filter, metric FROM _keys)
+        GROUP BY task HAVING only_base > 0 OR only_variant > 0 ORDER BY task"""
+    ).fetchall()
+    problems = []
+    for task, only_base, only_variant, base_ids, variant_ids in rows:
+        parts = []
+        if only_base:
+            parts.append(f"{only_base} (doc, metric) rows only in the base (doc ids {base_ids} ...)")
+        if only_variant:
+            parts.append(f"{only_variant} only in the variant (doc ids {variant_ids} ...)")
+        problems.append(f"task {task}: " + "; ".join(parts) + " — different --limit, documents or task version?")
+    return problems

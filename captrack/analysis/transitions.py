@@ -1,0 +1,106 @@
+"""Sample-wise transitions (Harmon et al., 2025): 1→0 forgetting, 0→1 backward transfer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Transitions", "chance_expected", "count_transitions"]
+
+
+@dataclass(frozen=True)
+class Transitions:
+    """Counts of paired binary outcomes and the rates derived from them.
+
+    ``k`` is the number of options for multiple choice (None for free-form answers, where
+    guessing explains nothing and the adjusted rates equal the raw ones).
+    """
+
+    n_11: int
+    n_10: int
+    n_01: int
+    n_00: int
+    k: int | None = None
+
+    @property
+    def n(self) -> int:
+        """Paired items."""
+        return self.n_11 + self.n_10 + self.n_01 + self.n_00
+
+    @property
+    def acc_pre(self) -> float:
+        """Base accuracy over the paired items."""
+        return (self.n_11 + self.n_10) / self.n if self.n else math.nan
+
+    @property
+    def acc_post(self) -> float:
+        """Variant accuracy over the paired items."""
+        return (self.n_11 + self.n_01) / self.n if self.n else math.nan
+
+    @property
+    def forgetting(self) -> float:
+        """F = n10 / N."""
+        return self.n_10 / self.n if self.n else math.nan
+
+    @property
+    def backward_transfer(self) -> float:
+        """BT = n01 / N."""
+        return self.n_01 / self.n if self.n else math.nan
+
+    @property
+    def expected_by_chance(self) -> float:
+        """E = (1 − acc_pre)(1 − acc_post) / (k − 1): flips random guessing explains."""
+        return chance_expected(self.acc_pre, self.acc_post, self.k)
+
+    @property
+    def forgetting_adj(self) -> float:
+        """max(F − E, 0)."""
+        return max(self.forgetting - self.expected_by_chance, 0.0) if self.n else math.nan
+
+    @property
+    def backward_transfer_adj(self) -> float:
+        """max(BT − E, 0)."""
+        return max(self.backward_transfer - self.expected_by_chance, 0.0) if self.n else math.nan
+
+    @property
+    def forgetting_max(self) -> float:
+        """Ceiling of F_adj: max((k·acc_pre − 1)/(k − 1), 0); acc_pre without guessing."""
+        return _ceiling(self.acc_pre, self.k)
+
+    @property
+    def backward_transfer_max(self) -> float:
+        """Ceiling of BT_adj: max((k·acc_post − 1)/(k − 1), 0)."""
+        return _ceiling(self.acc_post, self.k)
+
+
+def chance_expected(acc_pre: float, acc_post: float, k: int | None) -> float:
+    """Expected share of items that flip by guessing alone; 0 without a finite k ≥ 2."""
+    if k is None or k < 2 or math.isnan(acc_pre) or math.isnan(acc_post):
+        return 0.0
+    return (1.0 - acc_pre) * (1.0 - acc_post) / (k - 1)
+
+
+def _ceiling(acc: float, k: int | None) -> float:
+    if math.isnan(acc):
+        return math.nan
+    if k is None or k < 2:
+        return acc
+    return max((k * acc - 1.0) / (k - 1.0), 0.0)
+
+
+def count_transitions(
+    base: NDArray[np.float64], variant: NDArray[np.float64], k: int | None = None
+) -> Transitions:
+    """Count paired 0/1 outcomes (values > 0.5 count as correct); NaN pairs must be removed first."""
+    before = np.asarray(base) > 0.5
+    after = np.asarray(variant) > 0.5
+    return Transitions(
+        n_11=int(np.count_nonzero(before & after)),
+        n_10=int(np.count_nonzero(before & ~after)),
+        n_01=int(np.count_nonzero(~before & after)),
+        n_00=int(np.count_nonzero(~before & ~after)),
+        k=k,
+    )

@@ -1,0 +1,187 @@
+"""The `captrack` command: tasks, ingest, compare, taxonomy, demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from captrack import __version__
+from captrack.errors import CaptrackError, InputError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `captrack` command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        result = args.func(args)
+    except CaptrackError as exc:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        return 1
+    return int(result or 0)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="captrack", description="What did post-training do to your model's capabilities?")
+    parser.add_argument("--version", action="version", version=f"captrack {__version__}")
+    sub = parser.add_subparsers(metavar="COMMAND")
+
+    tasks = sub.add_parser("tasks", help="list captrack's lm-eval tasks (or print their folder)")
+    tasks.add_argument("--path", action="store_true", help="print the folder to pass to lm-eval --include_path")
+    tasks.set_defaults(func=_cmd_tasks)
+
+    taxonomy = sub.add_parser("taxonomy", help="show the CAN/WILL/HOW taxonomy and its members")
+    taxonomy.set_defaults(func=_cmd_taxonomy)
+
+    ingest = sub.add_parser("ingest", help="read lm-eval runs (--log_samples) into a DuckDB store")
+    ingest.add_argument("runs", nargs="+", metavar="RUN_DIR", help="lm-eval --output_path folders or results files")
+    ingest.add_argument("--store", required=True, help="DuckDB file (created if missing)")
+    ingest.add_argument("--name", help="model name to file the runs under (default: lm-eval's model name)")
+    ingest.add_argument("--algorithm", default="", help="post-training algorithm label (SFT, DPO, RL, ...)")
+    ingest.add_argument("--family", default="", help="model family label")
+    ingest.add_argument("--replicate", type=int, help="replicate number (default: the run's --seed)")
+    ingest.set_defaults(func=_cmd_ingest)
+
+    compare = sub.add_parser("compare", help="drift, transitions and capability aggregates of variants vs a base")
+    compare.add_argument("--base", help="base run folder (or, with --store, the base model name)")
+    compare.add_argument("--base-name", default="base", help="name of the base in outputs (folder mode)")
+    compare.add_argument("--variant", action="append", default=[], metavar="NAME=DIR[:ALGORITHM]",
+                         help="a variant; with --store give NAME[:ALGORITHM]. Repeat for several.")  # fmt: skip
+    compare.add_argument("--store", help="read base and variants from this DuckDB store")
+    compare.add_argument("--scores", help="tidy CSV of aggregated scores (model, task, metric, value, base)")
+    compare.add_argument("--out", required=True, help="output folder")
+    compare.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
+    compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
+    compare.set_defaults(func=_cmd_compare)
+
+    demo = sub.add_parser("demo", help="offline end-to-end demo: SmolLM2 base vs an SFT variant")
+    demo.add_argument("--workdir", default="runs/demo", help="where models, runs and the report go")
+    demo.add_argument("--quick", action="store_true", help="fewer steps and items (smoke test)")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from captrack.paths import tasks_dir
+
+    if args.path:
+        print(tasks_dir())
+        return 0
+    from captrack.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy()
+    shipped = sorted(p.stem for p in Path(tasks_dir()).glob("*/*.yaml"))
+    for folder in shipped:
+        task = f"captrack_{folder}"
+        try:
+            tags = ", ".join(taxonomy.tags_for(task)[1:])
+        except CaptrackError:
+            tags = "(not in the taxonomy)"
+        print(f"{task:40s} {tags}")
+    return 0
+
+
+def _cmd_taxonomy(args: argparse.Namespace) -> int:
+    from captrack.taxonomy import load_taxonomy
+
+    for group in load_taxonomy().groups:
+        print(f"{group.key}  {group.name}")
+        for cap in group.capabilities:
+            print(f"  {cap.key:4s} {cap.name}")
+            for m in cap.members:
+                print(f"         {m.task}/{m.metric} ({m.direction})")
+    return 0
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from captrack.runs import discover_runs
+    from captrack.store import Labels, Store
+
+    console = Console(stderr=True)
+    runs = [run for path in args.runs for run in discover_runs(path)]
+    labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate)
+    with console.status(f"ingesting {len(runs)} run(s) into {args.store}"), Store(args.store) as store:
+        results = store.ingest(runs, labels)
+    for r in results:
+        console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows")
+    return 0
+
+
+def _split_variant(text: str, with_dir: bool) -> tuple[str, str, str]:
+    """Parse NAME=DIR[:ALGORITHM] (or NAME[:ALGORITHM]) into (name, dir, algorithm)."""
+    if with_dir:
+        name, sep, rest = text.partition("=")
+        if not sep or not name or not rest:
+            raise InputError(f"--variant {text!r}: expected NAME=DIR[:ALGORITHM]")
+    else:
+        name, rest = "", text
+    path, algorithm = rest, ""
+    head, sep, tail = rest.rpartition(":")
+    if sep and head and "/" not in tail:
+        path, algorithm = head, tail
+    return (name or path, path if with_dir else "", algorithm)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
+    from captrack.analysis.output import write_comparison
+    from captrack.store import Labels, Store
+
+    console = Console(stderr=True)
+    if args.scores:
+        from captrack.analysis.scores import compare_scores, read_scores
+
+        comparison = compare_scores(read_scores(args.scores))
+        inputs: dict[str, Any] = {"scores": str(Path(args.scores).resolve())}
+    else:
+        if not args.base or not args.variant:
+            raise InputError("compare needs --base and at least one --variant (or --scores FILE.csv)")
+        options = CompareOptions(bootstrap=args.bootstrap, seed=args.seed, allow_partial=args.allow_partial)
+        folder_mode = args.store is None
+        parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
+        variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
+        with Store(args.store or ":memory:") as store:
+            base = args.base_name if folder_mode else args.base
+            if folder_mode:
+                from captrack.runs import discover_runs
+
+                with console.status("reading runs"):
+                    store.ingest(discover_runs(args.base), Labels(model=base))
+                    for (name, path, algorithm) in parsed:
+                        store.ingest(discover_runs(path), Labels(model=name, algorithm=algorithm))
+            with console.status(f"comparing {len(variants)} variant(s) with {base!r}"):
+                comparison = compare_store(store, base, variants, options)
+            inputs = {"store": args.store or "(in memory)", "base": args.base,
+                      "variants": {n: p or n for n, p, _ in parsed}, "runs": store.runs(),
+                      "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial}  # fmt: skip
+    written = write_comparison(comparison, args.out, inputs)
+    for warning in comparison.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from captrack.demo import run_demo
+
+    run_demo(Path(args.workdir), quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

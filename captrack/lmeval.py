@@ -1,0 +1,67 @@
+"""lm-eval integration: `captrack-eval` (lm-eval's CLI with captrack registered) and helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from captrack.paths import tasks_dir
+
+__all__ = ["main", "task_manager"]
+
+def task_manager(extra_paths: Sequence[str] = (), **kwargs: Any) -> Any:
+    """An lm-eval TaskManager that sees captrack's tasks (plus `extra_paths`)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=[tasks_dir(), *extra_paths], **kwargs)
+
+
+def _with_include_path(argv: list[str]) -> list[str]:
+    """Return argv for lm-eval's CLI with captrack's task folder on the include path.
+
+    A user's own ``--include_path A:B`` is kept; captrack's folder is added to it.
+    """
+    args = list(argv)
+    if not args or args[0] in ("-h", "--help"):
+        return args
+    for i, arg in enumerate(args):
+        if arg == "--include_path" and i + 1 < len(args):
+            args[i + 1] = os.pathsep.join([args[i + 1], tasks_dir()])
+            return args
+        if arg.startswith("--include_path="):
+            args[i] = f"{arg}{os.pathsep}{tasks_dir()}"
+            return args
+    return [*args, "--include_path", tasks_dir()]
+
+
+def _accept_path_lists() -> None:
+    """Let lm-eval's single-string --include_path carry several folders (os.pathsep-separated)."""
+    import lm_eval.tasks as lm_tasks
+
+    original = lm_tasks.TaskManager
+    if getattr(original, "_captrack_paths", False):
+        return
+
+    class TaskManager(original):  # type: ignore[misc,valid-type]
+        _captrack_paths = True
+
+        def __init__(self, *args: Any, include_path: Any = None, **kwargs: Any) -> None:
+            if isinstance(include_path, str) and os.pathsep in include_path:
+                include_path = [p for p in include_path.split(os.pathsep) if p]
+            super().__init__(*args, include_path=include_path, **kwargs)
+
+    lm_tasks.TaskManager = TaskManager  # type: ignore[misc]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of `captrack-eval`: lm-eval's own CLI with captrack's tasks and backends."""
+    from captrack.backends import register_backends
+
+    register_backends()
+    _accept_path_lists()
+    from lm_eval.__main__ import cli_evaluate
+
+    sys.argv = [sys.argv[0], *_with_include_path(list(sys.argv[1:] if argv is None else argv))]
+    cli_evaluate()

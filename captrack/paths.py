@@ -1,0 +1,41 @@
+"""Where captrack's task YAMLs and taxonomy live, in a source checkout and when installed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "tasks_dir", "taxonomy_path"]
+
+_PACKAGE = Path(__file__).resolve().parent
+_CHECKOUT = _PACKAGE.parent
+
+
+def _resource(checkout_name: str, installed_name: str) -> Path:
+    """Return the source-checkout folder when running from one, else the installed copy."""
+    in_checkout = _CHECKOUT / checkout_name
+    if (_CHECKOUT / "setup.cfg").is_file() and in_checkout.is_dir():
+        return in_checkout
+    installed = _PACKAGE / installed_name
+    if installed.is_dir():
+        return installed
+    raise FileNotFoundError(
+        f"captrack's {checkout_name}/ folder is missing (looked in {in_checkout} and {installed}); "
+        "reinstall captrack with `pip install .`"
+    )
+
+
+def tasks_dir() -> str:
+    """Folder holding captrack's lm-eval task YAMLs (pass it to lm-eval's --include_path)."""
+    return str(_resource("tasks", "_tasks"))
+
+
+def taxonomy_path() -> Path:
+    """The CapTrack taxonomy file, the single source of truth for capability membership."""
+    return _resource("taxonomy", "_taxonomy") / "captrack.yaml"
+
+
+def cache_dir() -> Path:
+    """captrack's cache root: $CAPTRACK_CACHE, else ~/.cache/captrack."""
+    root = os.environ.get("CAPTRACK_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "captrack"

@@ -1,0 +1,1 @@
+"""Human-readable outputs: Markdown reports (and, later, leaderboard pages and figures)."""

@@ -1,0 +1,99 @@
+"""report.md: what drifted, per variant, capability and task, and what is more than noise."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from captrack.analysis.compare import Comparison
+from captrack.taxonomy import Taxonomy
+
+__all__ = ["render_report"]
+
+
+def _pct(value: Any, signed: bool = True) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:+.1f}%" if signed else f"{value:.1f}%"
+
+
+def _share(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{100 * value:.1f}%"
+
+
+def _ci(low: Any, high: Any) -> str:
+    if any(isinstance(x, float) and math.isnan(x) for x in (low, high)):
+        return ""
+    mark = " *" if low > 0 or high < 0 else ""
+    return f"[{low:+.1f}, {high:+.1f}]{mark}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, Any]) -> str:
+    """Render the comparison as Markdown for people: summary first, details after."""
+    lines = [f"# captrack comparison against `{comparison.base}`", ""]
+    lines += [
+        "Relative drift is CapTrack's 100·(variant − base)/base per metric, averaged per capability "
+        "(± is the spread across member metrics). CI: paired bootstrap over items; `*` marks a CI "
+        "that excludes 0. F = share of items forgotten (1→0), BT = share gained (0→1).",
+        "",
+    ]
+    for variant in comparison.variants:
+        lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)
+    if comparison.warnings:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in comparison.warnings] + [""]
+    lines += ["## Inputs", "", "```", *(f"{k}: {v}" for k, v in inputs.items()), "```", ""]
+    return "\n".join(lines)
+
+
+def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algorithm: str) -> list[str]:
+    caps = comparison.capabilities[comparison.capabilities["variant"] == name]
+    title = f"## {name}" + (f" ({algorithm})" if algorithm else "")
+    lines = [title, ""]
+    groups = caps[caps["level"] == "group"].set_index("key")
+    lines.append(
+        "Groups: " + ", ".join(f"{g} {_pct(groups.loc[g, 'mean_rel_drift_pct'])}" for g in groups.index) + "."
+    )
+    lines.append("")
+    rows = []
+    by_key = caps[caps["level"] == "capability"].set_index("key")
+    for cap in taxonomy.capabilities:
+        row = by_key.loc[cap.key]
+        if row["n_metrics"] == 0:
+            continue
+        rows.append([
+            f"{cap.key} {cap.name}", _pct(row["mean_rel_drift_pct"]),
+            _pct(row["std_rel_drift_pct"], signed=False), _ci(row["ci_low"], row["ci_high"]),
+            _share(row["forgetting"]), _share(row["backward_transfer"]), str(int(row["n_metrics"])),
+        ])  # fmt: skip
+    lines += _table(["capability", "drift", "±", "95% CI", "F", "BT", "metrics"], rows) + [""]
+    lines += _task_table(comparison, name)
+    return lines
+
+
+def _task_table(comparison: Comparison, name: str) -> list[str]:
+    drift = comparison.drift[comparison.drift["variant"] == name].drop_duplicates(["task", "metric"])
+    trans = comparison.transitions[comparison.transitions["variant"] == name].drop_duplicates(["task", "metric"])
+    merged = drift.merge(trans, on=["task", "metric"], how="left", suffixes=("", "_t"))
+    rows = []
+    for r in merged.sort_values(["task", "metric"]).itertuples():
+        significant = "yes" if isinstance(r.q_value, float) and r.q_value < 0.05 else ""
+        rows.append([
+            str(r.task), str(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}",
+            _pct(r.rel_drift_pct), _ci(r.ci_low, r.ci_high),
+            "" if pd.isna(r.n_10) else f"{int(r.n_10)} / {int(r.n_01)}",
+            "" if pd.isna(r.forgetting_adj) else f"{_share(r.forgetting_adj)} / {_share(r.backward_transfer_adj)}",
+            "" if pd.isna(r.q_value) else f"{r.q_value:.3g}", significant,
+        ])  # fmt: skip
+    header = ["task", "metric", "base", "variant", "drift", "95% CI", "1→0 / 0→1",
+              "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05"]  # fmt: skip
+    return ["### Per task", "", *_table(header, rows), ""]

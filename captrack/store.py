@@ -1,0 +1,221 @@
+"""The results store: a DuckDB file holding the tidy per-sample table and the runs behind it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from captrack.errors import InputError
+from captrack.runs import Run, TaskInfo, first_bad_line
+
+__all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "Store"]
+
+SAMPLE_COLUMNS = (
+    "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
+    "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate",
+)  # fmt: skip
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR,
+    family VARCHAR, replicate INTEGER, results_path VARCHAR, lm_eval_version VARCHAR,
+    config JSON, ingested_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS run_tasks (
+    run_id VARCHAR, task VARCHAR, task_version VARCHAR, output_type VARCHAR, n_docs BIGINT
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id VARCHAR, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR, family VARCHAR,
+    task VARCHAR, task_version VARCHAR, doc_id BIGINT, doc_hash VARCHAR, prompt_hash VARCHAR,
+    filter VARCHAR, metric VARCHAR, value DOUBLE, n_choices INTEGER, replicate INTEGER
+);
+"""
+
+# A logged metric value is a number, a bool, null, or (for corpus-level metrics) something else.
+_VALUE = """CASE json_type({col})
+    WHEN 'BOOLEAN' THEN CASE WHEN {col}::BOOLEAN THEN 1.0 ELSE 0.0 END
+    WHEN 'NULL' THEN 'nan'::DOUBLE
+    WHEN 'VARCHAR' THEN coalesce(TRY_CAST(lower({col} ->> '$') AS DOUBLE), 'nan'::DOUBLE)
+    WHEN 'ARRAY' THEN 'nan'::DOUBLE
+    WHEN 'OBJECT' THEN 'nan'::DOUBLE
+    ELSE {col}::DOUBLE END"""
+
+
+@dataclass(frozen=True)
+class Labels:
+    """How a run is named and labelled in the store."""
+
+    model: str | None = None
+    algorithm: str = ""
+    family: str = ""
+    replicate: int | None = None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one ingest added: run id, model, replicate and per-sample rows."""
+
+    run_id: str
+    model: str
+    replicate: int
+    rows: int
+    tasks: int
+
+
+class Store:
+    """A DuckDB results store (a file, or ``:memory:``)."""
+
+    def __init__(self, path: str | Path = ":memory:", read_only: bool = False) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.con = duckdb.connect(self.path, read_only=read_only)
+        if not read_only:
+            self.con.execute(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ingest(self, runs: Sequence[Run], labels: Labels) -> list[IngestResult]:
+        """Add runs to the store in one transaction; re-ingesting a run replaces its rows.
+
+        Raises:
+            InputError: a corrupt or truncated samples file (file and line named); the store
+                is left exactly as it was.
+        """
+        results: list[IngestResult] = []
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for run in runs:
+                results.append(self._ingest_run(run, labels))
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return results
+
+    def _ingest_run(self, run: Run, labels: Labels) -> IngestResult:
+        model = labels.model or run.model_name
+        replicate = run.seed if labels.replicate is None else labels.replicate
+        for table in ("samples", "run_tasks", "runs"):
+            self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+        self.con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate,
+             str(run.results_path), run.lm_eval_version, json.dumps(run.config, default=str),
+             dt.datetime.now()],
+        )  # fmt: skip
+        rows = 0
+        for task in run.tasks:
+            rows += self._ingest_task(run, task, model, labels, replicate)
+        return IngestResult(run.run_id, model, replicate, rows, len(run.tasks))
+
+    def _ingest_task(self, run: Run, task: TaskInfo, model: str, labels: Labels, replicate: int) -> int:
+        metrics = sorted({m for m, _ in task.metrics})
+        if not metrics:
+            return 0
+        columns = {"doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR"}
+        columns |= {m: "JSON" for m in metrics}
+        choices = "NULL::INTEGER"
+        if task.output_type == "multiple_choice":
+            columns["filtered_resps"] = "JSON"
+            choices = "json_array_length(filtered_resps)::INTEGER"
+        struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
+        logged = " OR ".join(
+            f'(u.metric = {_quote_literal(m)} AND s."filter" = {_quote_literal(f)})'
+            for m, f in task.metrics
+        )
+        unpivot = ", ".join(f"({_quote_literal(m)}, {_VALUE.format(col=_quote_ident(m))})" for m in metrics)
+        sql = f"""
+            INSERT INTO samples
+            SELECT ?, ?, ?, ?, ?, ?, ?, s.doc_id, s.doc_hash, s.prompt_hash, s."filter",
+                   u.metric, u.value, s.n_choices, ?
+            FROM (SELECT *, {choices} AS n_choices
+                  FROM read_json(?, format='newline_delimited', columns={struct},
+                                 maximum_object_size=1073741824)) AS s,
+                 LATERAL (VALUES {unpivot}) AS u(metric, value)
+            WHERE {logged}
+        """
+        params: list[Any] = [run.run_id, model, run.checkpoint, labels.algorithm, labels.family,
+                             task.name, task.version, replicate, str(task.samples)]  # fmt: skip
+        try:
+            before = self._count(run.run_id)
+            self.con.execute(sql, params)
+        except duckdb.Error as exc:
+            raise _samples_error(task.samples, exc) from exc
+        added = self._count(run.run_id) - before
+        self._check_complete(run, task, len(metrics), added)
+        self.con.execute(
+            "INSERT INTO run_tasks VALUES (?, ?, ?, ?, ?)",
+            [run.run_id, task.name, task.version, task.output_type,
+             added // max(len(metrics) * max(len(_filters(task)), 1), 1)],
+        )  # fmt: skip
+        return added
+
+    def _count(self, run_id: str) -> int:
+        row = self.con.execute("SELECT count(*) FROM samples WHERE run_id = ?", [run_id]).fetchone()
+        return int(row[0]) if row else 0
+
+    def _check_complete(self, run: Run, task: TaskInfo, n_metrics: int, added: int) -> None:
+        if task.expected_docs is None:
+            return
+        expected = task.expected_docs * n_metrics * max(len(_filters(task)), 1)
+        if added < expected:
+            raise InputError(
+                f"{task.samples}: {added // max(n_metrics, 1)} logged (doc, filter) rows but "
+                f"{run.results_path.name} reports {task.expected_docs} docs per filter; the samples "
+                "file looks truncated. Re-run the evaluation (or restore the file) and ingest again."
+            )
+
+    def runs(self) -> list[dict[str, Any]]:
+        """All runs in the store, oldest first."""
+        cur = self.con.execute(
+            "SELECT run_id, model, checkpoint, algorithm, family, replicate, results_path "
+            "FROM runs ORDER BY ingested_at"
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def models(self) -> list[str]:
+        """Names of the models (checkpoints) in the store."""
+        return [r[0] for r in self.con.execute("SELECT DISTINCT model FROM runs ORDER BY 1").fetchall()]
+
+    def export_parquet(self, path: str | Path) -> None:
+        """Write the tidy per-sample table to a Parquet file."""
+        self.con.execute(f"COPY samples TO {_quote_literal(str(path))} (FORMAT parquet)")
+
+
+def _filters(task: TaskInfo) -> set[str]:
+    return {f for _, f in task.metrics}
+
+
+def _samples_error(path: Path, exc: Exception) -> InputError:
+    bad = first_bad_line(path)
+    if bad is not None:
+        line, problem = bad
+        return InputError(
+            f"{path}, line {line}: {problem}. The samples file is corrupt or truncated; "
+            "re-run the evaluation with --log_samples (nothing was ingested)."
+        )
+    return InputError(f"{path}: cannot read the samples file: {exc} (nothing was ingested)")
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

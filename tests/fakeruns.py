@@ -1,0 +1,84 @@
+"""Write synthetic lm-eval output (results_*.json + samples_*.jsonl) for tests and benchmarks.
+
+The files have the exact shape lm-eval 0.4.13 writes with --log_samples, so ingest reads them the
+way it reads real runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["FakeTask", "write_run"]
+
+
+@dataclass
+class FakeTask:
+    """A task to fake: per-metric value lists (one value per doc; None → JSON null)."""
+
+    name: str
+    values: Mapping[str, Sequence[float | bool | None]]
+    output_type: str = "multiple_choice"
+    n_choices: int = 4
+    version: float = 1.0
+    filter: str = "none"
+    doc_ids: Sequence[int] | None = None
+    doc_text: Mapping[int, str] = field(default_factory=dict)
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_run(
+    out: Path, model: str, tasks: Sequence[FakeTask], seed: int = 0, date_id: str = "2026-01-01T00-00-00.000000"
+) -> Path:
+    """Write one run under ``out/<model>/`` and return the results file path."""
+    folder = out / model.replace("/", "__")
+    folder.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, float | str]] = {}
+    for task in tasks:
+        n = len(next(iter(task.values.values())))
+        ids = list(task.doc_ids) if task.doc_ids is not None else list(range(n))
+        with (folder / f"samples_{task.name}_{date_id}.jsonl").open("w") as handle:
+            for row, doc_id in enumerate(ids):
+                doc = {"question": task.doc_text.get(doc_id, f"{task.name} question {doc_id}")}
+                resps = [["-1.0", "False"]] * (task.n_choices if task.output_type == "multiple_choice" else 1)
+                line = {
+                    "doc_id": doc_id,
+                    "doc": doc,
+                    "target": "0",
+                    "arguments": {"gen_args_0": {"arg_0": doc["question"], "arg_1": " A"}},
+                    "resps": [resps],
+                    "filtered_resps": resps,
+                    "filter": task.filter,
+                    "metrics": list(task.values),
+                    "doc_hash": _hash(json.dumps(doc, indent=2)),
+                    "prompt_hash": _hash(doc["question"]),
+                    "target_hash": _hash("0"),
+                }
+                line.update({m: vals[row] for m, vals in task.values.items()})
+                handle.write(json.dumps(line) + "\n")
+        results[task.name] = {"alias": task.name}
+        for metric, vals in task.values.items():
+            nums = [float(v) for v in vals if isinstance(v, (int, float))]
+            results[task.name][f"{metric},{task.filter}"] = sum(nums) / max(len(nums), 1)
+            results[task.name][f"{metric}_stderr,{task.filter}"] = "N/A"
+    payload = {
+        "results": results,
+        "configs": {t.name: {"task": t.name, "output_type": t.output_type, "metadata": {"version": t.version}} for t in tasks},
+        "versions": {t.name: t.version for t in tasks},
+        "n-samples": {
+            t.name: {"original": len(next(iter(t.values.values()))), "effective": len(next(iter(t.values.values())))}
+            for t in tasks
+        },
+        "config": {"model": "hf", "model_args": f"pretrained={model}", "random_seed": seed},
+        "model_name": model,
+        "lm_eval_version": "0.4.13",
+    }
+    path = folder / f"results_{date_id}.json"
+    path.write_text(json.dumps(payload, indent=2))
+    return path
