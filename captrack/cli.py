@@ -26,7 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CaptrackError as exc:
         from rich.console import Console
 
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        from rich.markup import escape
+
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
     return int(result or 0)
 
@@ -110,7 +112,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from captrack.runs import discover_runs
     from captrack.store import Labels, Store
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     runs = [run for path in args.runs for run in discover_runs(path)]
     labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate)
     with console.status(f"ingesting {len(runs)} run(s) into {args.store}"), Store(args.store) as store:
@@ -137,12 +139,13 @@ def _split_variant(text: str, with_dir: bool) -> tuple[str, str, str]:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
     from captrack.analysis.output import write_comparison
     from captrack.store import Labels, Store
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     if args.scores:
         from captrack.analysis.scores import compare_scores, read_scores
 
@@ -171,7 +174,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                       "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial}  # fmt: skip
     written = write_comparison(comparison, args.out, inputs)
     for warning in comparison.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
     return 0
 

@@ -38,13 +38,14 @@ CREATE TABLE IF NOT EXISTS samples (
 """
 
 # A logged metric value is a number, a bool, null, or (for corpus-level metrics) something else.
-_VALUE = """CASE json_type({col})
+_VALUE = """coalesce(CASE json_type({col})
     WHEN 'BOOLEAN' THEN CASE WHEN {col}::BOOLEAN THEN 1.0 ELSE 0.0 END
     WHEN 'NULL' THEN 'nan'::DOUBLE
-    WHEN 'VARCHAR' THEN coalesce(TRY_CAST(lower({col} ->> '$') AS DOUBLE), 'nan'::DOUBLE)
+    WHEN 'VARCHAR' THEN CASE lower({col} ->> '$') WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0
+        ELSE TRY_CAST({col} ->> '$' AS DOUBLE) END
     WHEN 'ARRAY' THEN 'nan'::DOUBLE
     WHEN 'OBJECT' THEN 'nan'::DOUBLE
-    ELSE {col}::DOUBLE END"""
+    ELSE {col}::DOUBLE END, 'nan'::DOUBLE)"""
 
 
 @dataclass(frozen=True)

@@ -268,7 +268,7 @@ def train_sft(
             report_to=[],
             push_to_hub=False,
             use_cpu=True,
-            bf16=False,
+            bf16=True,
             fp16=False,
             gradient_checkpointing=False,
             seed=seed,

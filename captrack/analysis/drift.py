@@ -97,7 +97,7 @@ def aggregate_capabilities(
             means = np.array([cap_means[c.key] for c in group.capabilities])
             finite = means[~np.isnan(means)]
             stacked = [cap_boot[c.key] for c in group.capabilities if c.key in cap_boot]
-            samples = np.nanmean(np.vstack(stacked), axis=0) if stacked else None
+            samples = _nanmean_rows(stacked) if stacked else None
             members = frame[frame["group"] == group.key]
             rows.append(
                 _row(variant, algorithm, "group", group.key,
@@ -117,17 +117,23 @@ CAPABILITY_COLUMNS = [
 def _member_boot(
     boot: dict[tuple[str, str, str], NDArray[np.float64]] | None, variant: str, members: pd.DataFrame
 ) -> NDArray[np.float64] | None:
+    """Bootstrap samples of a capability: per resample, the mean over its members' drifts."""
     if boot is None or members.empty:
         return None
-    stacked = [boot[(variant, t, m)] for t, m in zip(members["task"], members["metric"], strict=True) if (variant, t, m) in boot]
-    if not stacked:
-        return None
-    with np.errstate(all="ignore"):
-        import warnings
+    keys = [(variant, t, m) for t, m in zip(members["task"], members["metric"], strict=True)]
+    stacked = [boot[k] for k in keys if k in boot]
+    return _nanmean_rows(stacked) if stacked else None
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(np.vstack(stacked), axis=0)
+
+def _nanmean_rows(stacked: list[NDArray[np.float64]]) -> NDArray[np.float64]:
+    """Column-wise mean over rows ignoring NaN; NaN (without a warning) where a column is all NaN."""
+    matrix = np.vstack(stacked)
+    finite = ~np.isnan(matrix)
+    counts = finite.sum(axis=0)
+    sums = np.where(finite, matrix, 0.0).sum(axis=0)
+    out = np.full(matrix.shape[1], np.nan)
+    np.divide(sums, counts, out=out, where=counts > 0)
+    return out
 
 
 def _row(

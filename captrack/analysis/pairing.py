@@ -78,11 +78,11 @@ def pair_runs(
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _paired AS
         SELECT task, filter, metric, replicate, doc_hash, occ, base, variant, n_choices FROM _joined
-        WHERE base IS NOT NULL AND variant IS NOT NULL AND NOT isnan(base) AND NOT isnan(variant)"""
+        WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND NOT isnan(base) AND NOT isnan(variant)"""
     )
     nan_rows = con.execute(
         """SELECT task || '/' || metric, count(*) FROM _joined
-        WHERE base IS NOT NULL AND variant IS NOT NULL AND (isnan(base) OR isnan(variant))
+        WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND (isnan(base) OR isnan(variant))
         GROUP BY 1 ORDER BY 1"""
     ).fetchall()
     nan_excluded = {str(k): int(n) for k, n in nan_rows}

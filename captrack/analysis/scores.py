@@ -12,7 +12,7 @@ from captrack.analysis.drift import aggregate_capabilities, oriented_drift, rela
 from captrack.errors import InputError
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
-__all__ = ["REQUIRED_COLUMNS", "compare_scores", "read_scores"]
+__all__ = ["REQUIRED_COLUMNS", "compare_scores", "read_scores", "scores_from_reference"]
 
 REQUIRED_COLUMNS = ("model", "task", "metric", "value", "base")
 
@@ -91,3 +91,32 @@ def compare_scores(frame: pd.DataFrame, taxonomy: Taxonomy | None = None) -> Com
         warnings=warnings,
         counts={"rows": len(frame), "variants": len(variants)},
     )
+
+
+def scores_from_reference(base_csv: str | Path, variant_csvs: dict[str, str | Path], taxonomy: Taxonomy | None = None) -> pd.DataFrame:
+    """Turn CapTrack reference ``*_averaged.csv`` files (one row, one column per metric) into the
+    tidy scores format, using each taxonomy member's ``reference_column``.
+
+    Args:
+        base_csv: the base model's averaged file.
+        variant_csvs: variant label -> its averaged file.
+
+    Raises:
+        InputError: a file is unreadable or lacks a column the taxonomy maps.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    mapped = [m for m in taxonomy.members if m.reference_column]
+    rows = []
+    for label, path, base in [("base", base_csv, "")] + [(k, v, "base") for k, v in variant_csvs.items()]:
+        try:
+            wide = pd.read_csv(path, index_col=0)
+        except (OSError, pd.errors.ParserError) as exc:
+            raise InputError(f"{path}: cannot read CapTrack averaged CSV: {exc}") from exc
+        if len(wide) != 1:
+            raise InputError(f"{path}: expected one row of averaged scores, found {len(wide)}")
+        for m in mapped:
+            if m.reference_column not in wide.columns:
+                raise InputError(f"{path}: no column {m.reference_column!r} ({m.task}/{m.metric})")
+            rows.append({"model": label, "task": m.task, "metric": m.metric,
+                         "value": float(wide[m.reference_column].iloc[0]), "base": base})  # fmt: skip
+    return pd.DataFrame(rows).drop_duplicates(["model", "task", "metric"])

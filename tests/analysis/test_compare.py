@@ -1,0 +1,172 @@
+"""`captrack compare` on synthetic lm-eval runs: pairing, mismatches, NaN, replicates, outputs."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from fakeruns import FakeTask, write_run
+
+from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS
+from captrack.cli import main
+
+FACTS = "captrack_probe_c1_facts"
+STYLE = "captrack_probe_w3_style"
+IF = "captrack_probe_h1_constraints"
+
+
+def _write(root: Path, name: str, acc: list, words: list | None = None, seed: int = 0, **task_kw: object) -> Path:
+    tasks = [FakeTask(FACTS, {"acc": acc}, **task_kw)]  # type: ignore[arg-type]
+    if words is not None:
+        tasks.append(FakeTask(STYLE, {"verbosity": words}, output_type="generate_until"))
+    write_run(root / name, name, tasks, seed=seed, date_id=f"2026-01-01T00-00-0{seed}.000000")
+    return root / name
+
+
+def _compare(tmp_path: Path, *args: str) -> int:
+    return main(["compare", *args, "--out", str(tmp_path / "out"), "--bootstrap", "200"])
+
+
+def _csv(tmp_path: Path, name: str) -> pd.DataFrame:
+    return pd.read_csv(tmp_path / "out" / name)
+
+
+def test_outputs_follow_the_contract(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 1, 1, 0, 0, 0, 1, 0], [10, 20, 30, 40, 10, 20, 30, 40])
+    sft = _write(tmp_path, "sft", [1, 0, 0, 1, 0, 0, 1, 1], [20, 20, 30, 40, 10, 20, 30, 50])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"sft={sft}:SFT") == 0
+
+    trans = _csv(tmp_path, "transitions.csv")
+    assert list(trans.columns) == TRANSITION_COLUMNS
+    row = trans.iloc[0]
+    assert (row["variant"], row["algorithm"], row["capability"], row["group"]) == ("sft", "SFT", "C1", "CAN")
+    assert (row["n"], row["n_11"], row["n_10"], row["n_01"], row["n_00"], row["k"]) == (8, 2, 2, 2, 2, 4)
+    assert row["forgetting_adj"] == pytest.approx(0.25 - 0.25 / 3)
+    assert row["mcnemar_p"] == pytest.approx(1.0)
+
+    drift = _csv(tmp_path, "drift.csv").set_index("task")
+    assert list(_csv(tmp_path, "drift.csv").columns) == DRIFT_COLUMNS
+    assert drift.loc[FACTS, "rel_drift_pct"] == pytest.approx(0.0)
+    words = drift.loc[STYLE]
+    assert words["rel_drift_pct"] == pytest.approx(100 * (220 - 200) / 200)
+    assert words["direction"] == "neutral" and words["oriented_drift_pct"] == pytest.approx(abs(words["rel_drift_pct"]))
+    assert words["ci_low"] <= words["rel_drift_pct"] <= words["ci_high"]
+
+    caps = _csv(tmp_path, "capabilities.csv")
+    w3a = caps[(caps["level"] == "capability") & (caps["key"] == "W3a")].iloc[0]
+    assert w3a["mean_rel_drift_pct"] == pytest.approx(words["rel_drift_pct"]) and w3a["n_metrics"] == 1
+    assert set(caps.loc[caps["level"] == "group", "key"]) == {"CAN", "WILL", "HOW"}
+
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["counts"]["sft"]["paired_items"][f"{FACTS}/acc"] == 8
+    assert "report.md" in summary["files"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "C1 Parametric knowledge & skills" in report and "## sft (SFT)" in report
+
+
+def test_different_limit_is_refused_with_the_difference_listed(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 0, 1, 0, 1, 0])
+    short = _write(tmp_path, "short", [1, 0, 1, 0])
+    message = _mismatch_message(tmp_path, base, short)
+    assert "2 (doc, metric) rows only in the base" in message and "--allow-partial" in message
+
+
+def _mismatch_message(tmp_path: Path, base: Path, variant: Path) -> str:
+    """Run compare, expect exit status 1, and return the printed error on one line."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stderr(buffer):
+        status = _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}")
+    assert status == 1
+    return buffer.getvalue().replace("\n", " ")
+
+
+def test_allow_partial_analyses_the_intersection_and_warns(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 0, 1, 0, 1, 0])
+    short = _write(tmp_path, "short", [0, 0, 1, 0])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={short}", "--allow-partial") == 0
+    trans = _csv(tmp_path, "transitions.csv").iloc[0]
+    assert (trans["n"], trans["n_10"]) == (4, 1)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert any("intersection" in w for w in summary["warnings"])
+
+
+def test_different_documents_and_versions_are_listed(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 0, 1])
+    other = tmp_path / "other"
+    write_run(other, "other", [FakeTask(FACTS, {"acc": [1, 0, 1]}, version=2.0, doc_text={0: "a different question"})])
+    message = _mismatch_message(tmp_path, base, other)
+    assert "version 1.0 in the base but 2.0 in the variant" in message
+
+
+def test_metric_missing_in_one_run(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 0, 1], [5, 6, 7])
+    variant = _write(tmp_path, "v", [1, 1, 1])
+    message = _mismatch_message(tmp_path, base, variant)
+    assert "metrics logged only by 'base'" in message and "verbosity" in message
+
+
+def test_nan_values_are_excluded_and_counted(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, None, 1, 0])
+    variant = _write(tmp_path, "v", [1, 1, None, 0])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    assert _csv(tmp_path, "transitions.csv").iloc[0]["n"] == 2
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["counts"]["v"]["nan_excluded"] == {f"{FACTS}/acc": 2}
+
+
+def test_zero_base_gives_nan_drift_and_a_warning(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [0, 0, 0, 0])
+    variant = _write(tmp_path, "v", [1, 0, 0, 0])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    drift = _csv(tmp_path, "drift.csv").iloc[0]
+    assert math.isnan(drift["rel_drift_pct"])
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["counts"]["v"]["zero_base"] == [f"{FACTS}/acc"]
+    caps = _csv(tmp_path, "capabilities.csv")
+    c1 = caps[caps["key"] == "C1"].iloc[0]
+    assert math.isnan(c1["mean_rel_drift_pct"]) and c1["n_metrics"] == 0
+
+
+def test_replicates_pair_seed_by_seed(tmp_path: Path) -> None:
+    # seed 0: base [1,1,0,0] -> variant [1,0,0,0]; seed 1: base [1,1,1,0] -> variant [1,1,1,1]
+    for seed, b, v in ((0, [1, 1, 0, 0], [1, 0, 0, 0]), (1, [1, 1, 1, 0], [1, 1, 1, 1])):
+        _write(tmp_path / "base_runs", f"s{seed}", b, seed=seed)
+        _write(tmp_path / "var_runs", f"s{seed}", v, seed=seed)
+    assert _compare(tmp_path, "--base", str(tmp_path / "base_runs"), "--variant", f"v={tmp_path / 'var_runs'}") == 0
+    trans = _csv(tmp_path, "transitions.csv").iloc[0]
+    assert (trans["n"], trans["n_10"], trans["n_01"]) == (8, 1, 1)
+    reps = _csv(tmp_path, "replicates.csv").set_index("replicate")
+    assert reps.loc[0, "rel_drift_pct"] == pytest.approx(-50.0)
+    assert reps.loc[1, "rel_drift_pct"] == pytest.approx(100 * (1 - 0.75) / 0.75)
+    drift = _csv(tmp_path, "drift.csv").iloc[0]
+    assert drift["base_value"] == pytest.approx(5 / 8) and drift["variant_value"] == pytest.approx(5 / 8)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    spread = summary["replicate_spread_pct"]["v"]["C1"]
+    assert spread == pytest.approx(np.std([-50.0, 100 / 3]))
+
+
+def test_bootstrap_is_seeded(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    base = _write(tmp_path, "base", list((rng.random(300) < 0.6).astype(float)))
+    variant = _write(tmp_path, "v", list((rng.random(300) < 0.5).astype(float)))
+    cis = []
+    for _ in range(2):
+        assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}", "--seed", "7") == 0
+        cis.append(tuple(_csv(tmp_path, "drift.csv").iloc[0][["ci_low", "ci_high"]]))
+    assert cis[0] == cis[1] and cis[0][0] < cis[0][1]
+
+
+def test_lower_is_better_binary_metric_counts_1_as_bad(tmp_path: Path) -> None:
+    from captrack.analysis.compare import VariantSpec, _transition_row
+    from captrack.metrics import MetricSpec
+
+    frame = pd.DataFrame([{"n_11": 1, "n_10": 2, "n_01": 3, "n_00": 4, "k": None}])
+    spec = MetricSpec("harm", "lower", "binary", "1 is harmful")
+    row = _transition_row(VariantSpec("v"), "t", "harm", frame, spec)
+    assert (row["n_10"], row["n_01"]) == (3, 2)  # 0→1 (became harmful) is the forgetting

@@ -1,0 +1,99 @@
+"""`captrack ingest`: lm-eval output into the DuckDB store, idempotent and atomic."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from pathlib import Path
+
+import duckdb
+import pytest
+from fakeruns import FakeTask, write_run
+
+from captrack.cli import main
+from captrack.store import SAMPLE_COLUMNS
+
+TASK = "captrack_probe_c1_facts"
+
+
+def _ingest(*args: str) -> tuple[int, str]:
+    buffer = io.StringIO()
+    with contextlib.redirect_stderr(buffer):
+        status = main(["ingest", *args])
+    return status, buffer.getvalue().replace("\n", " ")
+
+
+def _rows(store: Path) -> list[tuple]:
+    with duckdb.connect(str(store), read_only=True) as con:
+        return con.execute("SELECT model, doc_id, metric, value, n_choices FROM samples ORDER BY ALL").fetchall()
+
+
+def test_tidy_rows_with_separate_keys(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", "base", [FakeTask(TASK, {"acc": [1, 0, None], "acc_norm": [True, False, True]})])
+    store = tmp_path / "s.duckdb"
+    status, _ = _ingest(str(tmp_path / "run"), "--store", str(store), "--algorithm", "SFT", "--family", "smollm2")
+    assert status == 0
+    with duckdb.connect(str(store), read_only=True) as con:
+        cols = [r[0] for r in con.execute("DESCRIBE samples").fetchall()]
+        algo = con.execute("SELECT DISTINCT algorithm, family, task_version, filter FROM samples").fetchall()
+    assert tuple(cols) == SAMPLE_COLUMNS
+    assert algo == [("SFT", "smollm2", "1.0", "none")]
+    rows = _rows(store)
+    assert len(rows) == 6
+    by_key = {(r[1], r[2]): r[3] for r in rows}
+    assert by_key[(0, "acc")] == 1.0 and by_key[(1, "acc_norm")] == 0.0 and by_key[(2, "acc_norm")] == 1.0
+    assert math.isnan(by_key[(2, "acc")])  # unscored is NaN, never 0
+    assert {r[4] for r in rows} == {4}
+
+
+def test_reingest_is_idempotent(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", "base", [FakeTask(TASK, {"acc": [1, 0, 1]})])
+    store = tmp_path / "s.duckdb"
+    for _ in range(2):
+        assert _ingest(str(tmp_path / "run"), "--store", str(store))[0] == 0
+    assert len(_rows(store)) == 3
+
+
+def test_truncated_samples_file_names_file_and_line_and_changes_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    write_run(tmp_path / "good", "good", [FakeTask(TASK, {"acc": [1, 1, 1]})])
+    assert _ingest(str(tmp_path / "good"), "--store", str(store))[0] == 0
+    before = _rows(store)
+
+    write_run(tmp_path / "bad", "bad", [FakeTask(TASK, {"acc": [1, 0, 1, 0]})])
+    samples = next((tmp_path / "bad").rglob("samples_*.jsonl"))
+    text = samples.read_text()
+    samples.write_text(text[: len(text) - 40])  # cut the last line mid-record
+    status, message = _ingest(str(tmp_path / "good"), str(tmp_path / "bad"), "--store", str(store))
+    assert status == 1
+    assert samples.name in message and "line 4" in message
+    assert _rows(store) == before
+
+
+def test_lines_missing_at_the_end_are_caught(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", "m", [FakeTask(TASK, {"acc": [1, 0, 1, 0]})])
+    samples = next((tmp_path / "run").rglob("samples_*.jsonl"))
+    samples.write_text("".join(samples.read_text().splitlines(keepends=True)[:2]))
+    status, message = _ingest(str(tmp_path / "run"), "--store", str(tmp_path / "s.duckdb"))
+    assert status == 1 and "truncated" in message and "reports 4 docs" in message
+
+
+def test_run_without_samples_says_log_samples(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", "m", [FakeTask(TASK, {"acc": [1]})])
+    next((tmp_path / "run").rglob("samples_*.jsonl")).unlink()
+    status, message = _ingest(str(tmp_path / "run"), "--store", str(tmp_path / "s.duckdb"))
+    assert status == 1 and "--log_samples" in message and TASK in message
+
+
+def test_folder_without_results(tmp_path: Path) -> None:
+    status, message = _ingest(str(tmp_path), "--store", str(tmp_path / "s.duckdb"))
+    assert status == 1 and "no lm-eval results_*.json" in message
+
+
+@pytest.mark.parametrize("value", ["True", "false", "0.5"])
+def test_string_encoded_values_are_parsed(tmp_path: Path, value: str) -> None:
+    write_run(tmp_path / "run", "m", [FakeTask(TASK, {"acc": [value]})])  # type: ignore[list-item]
+    assert _ingest(str(tmp_path / "run"), "--store", str(tmp_path / "s.duckdb"))[0] == 0
+    got = _rows(tmp_path / "s.duckdb")[0][3]
+    assert got == {"True": 1.0, "false": 0.0, "0.5": 0.5}[value]
