@@ -25,7 +25,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = args.func(args)
     except CaptrackError as exc:
         from rich.console import Console
-
         from rich.markup import escape
 
         Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
@@ -58,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--base", help="base run folder (or, with --store, the base model name)")
     compare.add_argument("--base-name", default="base", help="name of the base in outputs (folder mode)")
     compare.add_argument("--variant", action="append", default=[], metavar="NAME=DIR[:ALGORITHM]",
-                         help="a variant; with --store give NAME[:ALGORITHM]. Repeat for several.")  # fmt: skip
+                         help="a variant; with --store give NAME[:ALGORITHM]. Repeat for several.")
     compare.add_argument("--store", help="read base and variants from this DuckDB store")
     compare.add_argument("--scores", help="tidy CSV of aggregated scores (model, task, metric, value, base)")
     compare.add_argument("--out", required=True, help="output folder")
@@ -171,7 +170,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 comparison = compare_store(store, base, variants, options)
             inputs = {"store": args.store or "(in memory)", "base": args.base,
                       "variants": {n: p or n for n, p, _ in parsed}, "runs": store.runs(),
-                      "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial}  # fmt: skip
+                      "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial}
     written = write_comparison(comparison, args.out, inputs)
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)

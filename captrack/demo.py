@@ -7,6 +7,7 @@ DuckDB → compared → report.md. Each stage is skipped when its output exists 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -71,8 +72,9 @@ def run_demo(workdir: Path, quick: bool = False) -> Path:
         spec = EvalSpec(model_args={"pretrained": str(path), "dtype": "float32"}, tasks=TASKS, limit=limit)
         out = workdir / "runs" / name
         with _stage(console, f"3/5 evaluate {name} on {', '.join(TASKS)} (lm-eval)", timings):
-            _cached(out / "captrack_eval.json", {"spec": spec.__dict__, "model": _fingerprint(path)},
-                    lambda: evaluate_checkpoint(spec, out, workdir / "cache" / name), console)  # fmt: skip
+            config = {"spec": spec.__dict__, "model": _fingerprint(path)}
+            _cached(out / "captrack_eval.json", config,
+                    functools.partial(evaluate_checkpoint, spec, out, workdir / "cache" / name), console)
     store_path = workdir / "store.duckdb"
     with _stage(console, f"4/5 ingest into {store_path}", timings), Store(store_path) as store:
         for name in checkpoints:
@@ -84,7 +86,7 @@ def run_demo(workdir: Path, quick: bool = False) -> Path:
         write_comparison(comparison, out, {"store": str(store_path), "training": record, "timings_s": timings})
     console.rule("[bold]result")
     console.print((out / "report.md").read_text().split("### Per task")[0], markup=False, highlight=False)
-    console.print(f"stage times (s): " + ", ".join(f"{k.split(' ')[0]} {v:.1f}" for k, v in timings.items()))
+    console.print("stage times (s): " + ", ".join(f"{k.split(' ')[0]} {v:.1f}" for k, v in timings.items()))
     console.print(f"full report: {out / 'report.md'}")
     return out
 

@@ -52,7 +52,7 @@ def _accept_path_lists() -> None:
                 include_path = [p for p in include_path.split(os.pathsep) if p]
             super().__init__(*args, include_path=include_path, **kwargs)
 
-    lm_tasks.TaskManager = TaskManager  # type: ignore[misc]
+    lm_tasks.TaskManager = TaskManager
 
 
 def main(argv: Sequence[str] | None = None) -> None:

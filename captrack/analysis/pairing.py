@@ -103,7 +103,7 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
 def _choose_keys(
     con: duckdb.DuckDBPyConnection, base: str, variant: str, taxonomy: Taxonomy,
     problems: list[str], warnings: list[str],
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Pick one filter per (task, metric) and list what only one side logged."""
     logged = con.execute(
         """SELECT model, task, filter, metric, min(task_version) AS task_version,

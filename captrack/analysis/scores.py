@@ -8,7 +8,12 @@ from pathlib import Path
 import pandas as pd
 
 from captrack.analysis.compare import REPLICATE_COLUMNS, TRANSITION_COLUMNS, Comparison, VariantSpec
-from captrack.analysis.drift import aggregate_capabilities, oriented_drift, relative_drift, with_membership
+from captrack.analysis.drift import (
+    aggregate_capabilities,
+    oriented_drift,
+    relative_drift,
+    with_membership,
+)
 from captrack.errors import InputError
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
@@ -78,7 +83,7 @@ def compare_scores(frame: pd.DataFrame, taxonomy: Taxonomy | None = None) -> Com
                 warnings.append(f"{name}: base value of {task}/{metric} is 0, so its relative drift is NaN")
             rows.append({"variant": name, "algorithm": variants[-1].algorithm, "task": task, "metric": metric,
                          "base_value": base_value, "variant_value": float(value), "rel_drift_pct": rel,
-                         "ci_low": math.nan, "ci_high": math.nan})  # fmt: skip
+                         "ci_low": math.nan, "ci_high": math.nan})
     drift = with_membership(pd.DataFrame(rows), taxonomy)
     drift["oriented_drift_pct"] = [oriented_drift(r, d) for r, d in zip(drift["rel_drift_pct"], drift["direction"], strict=True)]
     return Comparison(
@@ -118,5 +123,5 @@ def scores_from_reference(base_csv: str | Path, variant_csvs: dict[str, str | Pa
             if m.reference_column not in wide.columns:
                 raise InputError(f"{path}: no column {m.reference_column!r} ({m.task}/{m.metric})")
             rows.append({"model": label, "task": m.task, "metric": m.metric,
-                         "value": float(wide[m.reference_column].iloc[0]), "base": base})  # fmt: skip
+                         "value": float(wide[m.reference_column].iloc[0]), "base": base})
     return pd.DataFrame(rows).drop_duplicates(["model", "task", "metric"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -46,7 +47,7 @@ def has_header(text: str) -> bool:
 def has_markdown_table(text: str) -> bool:
     """Whether the text has a Markdown table: a row with pipes directly above a ``|---|`` rule."""
     lines = text.splitlines()
-    for above, rule in zip(lines, lines[1:], strict=False):
+    for above, rule in itertools.pairwise(lines):
         if _TABLE_RULE.match(rule) and _TABLE_ROW.match(above) and "|" in above:
             return True
     return False

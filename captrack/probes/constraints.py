@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import random
 import json
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -88,7 +88,7 @@ CONFLICTS = {
     frozenset({"json", "uppercase"}), frozenset({"uppercase", "end_with"}),
     frozenset({"lowercase", "end_with"}), frozenset({"bullets", "end_with"}),
     frozenset({"json", "no_commas"}),
-}  # fmt: skip
+}
 
 
 @generator("constraints")

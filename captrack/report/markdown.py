@@ -74,8 +74,8 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
             f"{cap.key} {cap.name}", _pct(row["mean_rel_drift_pct"]),
             _pct(row["std_rel_drift_pct"], signed=False), _ci(row["ci_low"], row["ci_high"]),
             _share(row["forgetting"]), _share(row["backward_transfer"]), str(int(row["n_metrics"])),
-        ])  # fmt: skip
-    lines += _table(["capability", "drift", "±", "95% CI", "F", "BT", "metrics"], rows) + [""]
+        ])
+    lines += [*_table(["capability", "drift", "±", "95% CI", "F", "BT", "metrics"], rows), ""]
     lines += _task_table(comparison, name)
     return lines
 
@@ -93,7 +93,7 @@ def _task_table(comparison: Comparison, name: str) -> list[str]:
             "" if pd.isna(r.n_10) else f"{int(r.n_10)} / {int(r.n_01)}",
             "" if pd.isna(r.forgetting_adj) else f"{_share(r.forgetting_adj)} / {_share(r.backward_transfer_adj)}",
             "" if pd.isna(r.q_value) else f"{r.q_value:.3g}", significant,
-        ])  # fmt: skip
+        ])
     header = ["task", "metric", "base", "variant", "drift", "95% CI", "1→0 / 0→1",
-              "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05"]  # fmt: skip
+              "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05"]
     return ["### Per task", "", *_table(header, rows), ""]

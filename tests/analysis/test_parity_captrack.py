@@ -47,7 +47,7 @@ def test_compare_scores_reproduces_published_means_and_stds(tmp_path: Path) -> N
     assert main(["compare", "--scores", str(scores), "--out", str(tmp_path / "out")]) == 0
 
     for ours_name, theirs_name in (("captrack_compatible.csv", "relative_differences.csv"),
-                                   ("captrack_compatible_std.csv", "relative_differences_std.csv")):  # fmt: skip
+                                   ("captrack_compatible_std.csv", "relative_differences_std.csv")):
         ours = pd.read_csv(tmp_path / "out" / ours_name, index_col="variant")
         theirs = pd.read_csv(ANCHORS / theirs_name, index_col=0)
         assert list(ours.columns) == list(theirs.columns)

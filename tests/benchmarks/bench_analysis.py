@@ -51,7 +51,7 @@ TRACKED_ACC_TASKS = (
     "captrack_mmlu_pro_subset", "captrack_probe_c1_facts", "captrack_supergpqa_subset",
     "captrack_boolq_subset", "captrack_truthfulqa_full", "captrack_mmlu_pro_rephrased",
     "captrack_winogrande_subset", "captrack_hellaswag_subset", "captrack_longbenchv2_full",
-)  # fmt: skip
+)
 ALGORITHMS = ("SFT", "DPO", "RL", "SFT+DPO")
 TARGET_RSS_MB = 4096.0
 TARGET_INGEST_RATIO = 2.0
@@ -309,7 +309,7 @@ def phase_generate(args: argparse.Namespace) -> dict[str, Any]:
 FLOOR_COLUMNS = {
     "doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR",
     "acc": "JSON", "filtered_resps": "JSON",
-}  # fmt: skip
+}
 
 
 def phase_floor(args: argparse.Namespace) -> dict[str, Any]:
@@ -332,7 +332,7 @@ def phase_floor(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "records": int(row[0]), "wall_s": wall, "files": len(files),
         "bytes": sum(os.path.getsize(f) for f in files), "threads": int(threads[0]) if threads else None,
-    }  # fmt: skip
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "records": int(rows[0]) if rows else 0, "wall_s": wall, "per_model_s": per_model,
         "close_s": close_s, "store_mb": path.stat().st_size / 2**20,
-    }  # fmt: skip
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +395,7 @@ def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
         "write_s": done - compared, "files": len(written), "drift_rows": len(comparison.drift),
         "transition_rows": len(comparison.transitions), "warnings": len(comparison.warnings),
         "out": str(out),
-    }  # fmt: skip
+    }
 
 
 PHASES = {"generate": phase_generate, "floor": phase_floor, "ingest": phase_ingest, "compare": phase_compare}
@@ -436,7 +436,7 @@ def spawn(args: argparse.Namespace, phase: str) -> dict[str, Any]:
         sys.executable, str(Path(__file__).resolve()), "--phase", phase, "--result", str(result),
         "--variants", str(args.variants), "--tasks", str(args.tasks), "--items", str(args.items),
         "--bootstrap", str(args.bootstrap), "--workdir", str(args.workdir),
-    ]  # fmt: skip
+    ]
     if args.profile:
         cmd.append("--profile")
     started = time.perf_counter()
@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     size = sum(p.stat().st_size for p in samples_files(args))
     n_files = len(samples_files(args))
     print(f"  {n_runs} runs, {n_files} samples files, {size / 2**30:.2f} GiB, "
-          f"{size / (n_runs * args.tasks * args.items):.0f} bytes per line", flush=True)  # fmt: skip
+          f"{size / (n_runs * args.tasks * args.items):.0f} bytes per line", flush=True)
     wanted = [p.strip() for p in args.phases.split(",") if p.strip()]
     for phase in wanted:
         print(f"phase {phase} ...", flush=True)
@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(["generate", "-", "-", "-", "-", "(reused)", "-"])
     else:
         rows.append(["generate", fmt_int(gen["records"]), f"{gen['wall_s']:.1f}",
-                     fmt_int(gen["records"] / gen["wall_s"]), f"{gen['peak_rss_mb']:.0f}", "-", "-"])  # fmt: skip
+                     fmt_int(gen["records"] / gen["wall_s"]), f"{gen['peak_rss_mb']:.0f}", "-", "-"])
     floor = results.get("floor")
     for phase in wanted:
         r = results[phase]
@@ -525,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
                 misses.insert(0, "time")
         verdict = "PASS" if not misses else "MISS (" + ", ".join(misses) + ")"
         rows.append([phase, fmt_int(r["records"]), f"{r['wall_s']:.1f}", fmt_int(r["records"] / r["wall_s"]),
-                     f"{r['peak_rss_mb']:.0f}", target, verdict])  # fmt: skip
+                     f"{r['peak_rss_mb']:.0f}", target, verdict])
     header = ["phase", "records", "wall s", "records/s", "peak RSS MB", "target", "result"]
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     print()
@@ -534,11 +534,11 @@ def main(argv: list[str] | None = None) -> int:
     if "compare" in results:
         c = results["compare"]
         print(f"\ncompare: compare_store {c['compare_store_s']:.1f} s + write_comparison {c['write_s']:.1f} s; "
-              f"{c['files']} files in {c['out']}")  # fmt: skip
+              f"{c['files']} files in {c['out']}")
     if "ingest" in results:
         i = results["ingest"]
         print(f"ingest: store {i['store_mb']:.0f} MB; close/checkpoint {i['close_s']:.1f} s; per model: "
-              + ", ".join(f"{m} {s:.1f} s" for m, s in i["per_model_s"].items()))  # fmt: skip
+              + ", ".join(f"{m} {s:.1f} s" for m, s in i["per_model_s"].items()))
     return 0
 
 

