@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,7 +50,7 @@ def run_demo(workdir: Path, quick: bool = False) -> Path:
     """Run the demo end to end in `workdir`; returns the comparison folder (with report.md)."""
     from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
     from captrack.analysis.output import write_comparison
-    from captrack.evaluate import EvalSpec, evaluate_checkpoint
+    from captrack.evaluate import EvalSpec
     from captrack.models import resolve_model
     from captrack.runs import discover_runs
     from captrack.store import Labels, Store
@@ -74,7 +75,7 @@ def run_demo(workdir: Path, quick: bool = False) -> Path:
         with _stage(console, f"3/5 evaluate {name} on {', '.join(TASKS)} (lm-eval)", timings):
             config = {"spec": spec.__dict__, "model": _fingerprint(path)}
             _cached(out / "captrack_eval.json", config,
-                    functools.partial(evaluate_checkpoint, spec, out, workdir / "cache" / name), console)
+                    functools.partial(_evaluate_fresh, spec, out, workdir / "cache" / name), console)
     store_path = workdir / "store.duckdb"
     with _stage(console, f"4/5 ingest into {store_path}", timings), Store(store_path) as store:
         for name in checkpoints:
@@ -89,6 +90,14 @@ def run_demo(workdir: Path, quick: bool = False) -> Path:
     console.print("stage times (s): " + ", ".join(f"{k.split(' ')[0]} {v:.1f}" for k, v in timings.items()))
     console.print(f"full report: {out / 'report.md'}")
     return out
+
+
+def _evaluate_fresh(spec: Any, out: Path, cache: Path) -> Path:
+    """Evaluate into an emptied folder, so an interrupted earlier attempt leaves no stray run."""
+    from captrack.evaluate import evaluate_checkpoint
+
+    shutil.rmtree(out, ignore_errors=True)
+    return evaluate_checkpoint(spec, out, cache)
 
 
 def _fingerprint(path: Path) -> str:

@@ -25,6 +25,7 @@ class EvalSpec:
     apply_chat_template: bool = True
     seed: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    device: str | None = None  # None: cuda when available, else cpu
 
 
 def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | None = None) -> Path:
@@ -53,11 +54,13 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     if not names:
         raise InputError(f"no lm-eval task matches {list(spec.tasks)}; see `captrack tasks`")
     tracker = EvaluationTracker(output_path=str(output_path))
+    device = spec.device or _default_device()
     results = simple_evaluate(
         model=spec.model,
         model_args=dict(spec.model_args),
         tasks=names,
         batch_size=spec.batch_size,
+        device=device,
         limit=spec.limit,
         log_samples=True,
         apply_chat_template=spec.apply_chat_template,
@@ -81,3 +84,9 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     if not written:
         raise InputError(f"lm-eval wrote no results file under {output_path}")
     return written[-1]
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

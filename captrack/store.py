@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 from captrack.errors import InputError
 from captrack.runs import Run, TaskInfo, first_bad_line
@@ -119,62 +120,78 @@ class Store:
              str(run.results_path), run.lm_eval_version, json.dumps(run.config, default=str),
              dt.datetime.now()],
         )
-        rows = 0
+        # Tasks logging the same metric columns are read by one query (DuckDB parallelises
+        # across files); a small table maps each file to its task and logged (metric, filter).
+        batches: dict[tuple[tuple[str, ...], bool], list[TaskInfo]] = {}
         for task in run.tasks:
-            rows += self._ingest_task(run, task, model, labels, replicate)
+            metrics = tuple(sorted({m for m, _ in task.metrics}))
+            if metrics:
+                batches.setdefault((metrics, task.output_type == "multiple_choice"), []).append(task)
+        rows = 0
+        for (metrics, multiple_choice), tasks in batches.items():
+            rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
+        self._check_complete(run)
         return IngestResult(run.run_id, model, replicate, rows, len(run.tasks))
 
-    def _ingest_task(self, run: Run, task: TaskInfo, model: str, labels: Labels, replicate: int) -> int:
-        metrics = sorted({m for m, _ in task.metrics})
-        if not metrics:
-            return 0
+    def _ingest_batch(
+        self, run: Run, tasks: list[TaskInfo], metrics: tuple[str, ...], multiple_choice: bool,
+        model: str, labels: Labels, replicate: int,
+    ) -> int:
+        logged = pd.DataFrame(
+            [(str(t.samples), t.name, t.version, m, f) for t in tasks for m, f in t.metrics],
+            columns=["filename", "task", "task_version", "metric", "filter"],
+        )
+        self.con.register("_logged_df", logged)
+        self.con.execute("CREATE OR REPLACE TEMP TABLE _logged AS SELECT * FROM _logged_df")
+        self.con.unregister("_logged_df")
         columns = {"doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR"}
         columns |= {m: "JSON" for m in metrics}
         choices = "NULL::INTEGER"
-        if task.output_type == "multiple_choice":
+        if multiple_choice:
             columns["filtered_resps"] = "JSON"
             choices = "json_array_length(filtered_resps)::INTEGER"
         struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
-        logged = " OR ".join(
-            f'(u.metric = {_quote_literal(m)} AND s."filter" = {_quote_literal(f)})'
-            for m, f in task.metrics
-        )
         unpivot = ", ".join(f"({_quote_literal(m)}, {_VALUE.format(col=_quote_ident(m))})" for m in metrics)
+        files = [str(t.samples) for t in tasks]
+        # No line is longer than its file: cap DuckDB's per-record buffer there (big buffers are slow).
+        object_size = max(16 << 20, min(max(t.samples.stat().st_size for t in tasks) + 1, 1 << 30))
         sql = f"""
             INSERT INTO samples
-            SELECT ?, ?, ?, ?, ?, ?, ?, s.doc_id, s.doc_hash, s.prompt_hash, s."filter",
-                   u.metric, u.value, s.n_choices, ?
+            SELECT ?, ?, ?, ?, ?, l.task, l.task_version, s.doc_id, s.doc_hash, s.prompt_hash,
+                   s."filter", u.metric, u.value, s.n_choices, ?
             FROM (SELECT *, {choices} AS n_choices
-                  FROM read_json(?, format='newline_delimited', columns={struct},
-                                 maximum_object_size=1073741824)) AS s,
+                  FROM read_json(?, format='newline_delimited', columns={struct}, filename=true,
+                                 maximum_object_size={object_size})) AS s,
                  LATERAL (VALUES {unpivot}) AS u(metric, value)
-            WHERE {logged}
+            JOIN _logged AS l ON l.filename = s.filename AND l.metric = u.metric AND l."filter" = s."filter"
         """
-        params: list[Any] = [run.run_id, model, run.checkpoint, labels.algorithm, labels.family,
-                             task.name, task.version, replicate, str(task.samples)]
+        params = [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate, files]
         try:
             inserted = self.con.execute(sql, params).fetchone()
         except duckdb.Error as exc:
-            raise _samples_error(task.samples, exc) from exc
-        added = int(inserted[0]) if inserted else 0
-        self._check_complete(run, task, len(metrics), added)
-        self.con.execute(
-            "INSERT INTO run_tasks VALUES (?, ?, ?, ?, ?)",
-            [run.run_id, task.name, task.version, task.output_type,
-             added // max(len(metrics) * max(len(_filters(task)), 1), 1)],
-        )
-        return added
+            raise _samples_error([t.samples for t in tasks], exc) from exc
+        return int(inserted[0]) if inserted else 0
 
-    def _check_complete(self, run: Run, task: TaskInfo, n_metrics: int, added: int) -> None:
-        if task.expected_docs is None:
-            return
-        expected = task.expected_docs * n_metrics * max(len(_filters(task)), 1)
-        if added < expected:
-            raise InputError(
-                f"{task.samples}: {added // max(n_metrics, 1)} logged (doc, filter) rows but "
-                f"{run.results_path.name} reports {task.expected_docs} docs per filter; the samples "
-                "file looks truncated. Re-run the evaluation (or restore the file) and ingest again."
+    def _check_complete(self, run: Run) -> None:
+        """Every task must have its reported number of docs per logged (metric, filter)."""
+        found = dict(
+            self.con.execute(
+                "SELECT task, count(*) FROM samples WHERE run_id = ? GROUP BY task", [run.run_id]
+            ).fetchall()
+        )
+        for task in run.tasks:
+            per_doc = len(task.metrics)
+            rows = int(found.get(task.name, 0))
+            self.con.execute(
+                "INSERT INTO run_tasks VALUES (?, ?, ?, ?, ?)",
+                [run.run_id, task.name, task.version, task.output_type, rows // max(per_doc, 1)],
             )
+            if task.expected_docs is not None and rows < task.expected_docs * per_doc:
+                raise InputError(
+                    f"{task.samples}: {rows // max(per_doc, 1)} logged docs per (metric, filter) but "
+                    f"{run.results_path.name} reports {task.expected_docs} docs; the samples file "
+                    "looks truncated. Re-run the evaluation (or restore the file) and ingest again."
+                )
 
     def runs(self) -> list[dict[str, Any]]:
         """All runs in the store, oldest first."""
@@ -194,19 +211,18 @@ class Store:
         self.con.execute(f"COPY samples TO {_quote_literal(str(path))} (FORMAT parquet)")
 
 
-def _filters(task: TaskInfo) -> set[str]:
-    return {f for _, f in task.metrics}
-
-
-def _samples_error(path: Path, exc: Exception) -> InputError:
-    bad = first_bad_line(path)
-    if bad is not None:
-        line, problem = bad
-        return InputError(
-            f"{path}, line {line}: {problem}. The samples file is corrupt or truncated; "
-            "re-run the evaluation with --log_samples (nothing was ingested)."
-        )
-    return InputError(f"{path}: cannot read the samples file: {exc} (nothing was ingested)")
+def _samples_error(paths: list[Path], exc: Exception) -> InputError:
+    """Name the file and line DuckDB choked on (found by a plain scan, only on this error path)."""
+    for path in paths:
+        bad = first_bad_line(path)
+        if bad is not None:
+            line, problem = bad
+            return InputError(
+                f"{path}, line {line}: {problem}. The samples file is corrupt or truncated; "
+                "re-run the evaluation with --log_samples (nothing was ingested)."
+            )
+    names = ", ".join(str(p) for p in paths)
+    return InputError(f"cannot read samples file(s) {names}: {exc} (nothing was ingested)")
 
 
 def _quote_ident(name: str) -> str:

@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 
+from captrack.analysis.bootstrap import Items, bootstrap_drift
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
     relative_drift,
-    relative_drift_array,
     with_membership,
 )
-from captrack.analysis.pairing import Paired, pair_runs
-from captrack.analysis.stats import bh_qvalues, bootstrap_indices, mcnemar_exact, percentile_ci
+from captrack.analysis.pairing import pair_runs
+from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
 from captrack.analysis.transitions import Transitions
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
@@ -100,18 +98,24 @@ def compare_store(
     taxonomy = taxonomy or load_taxonomy()
     warnings: list[str] = []
     transitions, drift, replicates = [], [], []
-    boot: dict[tuple[str, str, str], NDArray[np.float64]] = {}
+    items: Items = {}
     counts: dict[str, Any] = {}
-    index_cache: dict[tuple[str, int], NDArray[np.int32]] = {}
     for variant in variants:
         paired = pair_runs(store.con, base, variant.name, taxonomy, options.allow_partial)
         warnings += paired.warnings
         per_rep = _per_replicate(store, variant)
-        t_rows, d_rows, v_counts = _variant_rows(store, variant, paired, per_rep, options, boot, index_cache, warnings)
+        variant_items = _item_means(store, variant.name, len(paired.replicates))
+        items |= variant_items
+        t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
         transitions += t_rows
         drift += d_rows
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
+    store.con.execute("DROP TABLE IF EXISTS _paired; DROP TABLE IF EXISTS _joined")
+    boot = bootstrap_drift(items, options.bootstrap, options.seed)
+    for row in drift:
+        samples = boot.get((row["variant"], row["task"], row["metric"]))
+        row["ci_low"], row["ci_high"] = percentile_ci(samples, options.level) if samples is not None else (math.nan, math.nan)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
     drift_df = with_membership(pd.DataFrame(drift), taxonomy) if drift else _empty_drift()
     drift_df["direction"] = drift_df["direction_spec"].where(drift_df["direction"].isna(), drift_df["direction"])
@@ -170,30 +174,25 @@ def _spec(metric: str, warnings: list[str]) -> MetricSpec | None:
 
 
 def _variant_rows(
-    store: Store, variant: VariantSpec, paired: Paired, per_rep: pd.DataFrame, options: CompareOptions,
-    boot: dict[tuple[str, str, str], NDArray[np.float64]],
-    index_cache: dict[tuple[str, int], NDArray[np.int32]], warnings: list[str],
+    variant: VariantSpec, per_rep: pd.DataFrame, items: Items, warnings: list[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    items = _item_means(store, len(paired.replicates))
+    """Transition and drift rows of one variant (drift CIs are filled in later)."""
     transitions, drift = [], []
     paired_items: dict[str, int] = {}
     zero_base: list[str] = []
+    empty = (np.empty(0), np.empty(0))
     for (task, metric), frame in per_rep.groupby(["task", "metric"], sort=True):
         spec = _spec(str(metric), warnings)
-        base_arr, var_arr = items.get((str(task), str(metric)), (np.empty(0), np.empty(0)))
-        base_value, variant_value = float(base_arr.mean()) if base_arr.size else math.nan, float(var_arr.mean()) if var_arr.size else math.nan
-        rel = relative_drift(base_value, variant_value)
+        base_arr, var_arr = items.get((variant.name, str(task), str(metric)), empty)
+        base_value = float(base_arr.mean()) if base_arr.size else math.nan
+        variant_value = float(var_arr.mean()) if var_arr.size else math.nan
         if base_value == 0:
             zero_base.append(f"{task}/{metric}")
         paired_items[f"{task}/{metric}"] = int(base_arr.size)
-        samples = _bootstrap(str(task), base_arr, var_arr, options, index_cache)
-        if samples is not None:
-            boot[(variant.name, str(task), str(metric))] = samples
-        low, high = percentile_ci(samples, options.level) if samples is not None else (math.nan, math.nan)
         drift.append({
             "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
             "direction_spec": spec.direction if spec else "higher", "base_value": base_value,
-            "variant_value": variant_value, "rel_drift_pct": rel, "ci_low": low, "ci_high": high,
+            "variant_value": variant_value, "rel_drift_pct": relative_drift(base_value, variant_value),
         })
         binary = bool(frame["is_binary"].all())
         if (spec.tracks_transitions if spec else binary) and binary:
@@ -203,7 +202,7 @@ def _variant_rows(
     return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
 
 
-def _item_means(store: Store, n_replicates: int) -> dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]:
+def _item_means(store: Store, variant: str, n_replicates: int) -> Items:
     """Per (task, metric): base and variant values per item, averaged over replicates."""
     data = store.con.execute(
         """SELECT task, metric, avg(base) AS b, avg(variant) AS v FROM _paired
@@ -213,34 +212,15 @@ def _item_means(store: Store, n_replicates: int) -> dict[tuple[str, str], tuple[
     ).fetchnumpy()
     tasks, metrics = np.asarray(data["task"]), np.asarray(data["metric"])
     b, v = np.asarray(data["b"], dtype=float), np.asarray(data["v"], dtype=float)
-    out: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+    out: Items = {}
     if tasks.size == 0:
         return out
     change = np.flatnonzero((tasks[1:] != tasks[:-1]) | (metrics[1:] != metrics[:-1])) + 1
     starts = np.concatenate([[0], change])
     ends = np.concatenate([change, [tasks.size]])
     for s, e in zip(starts, ends, strict=True):
-        out[(str(tasks[s]), str(metrics[s]))] = (b[s:e], v[s:e])
+        out[(variant, str(tasks[s]), str(metrics[s]))] = (b[s:e], v[s:e])
     return out
-
-
-def _bootstrap(
-    task: str, base: NDArray[np.float64], variant: NDArray[np.float64], options: CompareOptions,
-    index_cache: dict[tuple[str, int], NDArray[np.int32]],
-) -> NDArray[np.float64] | None:
-    """Bootstrap samples of the relative drift, resampling items jointly for base and variant.
-
-    The resample indices depend only on (seed, task, number of items), so every metric of a task
-    (and every variant with the same items) shares them and capability CIs stay paired.
-    """
-    if options.bootstrap <= 0 or base.size == 0:
-        return None
-    key = (task, base.size)
-    if key not in index_cache:
-        rng = np.random.default_rng([options.seed, zlib.crc32(task.encode()), base.size])
-        index_cache[key] = bootstrap_indices(base.size, options.bootstrap, rng)
-    idx = index_cache[key]
-    return relative_drift_array(base[idx].mean(axis=1), variant[idx].mean(axis=1))
 
 
 def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
