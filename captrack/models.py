@@ -102,11 +102,11 @@ def resolve_model(spec: str, cache_dir: Path | None = None) -> Path:
         target = cache / path.stem
         if _is_complete(target):
             return target
-        return convert_gguf(path, target)
+        return convert_gguf(path, target, require_chat_template=False)
     raise UnknownModelError(_unknown_message(spec))
 
 
-def convert_gguf(gguf_path: Path, target: Path) -> Path:
+def convert_gguf(gguf_path: Path, target: Path, require_chat_template: bool = True) -> Path:
     """Dequantise a GGUF file to a float32 safetensors model + tokenizer in `target`, atomically."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -123,7 +123,7 @@ def convert_gguf(gguf_path: Path, target: Path) -> Path:
         )
         tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name, local_files_only=True)
         tokenizer = _repair_tokenizer(tokenizer, model.config, _gguf_add_bos(gguf_path))
-        if not tokenizer.chat_template:
+        if require_chat_template and not tokenizer.chat_template:
             raise ValueError(f"GGUF file {gguf_path} carries no chat template (tokenizer.chat_template)")
         model.config.name_or_path = target.name
         model.save_pretrained(tmp, safe_serialization=True)
@@ -149,6 +149,7 @@ def _is_complete(directory: Path) -> bool:
 
 def _publish(tmp: Path, target: Path) -> None:
     """Atomically move a finished temp directory into place, tolerating a concurrent winner."""
+    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the published cache should be readable like any other
     if target.exists() and not _is_complete(target):
         shutil.rmtree(target)
     try:

