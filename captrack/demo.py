@@ -84,10 +84,11 @@ def run_demo(workdir: Path, quick: bool = False) -> Path:
     out = workdir / "compare"
     with _stage(console, "5/5 compare sft against base", timings), Store(store_path) as store:
         comparison = compare_store(store, "base", [VariantSpec("sft", "SFT")], CompareOptions(bootstrap=1000))
-        write_comparison(comparison, out, {"store": str(store_path), "training": record, "timings_s": timings})
+        training = {k: v for k, v in record.items() if k != "losses"}
+        write_comparison(comparison, out, {"store": str(store_path), "training": training, "timings_s": timings})
     console.rule("[bold]result")
-    console.print((out / "report.md").read_text().split("### Per task")[0], markup=False, highlight=False)
-    console.print("stage times (s): " + ", ".join(f"{k.split(' ')[0]} {v:.1f}" for k, v in timings.items()))
+    console.print((out / "report.md").read_text().split("### Per task")[0], markup=False, highlight=False, soft_wrap=True)
+    console.print("stage times: " + "; ".join(f"{k.split(':')[0]} {v:.1f} s" for k, v in timings.items()), soft_wrap=True)
     console.print(f"full report: {out / 'report.md'}")
     return out
 

@@ -59,6 +59,7 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
     caps = comparison.capabilities[comparison.capabilities["variant"] == name]
     title = f"## {name}" + (f" ({algorithm})" if algorithm else "")
     lines = [title, ""]
+    lines += _headlines(comparison, taxonomy, name)
     groups = caps[caps["level"] == "group"].set_index("key")
     lines.append(
         "Groups: " + ", ".join(f"{g} {_pct(groups.loc[g, 'mean_rel_drift_pct'])}" for g in groups.index) + "."
@@ -78,6 +79,28 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
     lines += [*_table(["capability", "drift", "±", "95% CI", "F", "BT", "metrics"], rows), ""]
     lines += _task_table(comparison, name)
     return lines
+
+
+def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str) -> list[str]:
+    """Two or three sentences: the largest capability drifts and the item-level evidence."""
+    caps = comparison.capabilities
+    rows = caps[(caps["variant"] == name) & (caps["level"] == "capability") & caps["mean_rel_drift_pct"].notna()]
+    if rows.empty:
+        return ["No capability could be measured (no tracked metric with a non-zero base).", ""]
+    top = rows.reindex(rows["mean_rel_drift_pct"].abs().sort_values(ascending=False).index).head(3)
+    parts = []
+    for r in top.itertuples():
+        sure = "CI excludes 0" if (r.ci_low > 0 or r.ci_high < 0) else "within noise"
+        parts.append(f"{r.key} {taxonomy.capability(str(r.key)).name} {_pct(r.mean_rel_drift_pct)} ({sure})")
+    trans = comparison.transitions[comparison.transitions["variant"] == name].drop_duplicates(["task", "metric"])
+    forgotten, gained = int(trans["n_10"].sum()), int(trans["n_01"].sum())
+    significant = int((trans["q_value"] < 0.05).sum())
+    return [
+        "Largest drifts: " + "; ".join(parts) + ".",
+        f"Items forgotten (1→0): {forgotten}; gained (0→1): {gained}; "
+        f"tasks with a significant change (McNemar, BH q < 0.05): {significant} of {len(trans)}.",
+        "",
+    ]
 
 
 def _task_table(comparison: Comparison, name: str) -> list[str]:
