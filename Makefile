@@ -7,6 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.captrack-installed
 SHARED ?= $(abspath ../shared)
 export NLTK_DATA ?= $(SHARED)/nltk_data
+export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 

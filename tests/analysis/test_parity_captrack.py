@@ -7,18 +7,18 @@ published capability mean and std must come back to 1e-6.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import shared_dir
 
 from captrack.analysis.scores import scores_from_reference
 from captrack.cli import main
 from captrack.taxonomy import load_taxonomy
 
-ANCHORS = Path(os.environ.get("CAPTRACK_ANCHORS", Path(__file__).resolve().parents[3] / "shared" / "anchors")) / "captrack_qwen3_80b"
+ANCHORS = shared_dir() / "anchors" / "captrack_qwen3_80b"
 VARIANTS = {
     "Qwen3 80B DPO": "qwen-3-80b-ioob-dpo-l-final_averaged.csv",
     "Qwen3 80B IFT": "qwen-3-80b-ioob-ift-l-final_averaged.csv",
