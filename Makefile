@@ -11,7 +11,7 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: test demo lint bench clean
+.PHONY: test demo lint bench clean browser
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check captrack tests tasks
 	$(BIN)/mypy captrack
 
-test: lint
+# Browser tests drive Debian's chromium; install it when missing and we may (root), else they skip.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; } || \
+	  echo "chromium/chromedriver missing and not root: browser tests will be skipped"
+
+test: lint browser
 	$(BIN)/pytest -q
 
 demo: $(STAMP)

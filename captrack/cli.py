@@ -66,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
     compare.set_defaults(func=_cmd_compare)
 
+    board = sub.add_parser("leaderboard", help="regenerate a leaderboard folder from its leaderboard.yaml")
+    board.add_argument("folder", help="e.g. leaderboards/demo")
+    board.set_defaults(func=_cmd_leaderboard)
+
     demo = sub.add_parser("demo", help="offline end-to-end demo: SmolLM2 base vs an SFT variant")
     demo.add_argument("--workdir", default="runs/demo", help="where models, runs and the report go")
     demo.add_argument("--quick", action="store_true", help="fewer steps and items (smoke test)")
@@ -175,6 +179,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
+    return 0
+
+
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    import time
+
+    from rich.console import Console
+
+    from captrack.report.leaderboard import build_leaderboard
+
+    start = time.perf_counter()
+    with Console(stderr=True).status(f"building {args.folder}"):
+        written = build_leaderboard(args.folder)
+    print(f"wrote {len(written)} files to {args.folder} in {time.perf_counter() - start:.1f} s")
     return 0
 
 

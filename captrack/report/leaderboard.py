@@ -1,0 +1,153 @@
+"""`captrack leaderboard DIR`: turn compared runs into a leaderboard folder (HTML, Markdown, CSV, figures).
+
+A leaderboard is defined by ``DIR/leaderboard.yaml``::
+
+    title: SFT vs DPO vs RL on SmolLM2
+    description: one paragraph shown on top of the page
+    store: ../../runs/demo/store.duckdb      # a captrack store (relative to DIR; ${VAR:-default} allowed)
+    # scores: scores.csv                     # or a tidy scores CSV (drift only)
+    # reference: {base: base.csv, variants: {label: variant.csv}}  # or CapTrack averaged CSVs
+    source_note: where the numbers come from (shown on the page)
+    comparisons:
+      - base: base
+        variants:
+          - {name: sft, algorithm: SFT, family: smollm2, size: 135M, data: arithmetic}
+    capabilities: [C1, W3a]                  # optional: rows to show (default: all with data)
+    bootstrap: 1000
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from captrack.analysis.compare import Comparison
+from captrack.errors import InputError
+
+__all__ = ["LeaderboardSpec", "VariantLabels", "build_leaderboard", "load_spec"]
+
+LABELS = ("family", "size", "algorithm", "data")
+
+
+@dataclass(frozen=True)
+class VariantLabels:
+    """One variant of a leaderboard and the labels it is grouped by."""
+
+    name: str
+    base: str
+    family: str = ""
+    size: str = ""
+    algorithm: str = ""
+    data: str = ""
+
+
+@dataclass(frozen=True)
+class LeaderboardSpec:
+    """A parsed leaderboard.yaml."""
+
+    folder: Path
+    title: str
+    description: str
+    source_note: str
+    variants: tuple[VariantLabels, ...]
+    store: Path | None = None
+    scores: Path | None = None
+    reference: dict[str, Any] = field(default_factory=dict)
+    capabilities: tuple[str, ...] = ()
+    bootstrap: int = 1000
+    seed: int = 0
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand(text: str, folder: Path) -> Path:
+    """Expand ${VAR} / ${VAR:-default} and resolve relative to the leaderboard folder."""
+    expanded = _VAR.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), text)
+    path = Path(expanded)
+    return path if path.is_absolute() else (folder / path).resolve()
+
+
+def load_spec(folder: str | Path) -> LeaderboardSpec:
+    """Read and check ``folder/leaderboard.yaml``.
+
+    Raises:
+        InputError: missing file or fields, or a source that does not exist.
+    """
+    root = Path(folder).resolve()
+    path = root / "leaderboard.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: cannot read the leaderboard definition: {exc}") from exc
+    sources = [k for k in ("store", "scores", "reference") if raw.get(k)]
+    if len(sources) != 1:
+        raise InputError(f"{path}: give exactly one of store, scores or reference (found {sources or 'none'})")
+    variants = []
+    for comparison in raw.get("comparisons") or []:
+        for v in comparison.get("variants") or []:
+            labels = {k: str(v.get(k, "")) for k in LABELS}
+            variants.append(VariantLabels(name=str(v["name"]), base=str(comparison["base"]), **labels))
+    if not variants and sources[0] != "reference":
+        raise InputError(f"{path}: 'comparisons' must list at least one base with variants")
+    reference = dict(raw.get("reference") or {})
+    spec = LeaderboardSpec(
+        folder=root,
+        title=str(raw.get("title", root.name)),
+        description=str(raw.get("description", "")),
+        source_note=str(raw.get("source_note", "")),
+        variants=tuple(variants),
+        store=_expand(raw["store"], root) if raw.get("store") else None,
+        scores=_expand(raw["scores"], root) if raw.get("scores") else None,
+        reference=reference,
+        capabilities=tuple(str(c) for c in raw.get("capabilities") or ()),
+        bootstrap=int(raw.get("bootstrap", 1000)),
+        seed=int(raw.get("seed", 0)),
+    )
+    for source in (spec.store, spec.scores):
+        if source is not None and not source.exists():
+            raise InputError(f"{path}: source {source} does not exist (run the experiment first)")
+    return spec
+
+
+def _comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str, VariantLabels]]]:
+    """Run `compare` for every base of the leaderboard (or read scores)."""
+    from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
+    from captrack.analysis.scores import compare_scores, read_scores, scores_from_reference
+    from captrack.store import Store
+
+    if spec.store is not None:
+        out = []
+        with Store(spec.store, read_only=True) as store:
+            for base in dict.fromkeys(v.base for v in spec.variants):
+                members = [v for v in spec.variants if v.base == base]
+                comparison = compare_store(
+                    store, base, [VariantSpec(v.name, v.algorithm) for v in members],
+                    CompareOptions(bootstrap=spec.bootstrap, seed=spec.seed),
+                )
+                out.append((comparison, {v.name: v for v in members}))
+        return out
+    if spec.scores is not None:
+        frame = read_scores(spec.scores)
+    else:
+        ref = spec.reference
+        variants = {str(k): _expand(str(p), spec.folder) for k, p in (ref.get("variants") or {}).items()}
+        frame = scores_from_reference(_expand(str(ref["base"]), spec.folder), variants)
+    comparison = compare_scores(frame)
+    labels = {v.name: v for v in spec.variants}
+    for v in comparison.variants:
+        labels.setdefault(v.name, VariantLabels(name=v.name, base=comparison.base, algorithm=v.algorithm))
+    return [(comparison, labels)]
+
+
+def build_leaderboard(folder: str | Path) -> list[Path]:
+    """Regenerate everything in a leaderboard folder; returns the files written."""
+    from captrack.report.leaderboard_pages import write_pages
+
+    spec = load_spec(folder)
+    return write_pages(spec, _comparisons(spec))

@@ -1,0 +1,142 @@
+"""Leaderboards: files, byte-identical regeneration, and a real headless Chromium on the pages."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from fakeruns import FakeTask, write_run
+
+from captrack.cli import main
+from captrack.report.leaderboard import build_leaderboard
+
+FACTS = "captrack_probe_c1_facts"
+IF = "captrack_probe_h1_constraints"
+PAYLOADS = {
+    0: "<script>window.__pwned = 'script'</script>",
+    1: '</textarea><img src="x" onerror="window.__pwned = \'onerror\'">',
+    2: '<a id="evil" href="javascript:window.__pwned=\'link\'">click me</a>',
+}
+
+
+def _leaderboard(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    base_if = [1, 1, 1, 0, 1, 0]
+    write_run(runs / "base", "base", [FakeTask(FACTS, {"acc": [1, 1, 0, 0, 1, 1, 0, 1]}),
+                                      FakeTask(IF, {"pass_all": base_if}, output_type="generate_until")])
+    for name, facts, inst in (("sft", [0, 0, 0, 1, 1, 0, 0, 1], [0, 0, 0, 0, 1, 0]),
+                              ("dpo", [1, 1, 0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0])):
+        write_run(runs / name, name, [FakeTask(FACTS, {"acc": facts}),
+                                      FakeTask(IF, {"pass_all": inst}, output_type="generate_until", responses=PAYLOADS)])
+    store = tmp_path / "store.duckdb"
+    for name in ("base", "sft", "dpo"):
+        assert main(["ingest", str(runs / name), "--store", str(store), "--name", name]) == 0
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "leaderboard.yaml").write_text(
+        f"title: 'Test <board>'\ndescription: two variants\nstore: {store}\nbootstrap: 200\n"
+        "comparisons:\n  - base: base\n    variants:\n"
+        "      - {name: sft, algorithm: SFT, family: toy, size: 1M}\n"
+        "      - {name: dpo, algorithm: DPO, family: toy, size: 1M}\n"
+    )
+    return board
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "leaderboard.yaml"}
+
+
+def test_files_and_byte_identical_regeneration(tmp_path: Path) -> None:
+    board = _leaderboard(tmp_path)
+    build_leaderboard(board)
+    first = _digest(board)
+    for name in ("index.html", "README.md", "capabilities.csv", "checkpoints.csv", "figures/heatmap.png",
+                 "figures/heatmap.svg", "figures/f_vs_bt.png", "figures/algorithms.svg", f"tasks/{IF}.html"):
+        assert name in first, name
+    build_leaderboard(board)
+    assert _digest(board) == first
+    page = (board / "tasks" / f"{IF}.html").read_text()
+    assert "<script>window.__pwned" not in page and "&lt;script&gt;window.__pwned" in page
+    assert 'href="javascript:' not in page
+
+
+def test_one_variant_from_scores(tmp_path: Path) -> None:
+    scores = tmp_path / "scores.csv"
+    scores.write_text("model,task,metric,value,base\nb,captrack_probe_c1_facts,acc,0.5,\nv,captrack_probe_c1_facts,acc,0.4,b\n")
+    board = tmp_path / "b"
+    board.mkdir()
+    (board / "leaderboard.yaml").write_text(f"title: one\nscores: {scores}\ncomparisons:\n  - base: b\n    variants:\n      - {{name: v, algorithm: SFT}}\n")
+    build_leaderboard(board)
+    assert "-20.0%" in (board / "README.md").read_text()
+
+
+CHROMIUM = shutil.which("chromium")
+DRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture
+def browser():  # type: ignore[no-untyped-def]
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("Debian chromium and chromium-driver are not installed (make test installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def _shots() -> Path:
+    folder = Path(os.environ.get("CAPTRACK_SCREENSHOTS", "build/screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_pages_in_a_real_browser(tmp_path: Path, browser) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    board = _leaderboard(tmp_path)
+    build_leaderboard(board)
+    browser.get((board / "index.html").as_uri())
+    images = browser.find_elements(By.TAG_NAME, "img")
+    assert images and all(browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in images)
+
+    table = browser.find_element(By.ID, "checkpoint-table")
+    def first_column() -> list[str]:
+        return [r.find_elements(By.TAG_NAME, "td")[0].text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    header = table.find_elements(By.TAG_NAME, "th")[0]
+    header.click()
+    assert first_column() == ["dpo", "sft"]
+    header.click()
+    assert first_column() == ["sft", "dpo"]
+    browser.save_screenshot(str(_shots() / "leaderboard-index.png"))
+
+    browser.get((board / "tasks" / f"{IF}.html").as_uri())
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr[data-item]")
+    assert len(rows) == 4  # sft forgot 3 items, dpo gained 1
+    Select(browser.find_element(By.CSS_SELECTOR, "[data-filter=change]")).select_by_value("gained")
+    visible = [r for r in rows if r.is_displayed()]
+    assert len(visible) == 1 and "dpo" in visible[0].text
+    Select(browser.find_element(By.CSS_SELECTOR, "[data-filter=change]")).select_by_value("")
+    browser.find_element(By.CSS_SELECTOR, "[data-filter=text]").send_keys("onerror")
+    assert [r.is_displayed() for r in rows].count(True) == 1
+
+    # Untrusted model output renders as text and runs nothing, even when clicked.
+    assert browser.execute_script("return window.__pwned === undefined")
+    shown_text = browser.execute_script("return document.getElementById('items').textContent")
+    assert "<script>window.__pwned" in shown_text and "javascript:window.__pwned" in shown_text
+    assert not browser.find_elements(By.ID, "evil")
+    browser.set_window_size(390, 844)  # phone width
+    browser.save_screenshot(str(_shots() / "leaderboard-task-phone.png"))
+    assert browser.execute_script("return window.__pwned === undefined")
