@@ -36,7 +36,7 @@ test: lint browser
 	$(BIN)/pytest -q
 
 demo: $(STAMP)
-	$(BIN)/captrack demo
+	$(BIN)/captrack run
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_analysis.py

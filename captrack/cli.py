@@ -70,10 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("folder", help="e.g. leaderboards/demo")
     board.set_defaults(func=_cmd_leaderboard)
 
-    demo = sub.add_parser("demo", help="offline end-to-end demo: SmolLM2 base vs an SFT variant")
-    demo.add_argument("--workdir", default="runs/demo", help="where models, runs and the report go")
-    demo.add_argument("--quick", action="store_true", help="fewer steps and items (smoke test)")
-    demo.set_defaults(func=_cmd_demo)
+    run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
+    run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
+    run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
+    run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
+    run.set_defaults(func=_cmd_run)
     return parser
 
 
@@ -196,10 +197,24 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from captrack.demo import run_demo
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
 
-    run_demo(Path(args.workdir), quick=args.quick)
+    from captrack.experiment import demo_experiment, load_experiment, quick
+    from captrack.runner import run_experiment
+
+    experiment = load_experiment(args.experiment or demo_experiment())
+    if args.quick:
+        experiment = quick(experiment)
+    console = Console()
+    timings = run_experiment(experiment, dry_run=args.dry_run, console=console)
+    if not args.dry_run:
+        for title, seconds in timings.items():
+            console.print(f"  {seconds:7.1f} s  {title}", highlight=False)
+        console.print(f"leaderboard: {experiment.leaderboard / 'index.html'}")
+        readme = experiment.leaderboard / "README.md"
+        if readme.is_file():
+            console.print(readme.read_text().split("## Checkpoints")[0], markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

@@ -146,7 +146,7 @@ def convert_gguf(gguf_path: Path, target: Path, require_chat_template: bool = Tr
             directory, gguf_file=name, dtype=torch.float32, local_files_only=True
         )
         tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name, local_files_only=True)
-        tokenizer = _repair_tokenizer(tokenizer, model.config, _gguf_add_bos(gguf_path))
+        tokenizer = _repair_tokenizer(tokenizer, model.config, _gguf_add_bos(gguf_path), gguf_path)
         if require_chat_template and not tokenizer.chat_template:
             raise ValueError(f"GGUF file {gguf_path} carries no chat template (tokenizer.chat_template)")
         model.config.name_or_path = target.name
@@ -246,9 +246,55 @@ def _gguf_add_bos(gguf_path: Path) -> bool | None:
     return bool(field.contents())
 
 
-def _repair_tokenizer(tokenizer: Any, config: Any, add_bos: bool | None) -> Any:
-    """Fix GGUF-loaded tokenizer quirks: wrong eos (transformers sets it to bos), no pad, spurious bos."""
-    from tokenizers import Tokenizer, decoders, pre_tokenizers, processors
+def _spm_bpe_backend(gguf_path: Path, bos: str | None) -> Any:
+    """Rebuild a SentencePiece-BPE vocabulary (GGUF ``llama`` tokenizer, e.g. Gemma 3) as a BPE tokenizer.
+
+    transformers loads such a vocabulary as Unigram, which splits words wrongly ("▁w or ld"); llama.cpp
+    merges adjacent pieces by the score of the merged piece, which is BPE with merges ranked by that score.
+    """
+    from gguf import GGUFReader
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
+
+    fields = GGUFReader(str(gguf_path)).fields
+    tokens = [str(t) for t in fields["tokenizer.ggml.tokens"].contents()]
+    scores = [float(x) for x in fields["tokenizer.ggml.scores"].contents()]
+    types = [int(x) for x in fields["tokenizer.ggml.token_type"].contents()]
+    vocab = {token: i for i, token in enumerate(tokens)}
+    normal = 1  # GGUF token types: 1 normal, 3 control, 4 user-defined, 6 byte
+    ranked: list[tuple[float, int, int]] = []
+    for i, token in enumerate(tokens):
+        if types[i] != normal:
+            continue
+        for cut in range(1, len(token)):
+            left, right = vocab.get(token[:cut]), vocab.get(token[cut:])
+            if left is not None and right is not None and types[left] == normal == types[right]:
+                ranked.append((-scores[i], left, right))
+    ranked.sort()
+    merges = [(tokens[left], tokens[right]) for _, left, right in ranked]
+    unk = tokens[int(fields["tokenizer.ggml.unknown_token_id"].contents())]
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=unk, fuse_unk=True, byte_fallback=True))
+    backend.normalizer = normalizers.Replace(" ", "\u2581")
+    backend.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types, strict=True) if k == 3])
+    backend.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types, strict=True) if k == 4])
+    if bos is not None:
+        backend.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, vocab[bos])]
+        )
+    return backend
+
+
+def _gguf_tokenizer_model(gguf_path: Path | None) -> str | None:
+    """Read `tokenizer.ggml.model` (``gpt2``, ``llama``, ...) from a GGUF file, or None when absent."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(str(gguf_path)).fields.get("tokenizer.ggml.model") if gguf_path else None
+    return None if field is None else str(field.contents())
+
+
+def _repair_tokenizer(tokenizer: Any, config: Any, add_bos: bool | None, gguf_path: Path | None = None) -> Any:
+    """Fix GGUF-loaded tokenizer quirks: wrong eos, no pad, spurious bos, SentencePiece-BPE read as Unigram."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     def token(token_id: Any) -> str | None:
@@ -262,19 +308,22 @@ def _repair_tokenizer(tokenizer: Any, config: Any, add_bos: bool | None) -> Any:
     eos = token(config.eos_token_id) or tokenizer.eos_token
     pad = token(getattr(config, "pad_token_id", None)) or eos
     backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
-    if not isinstance(backend.pre_tokenizer, pre_tokenizers.ByteLevel):
-        # SentencePiece-style vocabularies: keep the converter's tokenizer, only fix the special tokens.
+    if isinstance(backend.model, models.Unigram) and gguf_path and _gguf_tokenizer_model(gguf_path) == "llama":
+        backend = _spm_bpe_backend(gguf_path, bos if add_bos else None)
+    elif not isinstance(backend.pre_tokenizer, pre_tokenizers.ByteLevel):
+        # Other SentencePiece-style vocabularies: keep the converter's tokenizer, only fix the special tokens.
         tokenizer.eos_token, tokenizer.pad_token = eos, pad
         return tokenizer
-    # Byte-level BPE (GPT-2 style, e.g. SmolLM2): plain byte-level decoding, bos only if the GGUF asks for it.
-    if add_bos and bos is not None:
+    elif add_bos and bos is not None:
+        # Byte-level BPE (GPT-2 style, e.g. SmolLM2): byte-level decoding, bos only if the GGUF asks for it.
         bos_id = tokenizer.convert_tokens_to_ids(bos)
         backend.post_processor = processors.TemplateProcessing(
             single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bos_id)]
         )
+        backend.decoder = decoders.ByteLevel()
     else:
         backend.post_processor = processors.ByteLevel(trim_offsets=False)
-    backend.decoder = decoders.ByteLevel()
+        backend.decoder = decoders.ByteLevel()
     fixed = PreTrainedTokenizerFast(
         tokenizer_object=backend,
         bos_token=bos,

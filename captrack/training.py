@@ -21,7 +21,10 @@ __all__ = [
     "DEFAULT_LEARNING_RATE",
     "DEFAULT_MAX_LENGTH",
     "RECORD_FILE",
+    "Problem",
+    "arithmetic_problems",
     "arithmetic_sft_rows",
+    "format_solution",
     "train_config",
     "train_sft",
 ]
@@ -165,24 +168,30 @@ def _pages(rng: random.Random) -> Problem:
 _GENERATORS: list[Callable[[random.Random], Problem]] = [_shop, _boxes, _savings, _bus, _garden, _pages]
 
 
-def arithmetic_sft_rows(n: int, seed: int) -> list[dict[str, Any]]:
-    """Generate `n` deterministic multi-step arithmetic word problems as chat rows ending in `#### <answer>`."""
+def arithmetic_problems(n: int, seed: int) -> list[Problem]:
+    """Generate `n` deterministic multi-step arithmetic problems as (question, steps, answer)."""
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
     rng = random.Random(f"captrack-arithmetic-{seed}")
-    rows: list[dict[str, Any]] = []
-    for _ in range(n):
-        question, steps, answer = rng.choice(_GENERATORS)(rng)
-        solution = "\n".join(steps) + f"\n#### {answer}"
-        rows.append(
-            {
-                "messages": [
-                    {"role": "user", "content": question},
-                    {"role": "assistant", "content": solution},
-                ]
-            }
-        )
-    return rows
+    return [rng.choice(_GENERATORS)(rng) for _ in range(n)]
+
+
+def arithmetic_sft_rows(n: int, seed: int) -> list[dict[str, Any]]:
+    """Generate `n` deterministic multi-step arithmetic word problems as chat rows ending in `#### <answer>`."""
+    return [
+        {
+            "messages": [
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": format_solution(steps, answer)},
+            ]
+        }
+        for question, steps, answer in arithmetic_problems(n, seed)
+    ]
+
+
+def format_solution(steps: list[str], answer: int) -> str:
+    """Join worked steps and the final `#### <answer>` line into one assistant reply."""
+    return "\n".join(steps) + f"\n#### {answer}"
 
 
 def train_config(
@@ -195,18 +204,28 @@ def train_config(
     max_length: int = DEFAULT_MAX_LENGTH,
 ) -> dict[str, Any]:
     """Return the JSON-able training config (with `config_hash`) that keys the output cache."""
+    return hashed_config(
+        base_dir,
+        rows,
+        "full-sft-completion-only",
+        steps=steps,
+        seed=seed,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        max_length=max_length,
+    )
+
+
+def hashed_config(base_dir: Path, rows: list[dict[str, Any]], method: str, **settings: Any) -> dict[str, Any]:
+    """Return a training config keyed by base model, data, method and `settings`, plus its `config_hash`."""
     data_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
     config: dict[str, Any] = {
         "base_dir": str(Path(base_dir).resolve()),
         "base_fingerprint": _dir_fingerprint(Path(base_dir)),
         "data_sha256": data_hash,
         "n_rows": len(rows),
-        "steps": steps,
-        "seed": seed,
-        "learning_rate": learning_rate,
-        "batch_size": batch_size,
-        "max_length": max_length,
-        "method": "full-sft-completion-only",
+        **settings,
+        "method": method,
     }
     config["config_hash"] = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
     return config
@@ -223,16 +242,51 @@ def train_sft(
     max_length: int = DEFAULT_MAX_LENGTH,
 ) -> dict[str, Any]:
     """Full-parameter SFT of `base_dir` on chat `rows` with TRL on CPU; save atomically to `out_dir`."""
+    check_inputs(rows, steps)
+    config = train_config(base_dir, rows, steps, seed, learning_rate, batch_size, max_length)
+    examples = [_prompt_completion(row) for row in rows]
+
+    def run(tmp: Path) -> dict[str, Any]:
+        import datasets
+        from trl import SFTConfig, SFTTrainer
+
+        tokenizer, model = load_base(Path(base_dir), seed)
+        dataset = datasets.Dataset.from_list(examples)
+        args = SFTConfig(
+            **trainer_args(tmp, steps, seed, learning_rate, batch_size),
+            max_length=max_length,
+            completion_only_loss=True,
+            packing=False,
+        )
+        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+        record = fit_and_save(trainer, tokenizer, tmp)
+        losses = [float(e["loss"]) for e in record["log_history"] if "loss" in e]
+        return {
+            "steps": record["steps"],
+            "loss_first": losses[0] if losses else math.nan,
+            "loss_last": losses[-1] if losses else math.nan,
+            "losses": losses,
+            "tokens_seen": last_logged(record["log_history"], "num_tokens"),
+            "train_seconds": record["train_seconds"],
+            "train_cpu_seconds": record["train_cpu_seconds"],
+        }
+
+    return train_cached(Path(out_dir), config, run)
+
+
+def check_inputs(rows: list[dict[str, Any]], steps: int) -> None:
+    """Reject a non-positive step count or empty training data."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if not rows:
         raise ValueError("rows must not be empty")
-    base_dir, out_dir = Path(base_dir), Path(out_dir)
-    config = train_config(base_dir, rows, steps, seed, learning_rate, batch_size, max_length)
+
+
+def train_cached(out_dir: Path, config: dict[str, Any], run: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """Reuse `out_dir` if its record has `config`'s hash, else `run(tmp)` and publish tmp atomically with a record."""
     cached = _load_record(out_dir)
     if cached is not None and cached.get("config", {}).get("config_hash") == config["config_hash"]:
         return {**cached, "cached": True}
-
     if out_dir.exists() and cached is None and any(out_dir.iterdir()):
         raise InputError(
             f"{out_dir} exists and is not a captrack training output (no {RECORD_FILE}); "
@@ -241,72 +295,17 @@ def train_sft(
 
     start = time.perf_counter()
     import datasets
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
-    from trl import SFTConfig, SFTTrainer
-
-    set_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    if not tokenizer.chat_template:
-        raise ValueError(f"tokenizer in {base_dir} has no chat template")
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
-    dataset = datasets.Dataset.from_list([_prompt_completion(row) for row in rows])
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     bars_were_disabled = datasets.are_progress_bars_disabled()
     try:
-        datasets.disable_progress_bars()  # TRL's map() calls would print five bars per run
-        args = SFTConfig(
-            output_dir=str(tmp / "_trainer"),
-            max_steps=steps,
-            per_device_train_batch_size=batch_size,
-            gradient_accumulation_steps=1,
-            learning_rate=learning_rate,
-            lr_scheduler_type="cosine",
-            warmup_steps=min(3, steps // 4),
-            weight_decay=0.0,
-            max_length=max_length,
-            completion_only_loss=True,
-            packing=False,
-            logging_steps=1,
-            logging_first_step=True,
-            save_strategy="no",
-            eval_strategy="no",
-            report_to=[],
-            push_to_hub=False,
-            use_cpu=True,
-            bf16=False,
-            fp16=False,
-            gradient_checkpointing=False,
-            seed=seed,
-            data_seed=seed,
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-            log_level="warning",
-        )
-        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
-        trainer.remove_callback(PrinterCallback)
-        train_start, cpu_start = time.perf_counter(), time.process_time()
-        trainer.train()
-        train_seconds = time.perf_counter() - train_start
-        cpu_seconds = time.process_time() - cpu_start
-        losses = [float(e["loss"]) for e in trainer.state.log_history if "loss" in e]
-        tokens = [e["num_tokens"] for e in trainer.state.log_history if "num_tokens" in e]
-        trainer.save_model(str(tmp))
-        tokenizer.save_pretrained(str(tmp))
+        datasets.disable_progress_bars()  # TRL's map() calls would print several bars per run
+        metrics = run(tmp)
         shutil.rmtree(tmp / "_trainer", ignore_errors=True)
         record: dict[str, Any] = {
             "config": config,
-            "steps": int(trainer.state.global_step),
-            "loss_first": losses[0] if losses else math.nan,
-            "loss_last": losses[-1] if losses else math.nan,
-            "losses": losses,
-            "tokens_seen": int(tokens[-1]) if tokens else 0,
-            "train_seconds": round(train_seconds, 2),
-            "train_cpu_seconds": round(cpu_seconds, 2),
+            **metrics,
             "wall_seconds": round(time.perf_counter() - start, 2),
             "cached": False,
         }
@@ -318,6 +317,75 @@ def train_sft(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return record
+
+
+def load_base(base_dir: Path, seed: int) -> tuple[Any, Any]:
+    """Seed everything, then load the chat tokenizer (pad = eos if unset) and an fp32 model from `base_dir`."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+
+    set_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not tokenizer.chat_template:
+        raise ValueError(f"tokenizer in {base_dir} has no chat template")
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
+    return tokenizer, model
+
+
+def trainer_args(tmp: Path, steps: int, seed: int, learning_rate: float, batch_size: int) -> dict[str, Any]:
+    """TrainingArguments shared by every captrack run: CPU, fp32, cosine schedule, log every step, no saving or hub."""
+    return {
+        "output_dir": str(tmp / "_trainer"),
+        "max_steps": steps,
+        "per_device_train_batch_size": batch_size,
+        "gradient_accumulation_steps": 1,
+        "learning_rate": learning_rate,
+        "lr_scheduler_type": "cosine",
+        "warmup_steps": min(3, steps // 4),
+        "weight_decay": 0.0,
+        "logging_steps": 1,
+        "logging_first_step": True,
+        "save_strategy": "no",
+        "eval_strategy": "no",
+        "report_to": [],
+        "push_to_hub": False,
+        "use_cpu": True,
+        "bf16": False,  # TRL configs default bf16 to True
+        "fp16": False,
+        "gradient_checkpointing": False,  # TRL configs default it to True; slower and pointless at this size
+        "seed": seed,
+        "data_seed": seed,
+        "dataloader_num_workers": 0,
+        "disable_tqdm": True,
+        "log_level": "warning",
+    }
+
+
+def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path) -> dict[str, Any]:
+    """Train quietly, save model and tokenizer into `tmp`; return steps, timings and the trainer's log history."""
+    from transformers import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    train_start, cpu_start = time.perf_counter(), time.process_time()
+    trainer.train()
+    train_seconds = time.perf_counter() - train_start
+    cpu_seconds = time.process_time() - cpu_start
+    trainer.save_model(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    return {
+        "steps": int(trainer.state.global_step),
+        "train_seconds": round(train_seconds, 2),
+        "train_cpu_seconds": round(cpu_seconds, 2),
+        "log_history": list(trainer.state.log_history),
+    }
+
+
+def last_logged(log_history: list[dict[str, Any]], key: str) -> int:
+    """The last logged integer value of `key`, or 0."""
+    values = [e[key] for e in log_history if key in e]
+    return int(values[-1]) if values else 0
 
 
 def _prompt_completion(row: dict[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from captrack.theory.mixture import (
     reverse_kl_gradient_score,
 )
 
-__all__ = ["Run", "Setup", "Training", "geometry", "simulate"]
+__all__ = ["Run", "Setup", "Training", "geometry", "old_mass", "simulate"]
 
 Objective = Literal["forward", "reverse"]
 Estimator = Literal["reparam", "score"]
@@ -112,6 +112,7 @@ class Run:
         training: the training settings.
         step: recorded steps (0 = start).
         old_weight: learner's old weight at each recorded step.
+        old_mass: the learner's effective old-mode mass at each recorded step (see `old_mass`).
         old_drift: Mahalanobis distance ‖μ_old − a‖ at each recorded step.
         new_error: Mahalanobis distance ‖μ_new − b‖ at each recorded step.
         bc: Bhattacharyya coefficient between the learner's two components at each recorded step.
@@ -124,6 +125,7 @@ class Run:
     training: Training
     step: NDArray[np.int64]
     old_weight: NDArray[np.float64]
+    old_mass: NDArray[np.float64]
     old_drift: NDArray[np.float64]
     new_error: NDArray[np.float64]
     bc: NDArray[np.float64]
@@ -149,6 +151,32 @@ def geometry(setup: Setup) -> tuple[NDArray[np.float64], NDArray[np.float64], ND
         u /= np.linalg.norm(u)
     old, new = np.zeros(setup.dim), setup.separation * e
     return old, new, new + setup.new_offset * u
+
+
+def _phi(z: float) -> float:
+    """Standard normal CDF."""
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def old_mass(model: Mixture, old: NDArray[np.float64], new: NDArray[np.float64]) -> float:
+    """The learner's effective old-mode mass: its weight on the old mode, read off from its samples.
+
+    P_q(H) is the learner's probability of the old mode's half-space H (the side of the bisector of
+    a and b that holds a). A mixture of components sitting exactly on a and b with old weight w has
+    P_q(H) = w·Φ(Δ/2) + (1 − w)·Φ(−Δ/2); inverting that map gives a weight that also counts an old
+    component which has wandered into the new mode as lost, where the mixture weight alone cannot.
+
+    Args:
+        model: the learner.
+        old: the old mode a.
+        new: the new mode b.
+    """
+    gap = new - old
+    sep = float(np.linalg.norm(gap))
+    e, mid = gap / sep, (old + new) / 2.0
+    p_half = model.old_weight * _phi(-float(e @ (model.old_mean - mid)))
+    p_half += (1.0 - model.old_weight) * _phi(-float(e @ (model.new_mean - mid)))
+    return (p_half - _phi(-sep / 2.0)) / (_phi(sep / 2.0) - _phi(-sep / 2.0))
 
 
 def _checkpoints(steps: int, count: int) -> set[int]:
@@ -199,14 +227,14 @@ def simulate(setup: Setup, training: Training) -> Run:
     target = Mixture(setup.pi_old, old, new)
     rng = np.random.default_rng([setup.seed, 11, int(training.objective == "reverse")])
     keep = _checkpoints(training.steps, training.checkpoints)
-    rows: list[tuple[int, float, float, float, float]] = []
+    rows: list[tuple[float, ...]] = []
     peak, starved = 0.0, 0
     for t in range(training.steps + 1):
         drift = float(np.linalg.norm(model.old_mean - old))
         peak = max(peak, drift)
         if t in keep:
-            rows.append((t, model.old_weight, drift, float(np.linalg.norm(model.new_mean - new)),
-                         bhattacharyya(model.old_mean, model.new_mean)))
+            rows.append((t, model.old_weight, old_mass(model, old, new), drift,
+                         float(np.linalg.norm(model.new_mean - new)), bhattacharyya(model.old_mean, model.new_mean)))
         if t == training.steps:
             break
         if training.objective == "forward":
@@ -216,5 +244,6 @@ def simulate(setup: Setup, training: Training) -> Run:
         starved += empty
         model = model.step(grad, _lr(training, t))
     cols = np.array(rows, dtype=float).T
-    return Run(setup, training, cols[0].astype(np.int64), cols[1], cols[2], cols[3], cols[4],
-               peak, starved / training.steps, model)
+    return Run(setup=setup, training=training, step=cols[0].astype(np.int64), old_weight=cols[1],
+               old_mass=cols[2], old_drift=cols[3], new_error=cols[4], bc=cols[5], peak_old_drift=peak,
+               starved_share=starved / training.steps, final=model)

@@ -1,0 +1,171 @@
+"""Experiment manifests for `captrack run`: checkpoints, tasks, seeds and the leaderboard to write.
+
+An experiment YAML::
+
+    name: my-experiment
+    workdir: runs/my-experiment          # relative to the YAML's folder
+    leaderboard: leaderboards/mine       # folder (leaderboard.yaml is written there)
+    tasks: ["captrack_probe_*"]
+    limit: null                          # lm-eval --limit (int, fraction or null)
+    seeds: [0]                           # one evaluation replicate per seed
+    apply_chat_template: true
+    batch_size: 8
+    metadata: {}                         # lm-eval --metadata (e.g. probe seed / n)
+    base: {name: base, model: hf, model_args: {pretrained: /path/or/alias}, family: x, size: 1B}
+    variants:
+      - {name: sft, model: hf, model_args: {pretrained: /path}, algorithm: SFT, data: ...}
+      - {name: dpo, train: {method: dpo, steps: 20, rows: 160}, algorithm: DPO}   # trained by the run
+
+`pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
+with ``train:`` is post-trained from the base by the run itself (methods: sft, dpo, rl).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from captrack.errors import InputError, UnknownNameError
+
+__all__ = ["Checkpoint", "Experiment", "config_hash", "demo_experiment", "load_experiment", "quick"]
+
+TRAIN_METHODS = ("sft", "dpo", "rl")
+_LABELS = ("family", "size", "algorithm", "data")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One model to evaluate: an lm-eval model spec plus labels, or a training recipe."""
+
+    name: str
+    model: str = "hf"
+    model_args: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)
+    family: str = ""
+    size: str = ""
+    algorithm: str = ""
+    data: str = ""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A parsed experiment manifest (paths resolved)."""
+
+    name: str
+    source: Path
+    workdir: Path
+    leaderboard: Path
+    base: Checkpoint
+    variants: tuple[Checkpoint, ...]
+    tasks: tuple[str, ...] = ("captrack_probe_*",)
+    limit: int | float | None = None
+    seeds: tuple[int, ...] = (0,)
+    apply_chat_template: bool = True
+    batch_size: int = 8
+    metadata: dict[str, Any] = field(default_factory=dict)
+    title: str = ""
+    description: str = ""
+
+    @property
+    def checkpoints(self) -> tuple[Checkpoint, ...]:
+        """Base first, then the variants."""
+        return (self.base, *self.variants)
+
+
+def config_hash(value: Any) -> str:
+    """Stable short hash of any JSON-able configuration."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _checkpoint(raw: Any, where: str) -> Checkpoint:
+    if not isinstance(raw, dict) or "name" not in raw:
+        raise InputError(f"{where}: each checkpoint needs at least a name; got {raw!r}")
+    unknown = set(raw) - {"name", "model", "model_args", "train", *_LABELS}
+    if unknown:
+        raise InputError(f"{where}: checkpoint {raw['name']!r} has unknown key(s) {sorted(unknown)}")
+    train = dict(raw.get("train") or {})
+    if train and str(train.get("method", "")).lower() not in TRAIN_METHODS:
+        raise UnknownNameError(f"training method of {raw['name']!r}", str(train.get("method")), TRAIN_METHODS)
+    if not train and not (raw.get("model_args") or {}).get("pretrained"):
+        raise InputError(f"{where}: checkpoint {raw['name']!r} needs model_args.pretrained or a train recipe")
+    return Checkpoint(
+        name=str(raw["name"]), model=str(raw.get("model", "hf")), model_args=dict(raw.get("model_args") or {}),
+        train=train, **{k: str(raw.get(k, "")) for k in _LABELS},
+    )
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate an experiment manifest (structure only; see `validate`).
+
+    Raises:
+        InputError: unreadable file, missing or unknown keys, duplicate names.
+    """
+    source = Path(path).resolve()
+    try:
+        raw = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{source}: cannot read the experiment: {exc}") from exc
+    where = str(source)
+    if "base" not in raw or not raw.get("variants"):
+        raise InputError(f"{where}: an experiment needs a 'base' and at least one entry under 'variants'")
+    base = _checkpoint(raw["base"], where)
+    if base.train:
+        raise InputError(f"{where}: the base cannot have a train recipe; it is what variants start from")
+    variants = tuple(_checkpoint(v, where) for v in raw["variants"])
+    names = [base.name, *(v.name for v in variants)]
+    if len(set(names)) != len(names):
+        raise InputError(f"{where}: checkpoint names must be unique; got {names}")
+    folder = source.parent
+    return Experiment(
+        name=str(raw.get("name", source.stem)),
+        source=source,
+        workdir=(folder / str(raw.get("workdir", f"runs/{source.stem}"))).resolve(),
+        leaderboard=(folder / str(raw.get("leaderboard", "."))).resolve(),
+        base=base,
+        variants=variants,
+        tasks=tuple(raw.get("tasks") or ("captrack_probe_*",)),
+        limit=raw.get("limit"),
+        seeds=tuple(int(s) for s in raw.get("seeds") or (0,)),
+        apply_chat_template=bool(raw.get("apply_chat_template", True)),
+        batch_size=int(raw.get("batch_size", 8)),
+        metadata=dict(raw.get("metadata") or {}),
+        title=str(raw.get("title", "")),
+        description=str(raw.get("description", "")),
+    )
+
+
+def as_dict(experiment: Experiment) -> dict[str, Any]:
+    """The experiment as plain data (for hashing and printing)."""
+    return asdict(experiment)
+
+
+def demo_experiment() -> Path:
+    """The embedded demo's manifest (leaderboards/demo/experiment.yaml in a checkout)."""
+    from captrack.paths import _CHECKOUT
+
+    path = _CHECKOUT / "leaderboards" / "demo" / "experiment.yaml"
+    if not path.is_file():
+        raise InputError(
+            f"the embedded demo ({path}) ships with the source checkout; clone captrack and run `make demo`, "
+            "or pass your own EXPERIMENT.yaml"
+        )
+    return path
+
+
+def quick(experiment: Experiment, limit: int = 4, steps: int = 4) -> Experiment:
+    """A smoke-test version: few items, few training steps, its own workdir and leaderboard."""
+    import dataclasses
+
+    variants = tuple(
+        dataclasses.replace(v, train={**v.train, "steps": min(int(v.train.get("steps", steps)), steps),
+                                      "rows": min(int(v.train.get("rows", 16)), 16)}) if v.train else v
+        for v in experiment.variants
+    )
+    workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
+    return dataclasses.replace(experiment, variants=variants, limit=limit, workdir=workdir,
+                               leaderboard=workdir / "leaderboard")

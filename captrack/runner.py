@@ -1,0 +1,216 @@
+"""`captrack run`: train (when asked) → evaluate every checkpoint → ingest → compare → leaderboard.
+
+Every stage writes a marker holding the hash of its inputs; a stage whose marker matches is
+skipped, so a second run reuses everything. Evaluation uses one lm-eval request cache per
+checkpoint and seed (named by the model's fingerprint), which lm-eval fills request by request:
+a run killed mid-evaluation redoes only the requests that had not finished.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from captrack.errors import InputError
+from captrack.experiment import Checkpoint, Experiment, config_hash
+
+__all__ = ["Stage", "plan", "run_experiment", "validate"]
+
+
+@dataclass
+class Stage:
+    """One unit of work with the hash of everything it depends on."""
+
+    title: str
+    marker: Path
+    inputs: dict[str, Any]
+    action: Callable[[], Any]
+
+    @property
+    def digest(self) -> str:
+        """Hash of the stage's inputs."""
+        return config_hash(self.inputs)
+
+    def done(self) -> bool:
+        """Whether the marker records this exact configuration."""
+        if not self.marker.is_file():
+            return False
+        return json.loads(self.marker.read_text()).get("config_hash") == self.digest
+
+
+def _model_path(checkpoint: Checkpoint, experiment: Experiment) -> Path:
+    if checkpoint.train:
+        return experiment.workdir / "models" / checkpoint.name
+    return Path(str(checkpoint.model_args["pretrained"]))
+
+
+def _fingerprint(path: Path) -> str:
+    """Identity of a saved model folder: names, sizes, mtimes (cheap; changes when retrained)."""
+    if not path.is_dir():
+        return str(path)
+    parts = [f"{p.name}:{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in sorted(path.iterdir()) if p.is_file()]
+    return config_hash(parts)
+
+
+def validate(experiment: Experiment) -> None:
+    """Fail before any work on a wrong model path, task name or label.
+
+    Raises:
+        InputError / UnknownNameError: with what to fix.
+    """
+    from captrack.lmeval import task_manager
+    from captrack.models import KNOWN_ALIASES
+
+    for checkpoint in experiment.checkpoints:
+        if checkpoint.train or checkpoint.model != "hf":
+            continue
+        pretrained = str(checkpoint.model_args["pretrained"])
+        if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists():
+            raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: model path {pretrained} does not exist")
+    only_ours = all(t.startswith("captrack") for t in experiment.tasks)
+    manager = task_manager(include_defaults=not only_ours)
+    for pattern in experiment.tasks:
+        if not manager.match_tasks([pattern]):
+            from captrack.errors import UnknownNameError
+
+            raise UnknownNameError("task", pattern, manager.all_subtasks)
+
+
+def plan(experiment: Experiment, console: Console) -> list[Stage]:
+    """The ordered stages of an experiment (nothing runs here)."""
+    from captrack.models import resolve_model
+
+    stages: list[Stage] = []
+    base = experiment.base
+    base_spec = str(base.model_args.get("pretrained", ""))
+    base_path = {"path": base_spec}
+    stages.append(Stage(f"resolve base model {base_spec}", experiment.workdir / "markers" / "base-model.json",
+                        {"pretrained": base_spec}, lambda: base_path.update(path=str(resolve_model(base_spec)))))
+    for variant in experiment.variants:
+        if variant.train:
+            stages.append(_train_stage(experiment, variant, base_path))
+    for checkpoint in experiment.checkpoints:
+        for seed in experiment.seeds:
+            stages.append(_eval_stage(experiment, checkpoint, seed, base_path))
+    stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
+                        {"runs": [s.digest for s in stages if s.title.startswith("evaluate")]},
+                        lambda: _ingest(experiment)))
+    stages.append(Stage(f"compare and write leaderboard {experiment.leaderboard}",
+                        experiment.workdir / "markers" / "leaderboard.json",
+                        {"ingest": stages[-1].digest, "board": _board_yaml(experiment)},
+                        lambda: _leaderboard(experiment)))
+    return stages
+
+
+def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[str, str]) -> Stage:
+    out = experiment.workdir / "models" / variant.name
+
+    def action() -> Any:
+        from captrack.training_recipes import run_recipe
+
+        return run_recipe(variant.train, Path(base_path["path"]), out)
+
+    return Stage(f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)",
+                 experiment.workdir / "markers" / f"train-{variant.name}.json",
+                 {"recipe": variant.train, "base": experiment.base.model_args}, action)
+
+
+def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_path: dict[str, str]) -> Stage:
+    from captrack.evaluate import EvalSpec, evaluate_checkpoint
+
+    out = experiment.workdir / "runs" / checkpoint.name / f"seed{seed}"
+
+    def model_args() -> dict[str, Any]:
+        path = base_path["path"] if checkpoint is experiment.base else str(_model_path(checkpoint, experiment))
+        return {"dtype": "float32", **checkpoint.model_args, "pretrained": path}
+
+    def action() -> Any:
+        args = model_args()
+        spec = EvalSpec(model_args=args, tasks=experiment.tasks, model=checkpoint.model, batch_size=experiment.batch_size,
+                        limit=experiment.limit, apply_chat_template=experiment.apply_chat_template, seed=seed,
+                        metadata=experiment.metadata)
+        cache = experiment.workdir / "cache" / f"{checkpoint.name}-seed{seed}-{_fingerprint(Path(args['pretrained']))}"
+        shutil.rmtree(out, ignore_errors=True)
+        return evaluate_checkpoint(spec, out, cache)
+
+    inputs = {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
+              "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
+              "chat": experiment.apply_chat_template, "metadata": experiment.metadata}
+    return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json",
+                 inputs, action)
+
+
+def _ingest(experiment: Experiment) -> None:
+    from captrack.runs import discover_runs
+    from captrack.store import Labels, Store
+
+    store_path = experiment.workdir / "store.duckdb"
+    tmp = store_path.with_suffix(".tmp.duckdb")
+    tmp.unlink(missing_ok=True)
+    with Store(tmp) as store:
+        for checkpoint in experiment.checkpoints:
+            for seed in experiment.seeds:
+                runs = discover_runs(experiment.workdir / "runs" / checkpoint.name / f"seed{seed}")
+                store.ingest(runs, Labels(model=checkpoint.name, algorithm=checkpoint.algorithm,
+                                          family=checkpoint.family, replicate=seed))
+    tmp.replace(store_path)
+
+
+def _board_yaml(experiment: Experiment) -> dict[str, Any]:
+    store = Path(experiment.workdir / "store.duckdb")
+    try:
+        store_ref = str(store.relative_to(experiment.leaderboard, walk_up=True))  # type: ignore[call-arg]
+    except (TypeError, ValueError):
+        import os
+
+        store_ref = os.path.relpath(store, experiment.leaderboard)
+    variants = [{"name": v.name, "algorithm": v.algorithm, "family": v.family, "size": v.size, "data": v.data}
+                for v in experiment.variants]
+    return {"title": experiment.title or experiment.name, "description": experiment.description,
+            "source_note": f"captrack run {experiment.source.name}: real evaluation (lm-eval) of every checkpoint",
+            "store": store_ref, "comparisons": [{"base": experiment.base.name, "variants": variants}], "bootstrap": 1000}
+
+
+def _leaderboard(experiment: Experiment) -> None:
+    import yaml
+
+    from captrack.report.leaderboard import build_leaderboard
+
+    experiment.leaderboard.mkdir(parents=True, exist_ok=True)
+    text = "# Written by `captrack run " + experiment.source.name + "`; edit the experiment, not this file.\n"
+    text += yaml.safe_dump(_board_yaml(experiment), sort_keys=False, allow_unicode=True)
+    (experiment.leaderboard / "leaderboard.yaml").write_text(text)
+    build_leaderboard(experiment.leaderboard)
+
+
+def run_experiment(experiment: Experiment, dry_run: bool = False, console: Console | None = None) -> dict[str, float]:
+    """Run (or, with `dry_run`, print) every stage; returns wall seconds per stage run."""
+    console = console or Console()
+    validate(experiment)
+    stages = plan(experiment, console)
+    timings: dict[str, float] = {}
+    for i, stage in enumerate(stages, start=1):
+        label = f"[{i}/{len(stages)}] {stage.title}"
+        if stage.done():
+            console.print(f"[dim]{label}: unchanged, reusing[/]")
+            if stage is stages[0]:
+                stage.action()  # resolving the cached base is instant and needed by later stages
+            continue
+        if dry_run:
+            console.print(f"{label}: would run")
+            continue
+        console.rule(label)
+        start = time.perf_counter()
+        stage.action()
+        timings[stage.title] = time.perf_counter() - start
+        stage.marker.parent.mkdir(parents=True, exist_ok=True)
+        stage.marker.write_text(json.dumps({"config_hash": stage.digest, "inputs": stage.inputs}, default=str, indent=2))
+        console.print(f"[green]done[/] in {timings[stage.title]:.1f} s")
+    return timings
