@@ -70,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("folder", help="e.g. leaderboards/demo")
     board.set_defaults(func=_cmd_leaderboard)
 
+    from captrack.theory.cli import add_theory_parser
+
+    add_theory_parser(sub)
+
     run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
     run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
     run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")

@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_MAX_COMPLETION_LENGTH",
     "DEFAULT_NUM_GENERATIONS",
     "DEFAULT_RL_LEARNING_RATE",
+    "arithmetic_accuracy",
     "arithmetic_preference_rows",
     "arithmetic_prompt_rows",
     "correctness_reward",
@@ -305,3 +306,37 @@ def train_rl(
 
     return train_cached(Path(out_dir), config, run)
 
+
+
+def arithmetic_accuracy(
+    model_dir: Path, n: int = 20, seed: int = 1000, max_new_tokens: int = 160, batch_size: int = 10
+) -> dict[str, Any]:
+    """Greedy-decode `n` held-out arithmetic problems with the model in `model_dir`; score final answers."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, local_files_only=True).eval()
+    rows = arithmetic_prompt_rows(n, seed)
+    completions: list[str] = []
+    for start in range(0, n, batch_size):
+        batch = rows[start : start + batch_size]
+        texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in batch]
+        inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.inference_mode():
+            output = model.generate(
+                **inputs, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
+            )
+        new = output[:, inputs["input_ids"].shape[1] :]
+        completions.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+    correct = correctness_reward(completions, [r["answer"] for r in rows])
+    formatted = [c > 0 for c in format_reward(completions)]
+    return {
+        "n": n,
+        "accuracy": sum(correct) / n if n else math.nan,
+        "formatted": sum(formatted) / n if n else math.nan,
+        "completions": completions,
+    }

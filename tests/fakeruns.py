@@ -28,6 +28,7 @@ class FakeTask:
     doc_ids: Sequence[int] | None = None
     doc_text: Mapping[int, str] = field(default_factory=dict)
     responses: Mapping[int, str] = field(default_factory=dict)  # generate_until: the model's text per doc
+    choice_lls: Mapping[int, Sequence[float]] = field(default_factory=dict)  # multiple_choice: per-option loglik
 
 
 def _hash(text: str) -> str:
@@ -48,7 +49,8 @@ def write_run(
             for row, doc_id in enumerate(ids):
                 doc = {"question": task.doc_text.get(doc_id, f"{task.name} question {doc_id}")}
                 if task.output_type == "multiple_choice":
-                    resps: list = [["-1.0", "False"]] * task.n_choices
+                    lls = task.choice_lls.get(doc_id, [-1.0] * task.n_choices)
+                    resps: list = [[str(float(x)), "False"] for x in lls]
                 else:
                     resps = [task.responses.get(doc_id, f"response to {doc_id}")]
                 line = {

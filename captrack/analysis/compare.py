@@ -65,6 +65,7 @@ class CompareOptions:
     seed: int = 0
     level: float = 0.95
     allow_partial: bool = False
+    distribution: bool = True  # per-choice diagnostics for multiple-choice tasks (reads samples files)
 
 
 @dataclass
@@ -80,6 +81,9 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     counts: dict[str, Any] = field(default_factory=dict)
     replicate_spread: dict[str, dict[str, float]] = field(default_factory=dict)
+    distribution_items: pd.DataFrame = field(default_factory=pd.DataFrame)
+    distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def compare_store(
@@ -128,6 +132,7 @@ def compare_store(
     )
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
+    dist_items, dist, calib = _distribution(store, base, variants, options, warnings)
     untracked = sorted({f"{t}/{m}" for t, m, c in zip(drift_df["task"], drift_df["metric"], drift_df["capability"], strict=True) if not c})
     if untracked:
         warnings.append("not in the taxonomy, so in no capability aggregate: " + ", ".join(untracked))
@@ -141,7 +146,27 @@ def compare_store(
         warnings=warnings,
         counts=counts,
         replicate_spread=_replicate_spread(rep_df, taxonomy),
+        distribution_items=dist_items,
+        distribution=dist,
+        calibration=calib,
     )
+
+
+def _distribution(
+    store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, warnings: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Collapse / drift / erosion per item and calibration drift, for multiple-choice tasks."""
+    if not options.distribution:
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    from captrack.analysis.choices import paired_choices
+    from captrack.analysis.distribution import calibration, diagnose
+
+    frames = [paired_choices(store, base, v.name, v.algorithm, warnings) for v in variants]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frame.empty:
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    items, summary = diagnose(frame)
+    return items, summary, calibration(frame, n_resamples=options.bootstrap, seed=options.seed)
 
 
 def _per_replicate(store: Store, variant: VariantSpec) -> pd.DataFrame:

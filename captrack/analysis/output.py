@@ -38,6 +38,15 @@ def write_comparison(
         "captrack_compatible.csv": means.reset_index(),
         "captrack_compatible_std.csv": stds.reset_index(),
     }
+    if not comparison.distribution.empty:
+        from captrack.analysis.distribution import aggregate_by_algorithm
+
+        tables |= {
+            "distribution_items.csv": comparison.distribution_items,
+            "distribution.csv": comparison.distribution,
+            "distribution_by_algorithm.csv": aggregate_by_algorithm(comparison.distribution),
+            "calibration.csv": comparison.calibration,
+        }
     written = [_write(folder / name, frame.to_csv(index=False, float_format="%.10g")) for name, frame in tables.items()]
     summary = {
         "base": comparison.base,

@@ -15,6 +15,8 @@ declare(MetricSpec("exact_match", "higher", "binary", "the extracted answer equa
 declare(MetricSpec("pass_at_1", "higher", "binary", "the first generated program passes the unit tests"))
 declare(MetricSpec("reasoning", "higher", "score", "judged quality of the reasoning steps, in [0, 1]"))
 declare(MetricSpec("evidence_hit", "higher", "score", "share of the gold evidence the answer relies on"))
+declare(MetricSpec("form_accuracy", "higher", "score", "share of an item's prompt forms (phrasings, option orders, typos, languages) answered correctly"))
+declare(MetricSpec("form_consistency", "higher", "binary", "the item gets the same answer under every prompt form"))
 declare(MetricSpec("faithfulness", "higher", "score", "share of the answer's claims supported by the context"))
 
 # WILL: default behaviour.

@@ -133,4 +133,11 @@ def score(name: str, doc: Mapping[str, Any], response: str) -> dict[str, float |
 
 def _load_builtin() -> None:
     """Import the modules that declare captrack's metrics and scorers (idempotent)."""
-    from captrack.metrics import catalog, instructions, style  # noqa: F401
+    from captrack.metrics import (  # noqa: F401
+        answers,
+        behaviour,
+        catalog,
+        instructions,
+        protocol,
+        style,
+    )

@@ -8,11 +8,19 @@ import re
 from typing import Any
 
 __all__ = [
+    "answer_segment",
     "bullet_lines",
+    "contains_phrase",
+    "find_json_value",
     "has_emoji",
     "has_header",
     "has_markdown_table",
+    "is_abstention",
+    "is_refusal",
+    "normalize",
+    "numbers",
     "parse_json_block",
+    "strip_fence",
     "words",
 ]
 
@@ -22,6 +30,24 @@ _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE)
 _TABLE_ROW = re.compile(r"^\s*\|?.*\|.*\|?\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_ANY_FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:\n[ \t]*```|$)", re.DOTALL)
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])")
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_MARKER = re.compile(r"(?:answer\s*(?:is|:)|=)", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"\b(?:i|we)\s*(?:can ?not|can't|won't|will not|am not able to|'m not able to|am unable to|'m unable to"
+    r"|must decline|have to decline|refuse)\b"
+    r"|\b(?:can ?not|can't|won't|unable to|not able to) (?:help|assist|provide|comply|support|share|give|do that)"
+    r"|\bas an ai\b|\bi'?m sorry,? but\b|\bi am sorry,? but\b|\bsorry, i\b"
+    r"|\b(?:against|violates?) (?:my|the|our) (?:guidelines|polic(?:y|ies)|principles|rules)\b"
+    r"|\bi (?:do not|don't) (?:feel comfortable|think i (?:can|should))\b"
+)
+_ABSTAIN = re.compile(
+    r"\bunknown\b|\bnot (?:mentioned|stated|given|specified|provided|included|said|known|in the (?:passage|text|context))\b"
+    r"|\b(?:does|do|did) ?n[o']t (?:say|mention|state|specify|give|provide|tell|include)\b"
+    r"|\bno (?:information|mention|answer|data)\b|\b(?:can ?not|can't) (?:be )?(?:determine|tell|answer|know)"
+    r"|\bi (?:do not|don't) know\b|\bnot enough information\b"
+)
 _EMOJI_RANGES = (
     (0x1F300, 0x1FAFF),  # pictographs, emoticons, transport, supplemental symbols
     (0x2600, 0x27BF),  # misc symbols and dingbats
@@ -69,3 +95,62 @@ def parse_json_block(text: str) -> Any:
     if fenced:
         stripped = fenced.group(1).strip()
     return json.loads(stripped)
+
+
+def normalize(text: str) -> str:
+    """Casefold, drop thousands separators and punctuation, collapse whitespace (for phrase matching)."""
+    text = _DIGIT_COMMA.sub("", text.replace("’", "'").casefold())
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """Whether `phrase` occurs in `text` as whole words, after normalising both."""
+    needle = normalize(phrase)
+    return bool(needle) and f" {needle} " in f" {normalize(text)} "
+
+
+def numbers(text: str) -> list[float]:
+    """The numbers in `text`, in order (``3,400`` is 3400; ``7.5`` is 7.5)."""
+    return [float(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)]
+
+
+def answer_segment(response: str) -> str:
+    """The short answer in a response: its first non-empty line, after the last "answer is"/":"/"=" there."""
+    line = next((ln.strip() for ln in response.splitlines() if ln.strip()), "")
+    markers = list(_MARKER.finditer(line))
+    if markers and line[markers[-1].end():].strip():
+        line = line[markers[-1].end():].strip()
+    return line
+
+
+def is_refusal(text: str) -> bool:
+    """Whether the opening of a response refuses the request (rule-based: "I can't help with that", ...)."""
+    return _REFUSAL.search(text[:400].replace("’", "'").casefold()) is not None
+
+
+def is_abstention(text: str) -> bool:
+    """Whether a short answer declines to answer from missing information ("unknown", "not mentioned")."""
+    return _ABSTAIN.search(text.replace("’", "'").casefold()) is not None
+
+
+def strip_fence(text: str) -> str:
+    """The body of the first Markdown code fence in `text`, or the stripped text when there is none."""
+    fenced = _ANY_FENCE.search(text)
+    return (fenced.group(1) if fenced else text).strip()
+
+
+def find_json_value(text: str) -> Any:
+    """The first JSON object or array in `text` (fenced, bare, or inside prose).
+
+    Raises:
+        ValueError: when no JSON object or array parses anywhere in the text.
+    """
+    decoder = json.JSONDecoder()
+    body = strip_fence(text)
+    for start, char in enumerate(body):
+        if char in "{[":
+            try:
+                return decoder.raw_decode(body, start)[0]
+            except json.JSONDecodeError:
+                continue
+    raise ValueError("no JSON object or array in the response")

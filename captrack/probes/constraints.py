@@ -9,7 +9,7 @@ from typing import Any
 
 from captrack.probes import generator
 
-__all__ = ["TASKS"]
+__all__ = ["CONFLICTS", "MAKERS", "TASKS", "compatible"]
 
 TASKS = (
     "Write a short note to a neighbour about {}.",
@@ -22,6 +22,7 @@ SUBJECTS = (
     "a garden party", "the morning bus", "a broken fence", "a school concert", "a quiet lake",
 )
 KEYWORDS = ("river", "lantern", "orange", "window", "music", "coffee", "ladder", "cloud")
+FORBIDDEN = ("very", "really", "nice", "good", "great", "thing")
 
 Constraint = tuple[str, dict[str, Any]]
 
@@ -64,6 +65,29 @@ def _no_commas(rng: random.Random) -> Constraint:
     return "Do not use any commas.", {"kind": "forbid_char", "char": ","}
 
 
+def _start_with(rng: random.Random) -> Constraint:
+    phrase = rng.choice(("Dear friend", "Here is my answer", "In short"))
+    return f"Start your answer with the exact words '{phrase}'.", {"kind": "start_with", "phrase": phrase}
+
+
+def _min_words(rng: random.Random) -> Constraint:
+    n = rng.choice((25, 35))
+    return f"Use at least {n} words.", {"kind": "min_words", "n": n}
+
+
+def _sections(rng: random.Random) -> Constraint:
+    n = rng.choice((2, 3))
+    return (
+        f"Divide your answer into {n} sections; start each one with a line 'SECTION X' (X = 1, 2, ...).",
+        {"kind": "sections", "n": n, "marker": "SECTION"},
+    )
+
+
+def _forbid_words(rng: random.Random) -> Constraint:
+    words = rng.sample(FORBIDDEN, 2)
+    return f"Do not use the words '{words[0]}' or '{words[1]}'.", {"kind": "forbid_words", "words": words}
+
+
 def _json(rng: random.Random) -> Constraint:
     return (
         'Answer only with a JSON object with the keys "title" and "text".',
@@ -80,6 +104,10 @@ MAKERS: dict[str, Callable[[random.Random], Constraint]] = {
     "bullets": _bullets,
     "no_commas": _no_commas,
     "json": _json,
+    "start_with": _start_with,
+    "min_words": _min_words,
+    "sections": _sections,
+    "forbid_words": _forbid_words,
 }
 # Pairs that cannot both hold are never combined.
 CONFLICTS = {
@@ -88,27 +116,37 @@ CONFLICTS = {
     frozenset({"json", "uppercase"}), frozenset({"uppercase", "end_with"}),
     frozenset({"lowercase", "end_with"}), frozenset({"bullets", "end_with"}),
     frozenset({"json", "no_commas"}),
+    frozenset({"json", "start_with"}), frozenset({"json", "sections"}), frozenset({"bullets", "sections"}),
+    frozenset({"bullets", "start_with"}), frozenset({"max_words", "min_words"}),
+    frozenset({"bullets", "min_words"}), frozenset({"lowercase", "sections"}),
 }
 
 
-@generator("constraints")
+def compatible(names: list[str]) -> list[str]:
+    """The constraint kinds that can join all of `names` (none conflicts with any of them)."""
+    return [
+        x for x in sorted(MAKERS)
+        if x not in names and all(frozenset({x, y}) not in CONFLICTS for y in names)
+    ]
+
+
+@generator("constraints", version=1.1)
 def constraints(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Items with one constraint, then pairs of compatible constraints, drawn by `seed`."""
+    """Items with one, two, then three mutually compatible constraints (the level cycles), drawn by `seed`."""
     rng = random.Random(seed)
-    count = 16 if n is None else n
+    count = 18 if n is None else n
     items: list[dict[str, Any]] = []
-    names = sorted(MAKERS)
     for i in range(count):
-        chosen = [rng.choice(names)]
-        if i % 2 == 1:
-            allowed = [x for x in names if x != chosen[0] and frozenset({chosen[0], x}) not in CONFLICTS]
-            partner = rng.choice(allowed)
-            chosen.append(partner)
+        level = i % 3 + 1
+        chosen: list[str] = []
+        while len(chosen) < level:
+            chosen.append(rng.choice(compatible(chosen)))
         made = [MAKERS[name](rng) for name in chosen]
         task = rng.choice(TASKS).format(rng.choice(SUBJECTS))
         items.append(
             {
                 "id": f"constraints:{i}",
+                "level": level,
                 "prompt": " ".join([task, *(text for text, _ in made)]),
                 "constraints": json.dumps([spec for _, spec in made], sort_keys=True),
             }

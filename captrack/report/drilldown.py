@@ -22,14 +22,14 @@ def flipped_items(
 ) -> tuple[pd.DataFrame, int]:
     """The first `limit` forgotten/gained items of (task, metric) and how many flipped in all.
 
-    Returns a frame with doc_id, change ('forgotten' | 'gained'), replicate, base_run, variant_run.
+    Returns a frame with doc_id, doc_hash, change ('forgotten' | 'gained'), replicate, base_run, variant_run.
     """
     good = "< 0.5" if lower_is_better else "> 0.5"
     ranked = """SELECT *, row_number() OVER (PARTITION BY filter, replicate, doc_hash ORDER BY doc_id) AS occ
                 FROM samples WHERE model = ? AND task = ? AND metric = ? AND NOT isnan(value)"""
     frame = con.execute(
         f"""WITH b AS ({ranked}), v AS ({ranked})
-        SELECT b.doc_id, CASE WHEN b.value {good} THEN 'forgotten' ELSE 'gained' END AS change,
+        SELECT b.doc_id, b.doc_hash, CASE WHEN b.value {good} THEN 'forgotten' ELSE 'gained' END AS change,
                b.replicate, b.run_id AS base_run, v.run_id AS variant_run
         FROM b JOIN v ON b.task_version = v.task_version AND b.doc_hash = v.doc_hash AND b.occ = v.occ
                      AND b.filter = v.filter AND b.replicate = v.replicate

@@ -175,6 +175,7 @@ def _task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     from captrack.store import Store
 
     pages: dict[str, str] = {}
+    kinds = _forgetting_kinds(comparisons)
     trans = tables["transitions"].drop_duplicates(["variant", "task", "metric"])
     assert spec.store is not None
     with Store(spec.store, read_only=True) as store:
@@ -186,10 +187,23 @@ def _task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
                 lower = get_metric(str(r.metric)).direction == "lower"
                 items, count = flipped_items(store.con, str(base), str(r.variant), str(task), str(r.metric), lower, DRILL_LIMIT)
                 total += count
+                items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
                 rows += _item_rows(str(r.variant), str(r.metric), items, paths, str(task), item_texts)
             name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
             pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total)
     return pages
+
+
+def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[tuple[str, str, str], str]:
+    """(variant, task, doc_hash) -> collapse / drift / shift for forgotten multiple-choice items."""
+    out: dict[tuple[str, str, str], str] = {}
+    for comparison, _ in comparisons:
+        items = comparison.distribution_items
+        if items.empty:
+            continue
+        for r in items[items["transition"] == "10"].itertuples():
+            out[(str(r.variant), str(r.task), str(r.doc_hash))] = str(r.forgetting_kind)
+    return out
 
 
 def _item_rows(variant: str, metric: str, items: pd.DataFrame, paths: dict[str, str], task: str, item_texts: object) -> list[list[str]]:
@@ -202,7 +216,8 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, paths: dict[str, 
     for r in items.itertuples():
         b, v = base_text.get(int(r.doc_id), {}), var_text.get(int(r.doc_id), {})
         missing = "(text unavailable: samples file moved)"
-        out.append([f'<td>{esc(variant)}</td><td>{esc(r.change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
+        change = f"{r.change} ({r.kind})" if r.kind else str(r.change)
+        out.append([f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
                     f'<td><pre class="text">{esc(b.get("prompt", missing))}</pre></td>',
                     f'<td><pre class="text">{esc(b.get("gold", ""))}</pre></td>',
                     f'<td><pre class="text">{esc(b.get("response", missing))}</pre></td>',

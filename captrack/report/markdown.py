@@ -49,10 +49,40 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
     ]
     for variant in comparison.variants:
         lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)
+    lines += _distribution_section(comparison)
     if comparison.warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in comparison.warnings] + [""]
     lines += ["## Inputs", "", "```", *(f"{k}: {v}" for k, v in inputs.items()), "```", ""]
     return "\n".join(lines)
+
+
+def _distribution_section(comparison: Comparison) -> list[str]:
+    """Collapse vs drift of forgotten multiple-choice items, erosion, and calibration drift."""
+    dist = comparison.distribution
+    if dist.empty:
+        return []
+    lines = ["## Inside the forgetting (multiple-choice tasks)", "",
+             "From per-option probabilities: a forgotten item is a *collapse* when the variant gives the "
+             "base's answer almost no mass (< 0.4/k), *drift* when a near tie (≤ 0.5 nats) flipped, "
+             "*shift* otherwise; *eroding* items kept their outcome but lost > 0.2 gold probability. "
+             "BC is the Bhattacharyya overlap of base and variant option distributions (1 = identical).", ""]
+    rows = [[str(r.variant), str(r.task), str(int(r.n_forgotten)), str(int(r.n_collapse)), str(int(r.n_drift)),
+             str(int(r.n_shift)), str(int(r.n_eroding)), f"{r.mean_bc:.3f}", f"{r.mean_mass_retained:.3f}"]
+            for r in dist.itertuples()]
+    lines += [*_table(["variant", "task", "forgotten", "collapse", "drift", "shift", "eroding", "mean BC", "mass retained"], rows), ""]
+    calib = comparison.calibration
+    if not calib.empty:
+        rows = [[str(r.variant), str(r.task), f"{r.ece_base:.3f}", f"{r.ece_variant:.3f}", _ci_plain(r.ece_change_ci_low, r.ece_change_ci_high),
+                 f"{r.brier_base:.3f}", f"{r.brier_variant:.3f}"] for r in calib.itertuples()]
+        lines += ["Calibration (top choice):", ""]
+        lines += [*_table(["variant", "task", "ECE base", "ECE variant", "ΔECE 95% CI", "Brier base", "Brier variant"], rows), ""]
+    return lines
+
+
+def _ci_plain(low: Any, high: Any) -> str:
+    if any(isinstance(x, float) and math.isnan(x) for x in (low, high)):
+        return "n/a"
+    return f"[{low:+.3f}, {high:+.3f}]"
 
 
 def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algorithm: str) -> list[str]:

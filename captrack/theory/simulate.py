@@ -64,6 +64,14 @@ class Setup:
     new_offset: float = 1.0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.separation <= 0 or self.dim < 1 or self.new_offset < 0:
+            raise ValueError("separation must be > 0, dim >= 1 and new_offset >= 0")
+        for name in ("old_weight", "target_old_weight"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 < value < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {value}")
+
     @property
     def pi_old(self) -> float:
         """The reverse-KL target's old weight π."""
@@ -117,7 +125,8 @@ class Run:
         new_error: Mahalanobis distance ‖μ_new − b‖ at each recorded step.
         bc: Bhattacharyya coefficient between the learner's two components at each recorded step.
         peak_old_drift: the largest old drift over all steps (not only recorded ones).
-        starved_share: share of batches without a single old-mode sample.
+        starved_share: share of batches without a single old-mode sample (always 0 for the
+            reparameterised estimator, which sums over the components exactly).
         final: the learner after the last step.
     """
 

@@ -170,3 +170,32 @@ def test_lower_is_better_binary_metric_counts_1_as_bad(tmp_path: Path) -> None:
     spec = MetricSpec("harm", "lower", "binary", "1 is harmful")
     row = _transition_row(VariantSpec("v"), "t", "harm", frame, spec)
     assert (row["n_10"], row["n_01"]) == (3, 2)  # 0→1 (became harmful) is the forgetting
+
+
+def test_distribution_diagnostics_from_per_choice_loglikelihoods(tmp_path: Path) -> None:
+    # gold is option 0 everywhere. Base: confident and right on all 4 items.
+    base_lls = {i: [-0.1, -4.0, -4.0, -4.0] for i in range(4)}
+    variant_lls = {
+        0: [-9.0, -0.1, -4.0, -4.0],  # collapse: gold/base answer gets almost no mass
+        1: [-1.0, -0.8, -4.0, -4.0],  # drift: a near tie flipped (0.2 nats)
+        2: [-0.1, -4.0, -4.0, -4.0],  # unchanged
+        3: [-1.2, -3.0, -3.0, -3.0],  # still right, but gold probability fell a lot: eroding
+    }
+    write_run(tmp_path / "base", "base", [FakeTask(FACTS, {"acc": [1, 1, 1, 1]}, choice_lls=base_lls)])
+    write_run(tmp_path / "v", "v", [FakeTask(FACTS, {"acc": [0, 0, 1, 1]}, choice_lls=variant_lls)])
+    assert _compare(tmp_path, "--base", str(tmp_path / "base"), "--variant", f"v={tmp_path / 'v'}") == 0
+    dist = _csv(tmp_path, "distribution.csv").iloc[0]
+    assert (dist["n_forgotten"], dist["n_collapse"], dist["n_drift"], dist["n_eroding"]) == (2, 1, 1, 1)
+    assert (tmp_path / "out" / "calibration.csv").is_file()
+    assert "Inside the forgetting" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_identical_runs_have_full_overlap_and_no_collapse(tmp_path: Path) -> None:
+    lls = {i: [-0.5, -1.0 - i, -2.0, -3.0] for i in range(5)}
+    for name in ("base", "same"):
+        write_run(tmp_path / name, name, [FakeTask(FACTS, {"acc": [1, 1, 1, 1, 1]}, choice_lls=lls)])
+    assert _compare(tmp_path, "--base", str(tmp_path / "base"), "--variant", f"same={tmp_path / 'same'}") == 0
+    dist = _csv(tmp_path, "distribution.csv").iloc[0]
+    assert dist["mean_bc"] == pytest.approx(1.0) and dist["n_collapse"] == 0 and dist["n_drift"] == 0
+    calib = _csv(tmp_path, "calibration.csv").iloc[0]
+    assert calib["ece_change"] == pytest.approx(0.0) and calib["brier_change"] == pytest.approx(0.0)

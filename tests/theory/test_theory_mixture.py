@@ -118,3 +118,9 @@ def test_reverse_kl_replay_requires_sampled_gradients() -> None:
         Training(objective="reverse", estimator="reparam", replay=0.2)
     with pytest.raises(ValueError, match="replay fraction"):
         Training(objective="forward", replay=1.0)
+
+
+@pytest.mark.parametrize("kwargs", [{"separation": 0.0}, {"dim": 0}, {"old_weight": 1.0}, {"target_old_weight": 0.0}])
+def test_setup_rejects_impossible_problems(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        Setup(**kwargs)

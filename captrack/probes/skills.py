@@ -1,0 +1,104 @@
+"""C1 probe: skills with one exact answer: multi-digit arithmetic, date arithmetic, tracing a small program."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from captrack.probes import generator
+from captrack.probes.world import WEEKDAYS, plan
+
+__all__ = ["arithmetic", "calendar", "program", "short_item"]
+
+KINDS = ("arithmetic", "dates", "program")
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)
+
+
+def short_item(
+    item_id: str, kind: str, level: int, question: str, answer: str, answer_type: str,
+    aliases: list[str] | None = None, distractors: list[str] | None = None,
+) -> dict[str, Any]:
+    """A short-answer item in the shape the ``short_answer`` scorer reads."""
+    return {
+        "id": item_id, "kind": kind, "level": level, "prompt": f"Question: {question}\nAnswer:",
+        "answer": answer, "answer_type": answer_type, "aliases": aliases or [],
+        "distractors": distractors or [],
+    }
+
+
+def arithmetic(rng: random.Random, level: int) -> tuple[str, int]:
+    """An arithmetic question and its answer: 2-digit sums, 3-digit sums/differences, 2-digit products."""
+    if level == 1:
+        a, b = rng.randint(11, 89), rng.randint(11, 89)
+        return f"What is {a} + {b}?", a + b
+    if level == 2:
+        a, b = rng.randint(120, 899), rng.randint(120, 899)
+        if rng.random() < 0.5:
+            return f"What is {a} + {b}?", a + b
+        a, b = max(a, b), min(a, b)
+        return f"What is {a} - {b}?", a - b
+    a, b = rng.randint(12, 49), rng.randint(12, 29)
+    return f"What is {a} * {b}?", a * b
+
+
+def calendar(rng: random.Random, level: int) -> tuple[str, str, list[str], list[str]]:
+    """A date question: the day after a weekday, a weekday k days on, or a date k days on."""
+    if level < 3:
+        start = rng.randrange(7)
+        days = 1 if level == 1 else rng.randint(2, 12)
+        answer = WEEKDAYS[(start + days) % 7]
+        others = [d for d in WEEKDAYS if d != answer]
+        when = "the day after" if days == 1 else f"{days} days after"
+        return f"What day of the week is {when} a {WEEKDAYS[start]}?", answer, [], others
+    start_date = dt.date(2023, rng.choice((1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)), rng.randint(18, 28))  # never across a leap day
+    days = rng.randint(5, 20)
+    end = start_date + dt.timedelta(days=days)
+    month, day = _MONTHS[end.month - 1], end.day
+    question = (
+        f"What is the date {days} days after {_MONTHS[start_date.month - 1]} {start_date.day}? "
+        "Give the month and the day."
+    )
+    aliases = [f"{day} {month}", f"{month} {day}th", f"{day}th {month}", f"{day}th of {month}", f"{month} the {day}th"]
+    if day % 10 in (1, 2, 3) and day not in (11, 12, 13):
+        suffix = {1: "st", 2: "nd", 3: "rd"}[day % 10]
+        aliases += [f"{month} {day}{suffix}", f"{day}{suffix} {month}", f"{day}{suffix} of {month}"]
+    return question, f"{month} {day}", aliases, []
+
+
+def program(rng: random.Random, level: int) -> tuple[str, int]:
+    """A small Python program and what it prints: assignments, two variables, or a loop."""
+    a, b, c = rng.randint(2, 9), rng.randint(2, 9), rng.randint(2, 5)
+    if level == 1:
+        code = f"x = {a}\nx = x + {b}\nprint(x)"
+        value = a + b
+    elif level == 2:
+        code = f"x = {a}\ny = x * {c}\nx = y - {b}\nprint(x + y)"
+        value = (a * c - b) + a * c
+    else:
+        stop = rng.randint(3, 5)
+        code = f"total = {a}\nfor i in range(1, {stop}):\n    total = total + i * {c}\nprint(total)"
+        value = a + sum(i * c for i in range(1, stop))
+    return f"What does this Python program print?\n\n{code}\n\nReply with just the output.", value
+
+
+@generator("skills", version=1.0)
+def skills(seed: int, n: int | None) -> list[dict[str, Any]]:
+    """Arithmetic, date and program-tracing items; kinds and levels 1-3 cycle, values come from `seed`."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(27 if n is None else n):
+        kind, level = plan(i, KINDS)
+        if kind == "arithmetic":
+            question, value = arithmetic(rng, level)
+            items.append(short_item(f"skills:{i}", kind, level, f"{question} Reply with just the number.", str(value), "number"))
+        elif kind == "dates":
+            question, answer, aliases, others = calendar(rng, level)
+            items.append(short_item(f"skills:{i}", kind, level, question, answer, "text", aliases, others))
+        else:
+            question, value = program(rng, level)
+            items.append(short_item(f"skills:{i}", kind, level, question, str(value), "number"))
+    return items
