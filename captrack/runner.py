@@ -30,13 +30,17 @@ class Stage:
 
     title: str
     marker: Path
-    inputs: dict[str, Any]
+    inputs: dict[str, Any] | Callable[[], dict[str, Any]]  # a callable is read when checked
     action: Callable[[], Any]
+
+    def current_inputs(self) -> dict[str, Any]:
+        """The inputs as they are now (files produced by earlier stages included)."""
+        return self.inputs() if callable(self.inputs) else self.inputs
 
     @property
     def digest(self) -> str:
         """Hash of the stage's inputs."""
-        return config_hash(self.inputs)
+        return config_hash(self.current_inputs())
 
     def done(self) -> bool:
         """Whether the marker records this exact configuration."""
@@ -57,6 +61,10 @@ def _fingerprint(path: Path) -> str:
         return str(path)
     parts = [f"{p.name}:{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in sorted(path.iterdir()) if p.is_file()]
     return config_hash(parts)
+
+
+def _fingerprint_file(path: Path) -> str:
+    return f"{path.stat().st_size}:{path.stat().st_mtime_ns}" if path.is_file() else "missing"
 
 
 def validate(experiment: Experiment) -> None:
@@ -99,12 +107,15 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
     for checkpoint in experiment.checkpoints:
         for seed in experiment.seeds:
             stages.append(_eval_stage(experiment, checkpoint, seed, base_path))
+    runs = experiment.workdir / "runs"
     stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
-                        {"runs": [s.digest for s in stages if s.title.startswith("evaluate")]},
+                        lambda: {"results": sorted(str(p.relative_to(runs)) for p in runs.rglob("results_*.json"))},
                         lambda: _ingest(experiment)))
+    store = experiment.workdir / "store.duckdb"
     stages.append(Stage(f"compare and write leaderboard {experiment.leaderboard}",
                         experiment.workdir / "markers" / "leaderboard.json",
-                        {"ingest": stages[-1].digest, "board": _board_yaml(experiment)},
+                        lambda: {"store": _fingerprint_file(store), "board": _board_yaml(experiment),
+                                 "index": (experiment.leaderboard / "index.html").is_file()},
                         lambda: _leaderboard(experiment)))
     return stages
 
@@ -211,6 +222,6 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         stage.action()
         timings[stage.title] = time.perf_counter() - start
         stage.marker.parent.mkdir(parents=True, exist_ok=True)
-        stage.marker.write_text(json.dumps({"config_hash": stage.digest, "inputs": stage.inputs}, default=str, indent=2))
+        stage.marker.write_text(json.dumps({"config_hash": stage.digest, "inputs": stage.current_inputs()}, default=str, indent=2))
         console.print(f"[green]done[/] in {timings[stage.title]:.1f} s")
     return timings

