@@ -31,10 +31,9 @@ def _dpo(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
 
 
 def _rl(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
-    from captrack.training import arithmetic_sft_rows
-    from captrack.training_pref import train_rl
+    from captrack.training_pref import arithmetic_prompt_rows, train_rl
 
-    rows = arithmetic_sft_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
+    rows = arithmetic_prompt_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
     return train_rl(base, out, rows, steps=int(recipe["steps"]), seed=int(recipe.get("seed", 0)), **_extra(recipe))
 
 

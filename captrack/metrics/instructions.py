@@ -59,7 +59,7 @@ def _include_keywords(response: str, params: Mapping[str, Any]) -> bool:
 @constraint("forbid_words")
 def _forbid_words(response: str, params: Mapping[str, Any]) -> bool:
     present = {w.lower() for w in text.words(response)}
-    return not any(str(w).lower() in present for w in params["words"])
+    return bool(present) and not any(str(w).lower() in present for w in params["words"])
 
 
 @constraint("max_words")

@@ -125,7 +125,7 @@ def answer_segment(response: str) -> str:
 
 def is_refusal(text: str) -> bool:
     """Whether the opening of a response refuses the request (rule-based: "I can't help with that", ...)."""
-    return _REFUSAL.search(text[:400].replace("’", "'").casefold()) is not None
+    return _REFUSAL.search(text[:300].replace("’", "'").casefold()) is not None
 
 
 def is_abstention(text: str) -> bool:

@@ -14,7 +14,7 @@ __all__ = ["INSTRUCTION"]
 
 INSTRUCTION = (
     "Answer the question in one sentence using the sources, and cite the source you used by its "
-    "number in square brackets, like [2]."
+    'number in square brackets, for example: "Amberly was founded in 1620 [3]."'
 )
 
 
@@ -24,12 +24,12 @@ def citations(seed: int, n: int | None) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     items = []
     for i in range(16 if n is None else n):
-        _, level = plan(i, ("citations",))
+        asked, level = plan(i, tuple(ATTRIBUTES))
         count = level + 2
         towns = make_towns(rng, count)
-        attributes = [rng.choice(list(ATTRIBUTES)) for _ in towns]
-        sources = [describe(t, (a,))[0] for t, a in zip(towns, attributes, strict=True)]
         target = rng.randrange(count)
+        attributes = [asked if k == target else rng.choice(list(ATTRIBUTES)) for k in range(count)]
+        sources = [describe(t, (a,))[0] for t, a in zip(towns, attributes, strict=True)]
         question = ATTRIBUTES[attributes[target]][0].format(town=towns[target].name)
         listing = "\n".join(f"[{k + 1}] {s}" for k, s in enumerate(sources))
         items.append({

@@ -76,11 +76,10 @@ def passages(seed: int, n: int | None) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     items = []
     for i in range(24 if n is None else n):
-        _, level = plan(i, ("passage",))
+        attribute, level = plan(i, tuple(ATTRIBUTES))
         towns = make_towns(rng, level)
         sentences = [s for town in towns for s in describe(town, tuple(rng.sample(list(ATTRIBUTES), len(ATTRIBUTES))))]
         target = rng.choice(towns)
-        attribute = rng.choice(list(ATTRIBUTES))
         template, answer_type = ATTRIBUTES[attribute]
         others = [t.value(attribute) for t in towns if t is not target]
         prompt = passage_prompt(

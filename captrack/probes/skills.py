@@ -70,14 +70,14 @@ def calendar(rng: random.Random, level: int) -> tuple[str, str, list[str], list[
 
 
 def program(rng: random.Random, level: int) -> tuple[str, int]:
-    """A small Python program and what it prints: assignments, two variables, or a loop."""
+    """A small Python program and what it prints: one variable, two variables, or a loop."""
     a, b, c = rng.randint(2, 9), rng.randint(2, 9), rng.randint(2, 5)
     if level == 1:
-        code = f"x = {a}\nx = x + {b}\nprint(x)"
+        code = f"x = {a}\nprint(x + {b})"
         value = a + b
     elif level == 2:
-        code = f"x = {a}\ny = x * {c}\nx = y - {b}\nprint(x + y)"
-        value = (a * c - b) + a * c
+        code = f"x = {a}\ny = x * {c}\nprint(y - {b})"
+        value = a * c - b
     else:
         stop = rng.randint(3, 5)
         code = f"total = {a}\nfor i in range(1, {stop}):\n    total = total + i * {c}\nprint(total)"

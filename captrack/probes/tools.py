@@ -83,14 +83,15 @@ def tools(seed: int, n: int | None) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     items = []
     for i in range(16 if n is None else n):
-        _, level = plan(i, ("tools",))
-        offered = rng.sample(sorted(TOOLS), level + 1)
-        target = rng.choice(offered)
+        target, level = plan(i, tuple(sorted(TOOLS)))
+        offered = [target, *rng.sample([t for t in sorted(TOOLS) if t != target], level)]
+        rng.shuffle(offered)
         request, (name, arguments) = _REQUESTS[target](rng)
         listing = "\n".join(json.dumps(_spec(t)) for t in offered)
         prompt = (
             f"You can call these tools:\n{listing}\n\nReply with one JSON object of the form "
-            '{"name": <tool name>, "arguments": {<argument>: <value>}} and nothing else.\n\n'
+            '{"name": <tool name>, "arguments": {<argument>: <value>}} and nothing else, for example '
+            '{"name": "get_time", "arguments": {"city": "Oslo"}}.\n\n'
             f"Request: {request}\nAnswer:"
         )
         items.append({
