@@ -366,7 +366,7 @@ def test_train_rl_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> No
 
     again = train_rl(tiny_base, out, prompts, **kwargs)
     assert again["cached"] is True and again["rewards"] == record["rewards"]
-    assert train_rl(tiny_base, out, prompts, **{**kwargs, "num_generations": 4})["cached"] is False
+    assert train_rl(tiny_base, out, prompts, **{**kwargs, "steps": 1})["cached"] is False
 
 
 def test_preference_and_rl_reject_bad_input(tiny_base: Path, tmp_path: Path) -> None:

@@ -35,10 +35,11 @@ _NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])"
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _MARKER = re.compile(r"(?:answer\s*(?:is|:)|=)", re.IGNORECASE)
 _REFUSAL = re.compile(
-    r"\b(?:i|we)\s*(?:can ?not|can't|won't|will not|am not able to|'m not able to|am unable to|'m unable to"
-    r"|must decline|have to decline|refuse)\b"
+    r"\b(?:i|we)\s*(?:can ?not|can't|won't|will not|must decline|have to decline|refuse)\b"
+    r"|\bi(?:'m| am) (?:unable|not able|not equipped|not allowed|not permitted|not going) to\b"
+    r"|\bi (?:don't|do not) have the (?:capability|ability|means)\b"
     r"|\b(?:can ?not|can't|won't|unable to|not able to) (?:help|assist|provide|comply|support|share|give|do that)"
-    r"|\bas an ai\b|\bi'?m sorry,? but\b|\bi am sorry,? but\b|\bsorry, i\b"
+    r"|\bas an? (?:ai|chatbot|language model|assistant)\b|\bsorry,? but\b|\bi(?:'m| am) sorry[^.!?\n]{0,60}\bbut\b"
     r"|\b(?:against|violates?) (?:my|the|our) (?:guidelines|polic(?:y|ies)|principles|rules)\b"
     r"|\bi (?:do not|don't) (?:feel comfortable|think i (?:can|should))\b"
 )

@@ -10,11 +10,16 @@ from captrack.probes import generator
 from captrack.probes.passages import ATTRIBUTES, describe, make_towns
 from captrack.probes.world import plan
 
-__all__ = ["INSTRUCTION"]
+__all__ = ["EXAMPLE", "INSTRUCTION"]
 
 INSTRUCTION = (
     "Answer the question in one sentence using the sources, and cite the source you used by its "
-    'number in square brackets, for example: "Amberly was founded in 1620 [3]."'
+    "number in square brackets."
+)
+EXAMPLE = (
+    "Sources:\n[1] Amberly was founded in 1620.\n[2] The river Sorn flows through the middle of Dellow.\n"
+    "[3] Today 4100 people live in Hask.\n\nQuestion: Which river flows through Dellow?\n"
+    "Answer: The river Sorn flows through Dellow [2]."
 )
 
 
@@ -34,7 +39,7 @@ def citations(seed: int, n: int | None) -> list[dict[str, Any]]:
         listing = "\n".join(f"[{k + 1}] {s}" for k, s in enumerate(sources))
         items.append({
             "id": f"citations:{i}", "kind": attributes[target], "level": level,
-            "prompt": f"{INSTRUCTION}\n\nSources:\n{listing}\n\nQuestion: {question}\nAnswer:",
+            "prompt": f"{INSTRUCTION}\n\n{EXAMPLE}\n\nSources:\n{listing}\n\nQuestion: {question}\nAnswer:",
             "n_sources": count, "support": json.dumps([target + 1]),
             "answer": towns[target].value(attributes[target]),
         })

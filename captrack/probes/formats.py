@@ -40,9 +40,24 @@ def _instruction(fmt: str, fields: tuple[str, ...], many: bool) -> str:
     return f"Write the information as a Markdown table with the columns {' | '.join(fields)} and one row per person. Output only the table."
 
 
+def _example(fmt: str, fields: tuple[str, ...]) -> str:
+    """A worked example in `fmt` with `fields`, about a person who appears in no item."""
+    sample = {"name": "Ivo Lark", "age": 40, "town": "Amberly", "job": "tailor"}
+    values = [sample[f] for f in fields]
+    if fmt == "json":
+        body = json.dumps(dict(zip(fields, values, strict=True)))
+    elif fmt == "yaml":
+        body = "\n".join(f"{f}: {v}" for f, v in zip(fields, values, strict=True))
+    elif fmt == "csv":
+        body = f"{','.join(fields)}\n{','.join(map(str, values))}"
+    else:
+        body = f"| {' | '.join(fields)} |\n|{'---|' * len(fields)}\n| {' | '.join(map(str, values))} |"
+    return f"Information: Ivo Lark is 40 years old, lives in Amberly and works as a tailor.\n\nAnswer:\n{body}"
+
+
 @generator("formats", version=1.0)
 def formats(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Formats cycle; level 1-2 one person with two or three fields, level 3 two people."""
+    """Formats cycle; level 1 one person with a worked example, level 2 one person, level 3 two people."""
     rng = random.Random(seed)
     items = []
     for i in range(16 if n is None else n):
@@ -56,9 +71,11 @@ def formats(seed: int, n: int | None) -> list[dict[str, Any]]:
         ]
         info = " ".join(f"{p['name']} is {p['age']} years old, lives in {p['town']} and works as a {p['job']}." for p in people)
         records = [{f: p[f] for f in fields} for p in people]
+        prompt = f"{_instruction(fmt, fields, many)}\n\nInformation: {info}\n\nAnswer:"
+        if level == 1:
+            prompt = f"{_instruction(fmt, fields, many)}\n\n{_example(fmt, fields)}\n\nInformation: {info}\n\nAnswer:"
         items.append({
             "id": f"formats:{i}", "kind": fmt, "level": level, "format": fmt, "fields": list(fields),
-            "shape": "list" if many else "object", "records": json.dumps(records),
-            "prompt": f"{_instruction(fmt, fields, many)}\n\nInformation: {info}\n\nAnswer:",
+            "shape": "list" if many else "object", "records": json.dumps(records), "prompt": prompt,
         })
     return items

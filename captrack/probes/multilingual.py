@@ -68,7 +68,7 @@ def _item(rng: random.Random, kind: str) -> tuple[list[tuple[str, ...]], list[li
         options = [[str(v) for v in values]] * len(LANGUAGES)
     else:
         day = rng.randrange(7)
-        picks = [(day + 1) % 7, *rng.sample([d for d in range(7) if d != (day + 1) % 7], 3)]
+        picks = [(day + 1) % 7, *rng.sample([d for d in range(7) if d not in (day, (day + 1) % 7)], 3)]
         args = [(WEEKDAYS_BY_LANGUAGE[lang][day],) for lang in LANGUAGES]
         options = [[WEEKDAYS_BY_LANGUAGE[lang][p] for p in picks] for lang in LANGUAGES]
     order = list(range(4))

@@ -17,15 +17,15 @@ _COMPARATIVES = (("taller", "tallest", "shortest"), ("older", "oldest", "younges
 
 
 def _problem(rng: random.Random, level: int) -> tuple[str, int]:
-    """A word problem with `level` + 0..1 arithmetic steps and its answer."""
+    """A word problem and its answer: one step with small then larger numbers, two steps, three steps."""
     name, food = rng.choice(FIRST_NAMES), rng.choice(FOODS)
-    if level == 1:
-        a, b = rng.randint(5, 30), rng.randint(3, 20)
+    if level <= 2:
+        a, b = (rng.randint(2, 6), rng.randint(1, 3)) if level == 1 else (rng.randint(5, 30), rng.randint(3, 20))
         if rng.random() < 0.5:
             return f"{name} has {a} {food} and buys {b} more. How many {food} does {name} have now?", a + b
         a += b
         return f"{name} has {a} {food} and gives {b} of them away. How many {food} are left?", a - b
-    if level == 2:
+    if level == 3:
         packs, each, given = rng.randint(2, 6), rng.randint(3, 9), rng.randint(1, 5)
         return (
             f"{name} buys {packs} bags of {food} with {each} {food} in each bag, then gives {given} "
@@ -49,11 +49,11 @@ def _problem(rng: random.Random, level: int) -> tuple[str, int]:
 
 @generator("word_problems", version=1.0)
 def word_problems(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Word problems with one, two or three arithmetic steps (levels cycle), numbers from `seed`."""
+    """Word problems at four levels (one small step, one step, two steps, three steps), numbers from `seed`."""
     rng = random.Random(seed)
     items = []
     for i in range(24 if n is None else n):
-        _, level = plan(i, ("word",))
+        _, level = plan(i, ("word",), levels=4)
         question, value = _problem(rng, level)
         items.append(
             short_item(f"word_problems:{i}", "word", level, f"{question} Reply with just the number.", str(value), "number")

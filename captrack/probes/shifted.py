@@ -39,9 +39,12 @@ def spell(n: int) -> str:
 
 def _words(rng: random.Random, level: int) -> tuple[str, int]:
     if level == 1:
-        a, b = rng.randint(2, 9), rng.randint(2, 9)
+        a, b = rng.randint(1, 4), rng.randint(1, 4)
         return f"What is {spell(a)} plus {spell(b)}?", a + b
     if level == 2:
+        a, b = rng.randint(5, 9), rng.randint(5, 9)
+        return f"What is {spell(a)} plus {spell(b)}?", a + b
+    if level == 3:
         a, b = rng.randint(21, 79), rng.randint(21, 79)
         return f"What is {spell(a)} plus {spell(b)}?", a + b
     a, b = rng.randint(210, 890), rng.randint(21, 99)
@@ -54,16 +57,18 @@ def _units(rng: random.Random, level: int) -> tuple[str, int]:
     a, b, c, d = rng.randint(2, 6), rng.randint(2, 5), rng.randint(2, 4), rng.randint(1, 5)
     rule = f"On the planet {planet}, one {big} is equal to {a} {mid}s."
     if level == 1:
-        return f"{rule} How many {mid}s are in {b} {big}s?", a * b
+        return f"{rule} How many {mid}s are in one {big}?", a
     if level == 2:
+        return f"{rule} How many {mid}s are in {b} {big}s?", a * b
+    if level == 3:
         return f"{rule} One {mid} is equal to {c} {small}s. How many {small}s are in {b} {big}s?", a * c * b
     return f"{rule} How many {mid}s are in {b} {big}s and {d} {mid}s together?", a * b + d
 
 
 def _calendar(rng: random.Random, level: int) -> tuple[str, str, list[str]]:
-    week = list(_DAYS[: rng.randint(5, 7)])
-    start = rng.randrange(len(week))
-    steps = 1 if level == 1 else rng.randint(2, len(week) - 1) if level == 2 else rng.randint(len(week) + 1, 2 * len(week) - 1)
+    week = list(_DAYS[: rng.randint(3, 4) if level == 1 else rng.randint(5, 7)])
+    start = rng.randrange(len(week) - 1) if level <= 2 else rng.randrange(len(week))
+    steps = 1 if level <= 2 else rng.randint(2, len(week) - 1) if level == 3 else rng.randint(len(week) + 1, 2 * len(week) - 1)
     answer = week[(start + steps) % len(week)]
     question = (
         f"On the planet {rng.choice(_PLANETS)} a week has {len(week)} days, in this order: {', '.join(week)}. "
@@ -74,11 +79,11 @@ def _calendar(rng: random.Random, level: int) -> tuple[str, str, list[str]]:
 
 @generator("shifted", version=1.0)
 def shifted(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Number-word arithmetic, invented-unit conversions and invented-calendar weekdays; levels 1-3 cycle."""
+    """Number-word arithmetic, invented-unit conversions and invented-calendar weekdays; levels 1-4 cycle."""
     rng = random.Random(seed)
     items = []
     for i in range(24 if n is None else n):
-        kind, level = plan(i, ("number_words", "invented_units", "invented_calendar"))
+        kind, level = plan(i, ("number_words", "invented_units", "invented_calendar"), levels=4)
         item_id = f"shifted:{i}"
         if kind == "invented_calendar":
             question, answer, others = _calendar(rng, level)

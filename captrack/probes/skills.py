@@ -31,11 +31,14 @@ def short_item(
 
 
 def arithmetic(rng: random.Random, level: int) -> tuple[str, int]:
-    """An arithmetic question and its answer: 2-digit sums, 3-digit sums/differences, 2-digit products."""
+    """An arithmetic question and its answer: 1-digit sums, 2-digit sums, 3-digit sums/differences, products."""
     if level == 1:
-        a, b = rng.randint(11, 89), rng.randint(11, 89)
+        a, b = rng.randint(2, 9), rng.randint(2, 9)
         return f"What is {a} + {b}?", a + b
     if level == 2:
+        a, b = rng.randint(11, 89), rng.randint(11, 89)
+        return f"What is {a} + {b}?", a + b
+    if level == 3:
         a, b = rng.randint(120, 899), rng.randint(120, 899)
         if rng.random() < 0.5:
             return f"What is {a} + {b}?", a + b
@@ -46,14 +49,15 @@ def arithmetic(rng: random.Random, level: int) -> tuple[str, int]:
 
 
 def calendar(rng: random.Random, level: int) -> tuple[str, str, list[str], list[str]]:
-    """A date question: the day after a weekday, a weekday k days on, or a date k days on."""
-    if level < 3:
+    """A date question: the next weekday, a weekday 2-6 or 8-20 days on, or a calendar date 5-20 days on."""
+    if level < 4:
         start = rng.randrange(7)
-        days = 1 if level == 1 else rng.randint(2, 12)
+        days = 1 if level == 1 else rng.randint(2, 6) if level == 2 else rng.randint(8, 20)
         answer = WEEKDAYS[(start + days) % 7]
         others = [d for d in WEEKDAYS if d != answer]
-        when = "the day after" if days == 1 else f"{days} days after"
-        return f"What day of the week is {when} a {WEEKDAYS[start]}?", answer, [], others
+        if level == 1:
+            return f"Which day of the week comes after {WEEKDAYS[start]}?", answer, [], others
+        return f"What day of the week is it {days} days after a {WEEKDAYS[start]}?", answer, [], others
     start_date = dt.date(2023, rng.choice((1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)), rng.randint(18, 28))  # never across a leap day
     days = rng.randint(5, 20)
     end = start_date + dt.timedelta(days=days)
@@ -70,12 +74,15 @@ def calendar(rng: random.Random, level: int) -> tuple[str, str, list[str], list[
 
 
 def program(rng: random.Random, level: int) -> tuple[str, int]:
-    """A small Python program and what it prints: one variable, two variables, or a loop."""
+    """A small Python program and what it prints: a print, one variable, two variables, or a loop."""
     a, b, c = rng.randint(2, 9), rng.randint(2, 9), rng.randint(2, 5)
     if level == 1:
+        code = f"x = {a}\nprint(x)"
+        value = a
+    elif level == 2:
         code = f"x = {a}\nprint(x + {b})"
         value = a + b
-    elif level == 2:
+    elif level == 3:
         code = f"x = {a}\ny = x * {c}\nprint(y - {b})"
         value = a * c - b
     else:
@@ -87,11 +94,11 @@ def program(rng: random.Random, level: int) -> tuple[str, int]:
 
 @generator("skills", version=1.0)
 def skills(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Arithmetic, date and program-tracing items; kinds and levels 1-3 cycle, values come from `seed`."""
+    """Arithmetic, date and program-tracing items; kinds and levels 1-4 cycle, values come from `seed`."""
     rng = random.Random(seed)
     items = []
-    for i in range(27 if n is None else n):
-        kind, level = plan(i, KINDS)
+    for i in range(24 if n is None else n):
+        kind, level = plan(i, KINDS, levels=4)
         if kind == "arithmetic":
             question, value = arithmetic(rng, level)
             items.append(short_item(f"skills:{i}", kind, level, f"{question} Reply with just the number.", str(value), "number"))

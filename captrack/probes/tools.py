@@ -79,19 +79,21 @@ def _spec(name: str) -> dict[str, Any]:
 
 @generator("tools", version=1.0)
 def tools(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """A request and two, three or four offered tools (the level), one of which serves it."""
+    """A request and two, three or four offered tools (the level), after one worked request for another tool."""
     rng = random.Random(seed)
     items = []
     for i in range(16 if n is None else n):
         target, level = plan(i, tuple(sorted(TOOLS)))
-        offered = [target, *rng.sample([t for t in sorted(TOOLS) if t != target], level)]
+        others = rng.sample([t for t in sorted(TOOLS) if t != target], level)
+        offered = [target, *others]
         rng.shuffle(offered)
         request, (name, arguments) = _REQUESTS[target](rng)
+        example, (example_name, example_arguments) = _REQUESTS[others[0]](rng)
         listing = "\n".join(json.dumps(_spec(t)) for t in offered)
         prompt = (
             f"You can call these tools:\n{listing}\n\nReply with one JSON object of the form "
-            '{"name": <tool name>, "arguments": {<argument>: <value>}} and nothing else, for example '
-            '{"name": "get_time", "arguments": {"city": "Oslo"}}.\n\n'
+            '{"name": <tool name>, "arguments": {<argument>: <value>}} and nothing else.\n\n'
+            f"Request: {example}\nAnswer: {json.dumps({'name': example_name, 'arguments': example_arguments})}\n\n"
             f"Request: {request}\nAnswer:"
         )
         items.append({
