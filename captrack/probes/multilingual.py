@@ -57,6 +57,7 @@ WEEKDAYS_BY_LANGUAGE = {
 
 def _item(rng: random.Random, kind: str) -> tuple[list[tuple[str, ...]], list[list[str]], int]:
     """Per-language template arguments, per-language options (canonical order) and the gold index."""
+    args: list[tuple[str, ...]]
     if kind == "capital":
         picks = rng.sample(range(len(CAPITALS)), 4)
         args = [(CAPITALS[picks[0]][0][j],) for j in range(len(LANGUAGES))]

@@ -19,7 +19,7 @@ from captrack.metrics.choices import form_choices
 __all__ = ["ConversationTask", "FormsTask", "ProbeTask"]
 
 
-class ProbeTask(ConfigurableTask):  # type: ignore[misc]
+class ProbeTask(ConfigurableTask):
     """A ConfigurableTask built from a YAML that names its class (lm-eval passes ``class`` along)."""
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:

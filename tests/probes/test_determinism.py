@@ -91,6 +91,6 @@ def test_generate_ignores_undeclared_options_and_passes_declared_ones() -> None:
 
 
 def test_retrieval_lengths_are_validated() -> None:
-    with pytest.raises(InputError, match="metadata.lengths"):
+    with pytest.raises(InputError, match=r"metadata\.lengths"):
         generate("retrieval", 1, 2, lengths=[10])
     assert generate("retrieval", 1, 2, lengths="1000,2000")[0]["length"] == 1000

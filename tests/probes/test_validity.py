@@ -177,12 +177,12 @@ def test_forms_accuracy_and_consistency(folder: str) -> None:
     for seed in SEEDS:
         for doc in docs(folder, seed):
             gold = int(doc["gold"])
-            oracle = _forms_results(doc, lambda f, k: gold)
+            oracle = _forms_results(doc, lambda f, k, gold=gold: gold)
             assert score(doc, oracle) == {"form_accuracy": 1.0, "form_consistency": 1.0}
-            wrong = _forms_results(doc, lambda f, k: (gold + 1) % k)
+            wrong = _forms_results(doc, lambda f, k, gold=gold: (gold + 1) % k)
             assert score(doc, wrong) == {"form_accuracy": 0.0, "form_consistency": 1.0}
-            mixed = _forms_results(doc, lambda f, k: (gold + 1 + f % 2) % k)
+            mixed = _forms_results(doc, lambda f, k, gold=gold: (gold + 1 + f % 2) % k)
             assert score(doc, mixed) == {"form_accuracy": 0.0, "form_consistency": 0.0}
-            half = _forms_results(doc, lambda f, k: gold if f == 0 else (gold + 1) % k)
+            half = _forms_results(doc, lambda f, k, gold=gold: gold if f == 0 else (gold + 1) % k)
             forms = len(json.loads(doc["forms"]))
             assert score(doc, half) == pytest.approx({"form_accuracy": 1 / forms, "form_consistency": 0.0})
