@@ -45,7 +45,7 @@ def _question(rng: random.Random, kind: str) -> tuple[str, list[str], int]:
     if kind == "arithmetic":
         a, b = rng.randint(11, 49), rng.randint(11, 49)
         total = a + b
-        options = [str(total), str(total + 10), str(total - 10), str(total + 1)]
+        options = [str(v) for v in [total, *rng.sample([x for x in range(22, 99) if x != total], 3)]]
         question = f"What is {a} plus {b}?"
     else:
         template, pairs = FACTS[kind]

@@ -64,7 +64,7 @@ def _item(rng: random.Random, kind: str) -> tuple[list[tuple[str, ...]], list[li
         options = [[CAPITALS[p][1][j] for p in picks] for j in range(len(LANGUAGES))]
     elif kind == "arithmetic":
         a, b = rng.randint(11, 49), rng.randint(11, 49)
-        values = [a + b, a + b + 10, a + b - 10, a + b + 1]
+        values = [a + b, *rng.sample([x for x in range(22, 99) if x != a + b], 3)]
         args = [(str(a), str(b))] * len(LANGUAGES)
         options = [[str(v) for v in values]] * len(LANGUAGES)
     else:

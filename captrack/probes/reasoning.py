@@ -13,7 +13,7 @@ __all__ = ["logic", "word_problems"]
 
 _NONSENSE = ("zorbs", "blickets", "wugs", "daxes", "feps", "glims", "toves", "quibs", "snarks", "yerps")
 _TRAITS = ("blue", "heavy", "round", "loud", "shiny", "soft", "warm", "tall", "quick", "striped")
-_COMPARATIVES = (("taller", "tallest", "shortest"), ("older", "oldest", "youngest"), ("faster", "fastest", "slowest"))
+_COMPARATIVES = (("taller", "shorter"), ("older", "younger"), ("faster", "slower"))
 
 
 def _problem(rng: random.Random, level: int) -> tuple[str, int]:
@@ -62,18 +62,23 @@ def word_problems(seed: int, n: int | None) -> list[dict[str, Any]]:
 
 
 def _ordering(rng: random.Random, level: int) -> tuple[str, list[str], int]:
-    """Who is first or last in a chain of `level` + 1 comparisons (statements shuffled from level 2)."""
+    """Which of two people ranks higher in a chain of `level` + 1: read off at level 1, inferred after.
+
+    Level 3 shuffles the statements. Both people are named in the question, so neither option is
+    favoured by being mentioned more often.
+    """
     names = rng.sample(FIRST_NAMES, level + 1)  # names[0] ranks highest
-    comparative, top, bottom = rng.choice(_COMPARATIVES)
+    comparative, opposite = rng.choice(_COMPARATIVES)
     facts = [f"{names[i]} is {comparative} than {names[i + 1]}." for i in range(level)]
-    if level > 1:
+    if level == 3:
         rng.shuffle(facts)
-    ask_top = rng.random() < 0.5
-    gold_name = names[0] if ask_top else names[-1]
-    question = " ".join(facts) + f" Who is the {top if ask_top else bottom}?"
-    choices = list(names)
-    rng.shuffle(choices)
-    return question, choices, choices.index(gold_name)
+    first, second = {1: (0, 1), 2: (0, 2)}.get(level) or rng.choice(((0, 3), (0, 2), (1, 3)))
+    pair = [names[first], names[second]]
+    rng.shuffle(pair)
+    asked = comparative if level == 1 else rng.choice((comparative, opposite))
+    gold_name = names[first] if asked == comparative else names[second]
+    question = " ".join(facts) + f" Who is {asked}, {pair[0]} or {pair[1]}?"
+    return question, pair, pair.index(gold_name)
 
 
 def _syllogism(rng: random.Random, level: int) -> tuple[str, list[str], int]:
@@ -91,10 +96,10 @@ def _syllogism(rng: random.Random, level: int) -> tuple[str, list[str], int]:
 
 @generator("logic", version=1.0)
 def logic(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Ordering puzzles (k = 2..4 names) and syllogism chains (yes/no), three levels each."""
+    """Two-person ordering puzzles and syllogism chains (yes/no), three levels each; k = 2 throughout."""
     rng = random.Random(seed)
     items = []
-    for i in range(48 if n is None else n):
+    for i in range(96 if n is None else n):
         kind, level = plan(i, ("ordering", "syllogism"))
         make = _ordering if kind == "ordering" else _syllogism
         question, choices, gold = make(rng, level)
