@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 import pytest
-from conftest import PROBE_FOLDERS, docs, task_config
+from probe_helpers import PROBE_FOLDERS, docs, hooks_source, task_config
 
 from captrack.errors import InputError
 from captrack.probes import PROBES, generate, probe, to_dataset
@@ -18,7 +18,7 @@ _HASHES = """
 import json, sys
 from lm_eval.utils import handle_non_serializable, hash_string
 sys.path.insert(0, sys.argv[1])
-from conftest import PROBE_FOLDERS, docs
+from probe_helpers import PROBE_FOLDERS, docs
 out = {}
 for folder in PROBE_FOLDERS:
     rows = docs(folder, int(sys.argv[2]))
@@ -67,15 +67,6 @@ def test_the_task_version_is_the_generator_version(folder: str) -> None:
     names = [name for name in PROBES if f'"{name}"' in hooks_source(folder)]
     assert len(names) == 1
     assert float(metadata["version"]) == probe(names[0]).version
-
-
-def hooks_source(folder: str) -> str:
-    """The text of a probe folder's utils.py."""
-    from pathlib import Path
-
-    from captrack.paths import tasks_dir
-
-    return (Path(tasks_dir()) / folder / "utils.py").read_text()
 
 
 def test_version_mismatch_is_refused_with_the_fix() -> None:

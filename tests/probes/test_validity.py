@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PROBE_FOLDERS, docs, hooks, task_config
 from oracles import compose, serialize, violate
+from probe_helpers import PROBE_FOLDERS, docs, hooks, hooks_source, task_config
 
 from captrack.metrics.answers import string_list
-from captrack.paths import tasks_dir
 
 SEEDS = range(8)
 Doc = dict[str, Any]
@@ -116,7 +114,7 @@ WRONG: dict[str, Callable[[Doc], list[Case]]] = {
     "probe_h4_multiturn": _constraints_wrong,
     "probe_h6_citations": _citations_wrong,
 }
-SHORT = [f for f in PROBE_FOLDERS if '"short_answer"' in (Path(tasks_dir()) / f / "utils.py").read_text()]
+SHORT = [f for f in PROBE_FOLDERS if '"short_answer"' in hooks_source(f)]
 GENERATIVE = [f for f in PROBE_FOLDERS if task_config(f)["output_type"] == "generate_until" and f != "probe_w3_style"]
 
 
