@@ -32,7 +32,7 @@ import yaml
 
 from captrack.errors import InputError, UnknownNameError
 
-__all__ = ["Checkpoint", "Experiment", "config_hash", "demo_experiment", "load_experiment", "quick"]
+__all__ = ["QUICK_TASKS", "Checkpoint", "Experiment", "config_hash", "demo_experiment", "load_experiment", "quick"]
 
 TRAIN_METHODS = ("sft", "dpo", "rl")
 _LABELS = ("family", "size", "algorithm", "data")
@@ -157,15 +157,23 @@ def demo_experiment() -> Path:
     return path
 
 
-def quick(experiment: Experiment, limit: int = 4, steps: int = 4) -> Experiment:
-    """A smoke-test version: few items, few training steps, its own workdir and leaderboard."""
+QUICK_TASKS = ("captrack_probe_c1_facts", "captrack_probe_c1_skills", "captrack_probe_w1_harmful",
+               "captrack_probe_w1_benign", "captrack_probe_h3_tools")
+"""What `--quick` evaluates when the experiment's tasks include them: CAN, WILL and HOW, loglikelihood and
+generation, short outputs, so the whole pipeline is exercised in a few minutes on CPU."""
+
+
+def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
+    """A smoke-test version: few tasks, items and training steps, its own workdir and leaderboard."""
     import dataclasses
+    from fnmatch import fnmatchcase
 
     variants = tuple(
         dataclasses.replace(v, train={**v.train, "steps": min(int(v.train.get("steps", steps)), steps),
                                       "rows": min(int(v.train.get("rows", 16)), 16)}) if v.train else v
         for v in experiment.variants
     )
+    tasks = tuple(t for t in QUICK_TASKS if any(fnmatchcase(t, p) for p in experiment.tasks)) or experiment.tasks
     workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
-    return dataclasses.replace(experiment, variants=variants, limit=limit, workdir=workdir,
+    return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, workdir=workdir,
                                leaderboard=workdir / "leaderboard")

@@ -269,6 +269,7 @@ def train_sft(
             "tokens_seen": last_logged(record["log_history"], "num_tokens"),
             "train_seconds": record["train_seconds"],
             "train_cpu_seconds": record["train_cpu_seconds"],
+            "weight_change": record["weight_change"],
         }
 
     return train_cached(Path(out_dir), config, run)
@@ -368,18 +369,28 @@ def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path) -> dict[str, Any]:
     from transformers import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
+    before = {k: v.detach().clone() for k, v in trainer.model.state_dict().items() if v.is_floating_point()}
     train_start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()
     train_seconds = time.perf_counter() - train_start
     cpu_seconds = time.process_time() - cpu_start
+    change = _relative_change(before, trainer.model.state_dict())
     trainer.save_model(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     return {
         "steps": int(trainer.state.global_step),
         "train_seconds": round(train_seconds, 2),
         "train_cpu_seconds": round(cpu_seconds, 2),
+        "weight_change": change,
         "log_history": list(trainer.state.log_history),
     }
+
+
+def _relative_change(before: dict[str, Any], after: dict[str, Any]) -> float:
+    """‖θ − θ₀‖₂ / ‖θ₀‖₂ over all floating-point weights: 0 means training left the model untouched."""
+    moved = sum(float((after[k].detach().float() - v.float()).pow(2).sum()) for k, v in before.items())
+    size = sum(float(v.float().pow(2).sum()) for v in before.values())
+    return moved ** 0.5 / size ** 0.5 if size else math.nan
 
 
 def last_logged(log_history: list[dict[str, Any]], key: str) -> int:

@@ -37,6 +37,7 @@ __all__ = [
     "correctness_reward",
     "final_answer",
     "format_reward",
+    "step_reward",
     "train_dpo",
     "train_rl",
 ]
@@ -51,10 +52,13 @@ DEFAULT_RL_LEARNING_RATE = 2e-5
 DEFAULT_RL_BATCH_SIZE = 1
 """Prompts per step; times `DEFAULT_NUM_GENERATIONS` completions, as many sequences as an SFT step of 2."""
 DEFAULT_NUM_GENERATIONS = 2
-DEFAULT_MAX_COMPLETION_LENGTH = 96
+DEFAULT_MAX_COMPLETION_LENGTH = 64
 DEFAULT_TEMPERATURE = 0.7
 FORMAT_BONUS = 0.1
 """Reward for a `#### <integer>` answer line in a completion, on top of 1.0 for a correct answer."""
+STEP_BONUS = 0.2
+"""Reward scaled by the share of correct `a op b = c` steps: a dense, verifiable signal, so a group of
+completions that all miss the final answer still gets non-zero advantages while it learns to calculate."""
 
 _EQUATION = re.compile(r"(\d+(?: [-+*/] \d+)+) = (\d+)")
 _MARKED = re.compile(r"####\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
@@ -177,6 +181,20 @@ def correctness_reward(completions: list[Any], answer: list[Any], **_: Any) -> l
     return rewards
 
 
+def step_reward(completions: list[Any], **_: Any) -> list[float]:
+    """`STEP_BONUS` times the share of the completion's equations that are right (0 if none).
+
+    Checked: one operation, or a chain of + and − (where left-to-right is the true order of evaluation).
+    """
+    rewards = []
+    for completion in completions:
+        equations = [(m.group(1).split(), int(m.group(2))) for m in _EQUATION.finditer(_completion_text(completion))]
+        checked = [_evaluate(tokens) == result for tokens, result in equations
+                   if len(tokens) == 3 or set(tokens[1::2]) <= {"+", "-"}]
+        rewards.append(STEP_BONUS * sum(checked) / len(checked) if checked else 0.0)
+    return rewards
+
+
 def format_reward(completions: list[Any], **_: Any) -> list[float]:
     """A small bonus where the completion has a `#### <integer>` answer line."""
     return [FORMAT_BONUS if _ANSWER_LINE.search(_completion_text(c)) else 0.0 for c in completions]
@@ -240,6 +258,7 @@ def train_dpo(
             "tokens_seen": last_logged(fit["log_history"], "num_tokens"),
             "train_seconds": fit["train_seconds"],
             "train_cpu_seconds": fit["train_cpu_seconds"],
+            "weight_change": fit["weight_change"],
         }
 
     return train_cached(Path(out_dir), config, run)
@@ -272,7 +291,7 @@ def train_rl(
     config = hashed_config(
         base_dir, prompts, "full-grpo-answer-reward", steps=steps, seed=seed, learning_rate=learning_rate,
         batch_size=batch_size, num_generations=num_generations, max_completion_length=max_completion_length,
-        beta=beta, temperature=temperature, format_bonus=FORMAT_BONUS,
+        beta=beta, temperature=temperature, format_bonus=FORMAT_BONUS, step_bonus=STEP_BONUS,
     )
 
     def run(tmp: Path) -> dict[str, Any]:
@@ -288,7 +307,7 @@ def train_rl(
             temperature=temperature,
             disable_dropout=True,
         )
-        reward_funcs: list[Any] = [correctness_reward, format_reward]  # TRL wants list[float | None]
+        reward_funcs: list[Any] = [correctness_reward, step_reward, format_reward]  # TRL wants list[float | None]
         trainer = GRPOTrainer(
             model=model,
             reward_funcs=reward_funcs,
@@ -311,11 +330,13 @@ def train_rl(
             "rewards": rewards,
             "correct_rates": series("rewards/correctness_reward/mean"),
             "formatted_rates": series("rewards/format_reward/mean", FORMAT_BONUS),
+            "correct_step_shares": series("rewards/step_reward/mean", STEP_BONUS),
             "completion_lengths": series("completions/mean_length"),
             "losses": series("loss"),
             "tokens_seen": last_logged(fit["log_history"], "num_tokens"),
             "train_seconds": fit["train_seconds"],
             "train_cpu_seconds": fit["train_cpu_seconds"],
+            "weight_change": fit["weight_change"],
         }
 
     return train_cached(Path(out_dir), config, run)

@@ -21,6 +21,7 @@ from captrack.training_pref import (
     correctness_reward,
     final_answer,
     format_reward,
+    step_reward,
     train_dpo,
     train_rl,
 )
@@ -312,6 +313,11 @@ def test_final_answer_and_rewards_on_hand_made_completions() -> None:
     assert correctness_reward(solutions, [g["answer"] for g in gold]) == [1.0] * 20
     rejected = [row["rejected"] for row in arithmetic_preference_rows(20, seed=0)]
     assert correctness_reward(rejected, [g["answer"] for g in gold]) == [0.0] * 20
+    # The dense step reward: share of right single-operation steps, scaled; nothing to check gives 0.
+    steps = step_reward(["2 * 3 = 6 and 6 + 4 = 11", "12 / 4 = 3, 3 - 1 = 2", "no steps", "7 / 2 = 3"])
+    assert steps == pytest.approx([0.1, 0.2, 0.0, 0.0])
+    assert step_reward(solutions) == pytest.approx([0.2] * 20)
+    assert max(steps) < 0.5
 
 
 def _max_weight_change(base: Path, out: Path) -> float:
