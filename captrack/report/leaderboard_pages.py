@@ -13,6 +13,7 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.analysis.output import _write
 from captrack.report import figures
+from captrack.report.findings import findings
 from captrack.report.html import esc, page, table
 from captrack.taxonomy import load_taxonomy
 
@@ -130,17 +131,21 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     for name, text in task_pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(_write(folder / "tasks" / name, text))
-    written.append(_write(folder / "index.html", _index(spec, matrix, summary, checkpoints, sorted(task_pages), written)))
-    written.append(_write(folder / "README.md", _readme(spec, matrix, summary, checkpoints)))
+    said = findings(tables["capabilities"], checkpoints)
+    written.append(_write(folder / "index.html", _index(spec, matrix, summary, checkpoints, sorted(task_pages), written, said)))
+    written.append(_write(folder / "README.md", _readme(spec, matrix, summary, checkpoints, said)))
     return written
 
 
 def _index(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, checkpoints: pd.DataFrame,
-           task_pages: list[str], written: list[Path]) -> str:
+           task_pages: list[str], written: list[Path], said: list[str]) -> str:
     names = {p.name for p in written}
     parts = [f"<h1>{esc(spec.title)}</h1>", f"<p>{esc(spec.description)}</p>"]
     if spec.source_note:
         parts.append(f'<p class="note">Source: {esc(spec.source_note)}</p>')
+    if said:
+        parts.append('<h2 id="findings">What drifted</h2><ul id="findings-list">'
+                     + "".join(f"<li>{esc(s)}</li>" for s in said) + "</ul>")
     parts.append('<h2 id="heatmap">Capability drift</h2><figure><img src="figures/heatmap.png" alt="capability drift heatmap" width="900"></figure>')
     header = ["capability", *matrix.columns]
     rows = [[_td(label), *(_num(v) for v in matrix.loc[label])] for label in matrix.index]
@@ -244,13 +249,16 @@ def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list
     return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{note}{filters}{tbl}", nav)
 
 
-def _readme(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, checkpoints: pd.DataFrame) -> str:
+def _readme(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, checkpoints: pd.DataFrame,
+            said: list[str]) -> str:
     def fmt(v: float, signed: bool = True) -> str:
         return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else (f"{v:+.1f}%" if signed else f"{v:.1f}%")
 
     lines = [f"# {spec.title}", "", spec.description, ""]
     if spec.source_note:
         lines += [f"Source: {spec.source_note}", ""]
+    if said:
+        lines += ["## What drifted", "", *(f"- {s}" for s in said), ""]
     lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
     lines += ["| capability | " + " | ".join(matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]

@@ -59,6 +59,10 @@ def test_files_and_byte_identical_regeneration(tmp_path: Path) -> None:
         assert name in first, name
     build_leaderboard(board)
     assert _digest(board) == first
+    readme = (board / "README.md").read_text()
+    assert "## What drifted" in readme and "- sft (SFT): mean |drift|" in readme and "- dpo (DPO): mean |drift|" in readme
+    assert "Mean |drift| by algorithm: SFT" in readme and "agrees with the published expectation" in readme
+    assert 'id="findings-list"' in (board / "index.html").read_text()
     page = (board / "tasks" / f"{IF}.html").read_text()
     assert "<script>window.__pwned" not in page and "&lt;script&gt;window.__pwned" in page
     assert 'href="javascript:' not in page
