@@ -122,6 +122,16 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
     return stages
 
 
+def _training_code() -> str:
+    """Hash of the training modules: a change to a recipe's code retrains, as a change to its manifest does."""
+    import captrack.training
+    import captrack.training_pref
+    import captrack.training_recipes
+
+    modules = (captrack.training, captrack.training_pref, captrack.training_recipes)
+    return config_hash([Path(str(m.__file__)).read_text() for m in modules])
+
+
 def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[str, str]) -> Stage:
     out = experiment.workdir / "models" / variant.name
 
@@ -132,7 +142,7 @@ def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[st
 
     return Stage(f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)",
                  experiment.workdir / "markers" / f"train-{variant.name}.json",
-                 {"recipe": variant.train, "base": experiment.base.model_args}, action,
+                 {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()}, action,
                  produced=lambda: (out / "captrack_train.json").is_file())
 
 
