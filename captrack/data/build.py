@@ -7,8 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captrack.data.configs import CONFIGS, OfficialConfig
-from captrack.data.mirror import content_revision, normalise_row, read_manifest, write_config, write_manifest
-from captrack.data.sources import get_builders
+from captrack.data.mirror import (
+    content_revision,
+    normalise_row,
+    read_manifest,
+    write_config,
+    write_manifest,
+)
+from captrack.data.sources import Builder, get_builders
 from captrack.errors import InputError
 
 __all__ = ["BUILDER_VERSION", "BuildResult", "build_mirror"]
@@ -68,7 +74,7 @@ def build_mirror(sources: str | Path, out: str | Path, configs: Iterable[str] | 
     return results
 
 
-def _build_one(sources: Path, root: Path, config: OfficialConfig, builders: dict) -> BuildResult:  # type: ignore[type-arg]
+def _build_one(sources: Path, root: Path, config: OfficialConfig, builders: dict[str, Builder]) -> BuildResult:
     if config.reason:
         return BuildResult(config.name, reason=config.reason)
     try:

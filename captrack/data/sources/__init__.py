@@ -78,7 +78,7 @@ def read_json(path: Path) -> Any:
 
 
 def read_csv(path: Path, fieldnames: Iterable[str] | None = None, delimiter: str = ",",
-             quoting: int = csv.QUOTE_MINIMAL) -> list[dict[str, str]]:
+             quoting: Any = csv.QUOTE_MINIMAL) -> list[dict[str, str]]:
     """Rows of a CSV/TSV file (a UTF-8 BOM is dropped)."""
     with _need(path).open(encoding="utf-8-sig", newline="") as handle:
         reader = csv.DictReader(handle, fieldnames=list(fieldnames) if fieldnames else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,7 @@ def _hotpot_items(sources: Path, config: OfficialConfig) -> list[dict[str, Any]]
 
 def _paragraphs(item: dict[str, Any]) -> list[tuple[str, str]]:
     context = item["context"]
+    pairs: Iterable[tuple[Any, Any]]
     if isinstance(context, dict):
         pairs = zip(context["title"], context["sentences"], strict=True)
     else:

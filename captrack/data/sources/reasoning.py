@@ -8,7 +8,12 @@ from typing import Any
 
 from captrack.data.configs import OfficialConfig
 from captrack.data.sources import builder, read_csv, read_jsonl, sample
-from captrack.data.sources.adapt import GSM8K_SCHEMA, GSM8K_TABLE_SCHEMA, question_first, schema_prompt
+from captrack.data.sources.adapt import (
+    GSM8K_SCHEMA,
+    GSM8K_TABLE_SCHEMA,
+    question_first,
+    schema_prompt,
+)
 
 Row = dict[str, Any]
 _ANSWER_LINE = "Show your reasoning, then give the final answer on the last line as 'Answer: <number>'."
