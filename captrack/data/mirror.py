@@ -81,7 +81,7 @@ def normalise_row(raw: Mapping[str, Any], config: str) -> dict[str, Any]:
     for key in ROW_FIELDS:
         value = raw.get(key)
         if key in _JSON_FIELDS:
-            row[key] = value if isinstance(value, str) else ("" if value is None else json.dumps(value, sort_keys=True))
+            row[key] = value if isinstance(value, str) else ("" if value is None else json.dumps(value))
         elif key == "choices":
             row[key] = [str(c) for c in (value or [])]
         elif key == "gold":
