@@ -99,7 +99,7 @@ def test_a_pinned_revision_must_match(tmp_path: Path) -> None:
 
     write_examples(tmp_path)
     assert load_config("popqa.subset", data_dir=str(tmp_path))["train"][0]["revision"] == "example-1"
-    with pytest.raises(InputError, match="pins metadata.dataset_revision hub-abc"):
+    with pytest.raises(InputError, match=r"pins metadata\.dataset_revision hub-abc"):
         load_config("popqa.subset", data_dir=str(tmp_path), dataset_revision="hub-abc")
 
 
