@@ -20,7 +20,7 @@ __all__ = [
     "squad_normalize",
 ]
 
-_ANSWER_MARK = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:)?\s*[:=]?\s*", re.IGNORECASE)
+_ANSWER_MARK = re.compile(r"\banswer\s*(?:is\s*[:=]?|[:=])\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
@@ -37,14 +37,19 @@ def meta_field(doc: Mapping[str, Any], key: str, default: Any = None) -> Any:
     return value
 
 
-def last_marked(response: str) -> str | None:
-    """The text after the last "Answer:" / "answer is" / "final answer:" marker, up to the line end."""
+def _marked(response: str) -> tuple[int, str] | None:
     found = None
     for match in _ANSWER_MARK.finditer(response):
         rest = response[match.end():].split("\n", 1)[0].strip()
         if rest:
-            found = rest
+            found = (match.start(), rest)
     return found
+
+
+def last_marked(response: str) -> str | None:
+    """The text after the last "Answer:" / "answer is" / "final answer:" marker, up to the line end."""
+    found = _marked(response)
+    return found[1] if found else None
 
 
 def labelled_line(response: str, label: str) -> str | None:
@@ -78,12 +83,14 @@ def mc_letter(response: str, labels: Sequence[str]) -> str | None:
 
 
 def final_number(response: str) -> str | None:
-    """The final numeric answer: after the last "Answer:" marker or "####", else the last number."""
-    for segment in (last_marked(response), response.rsplit("####", 1)[1] if "####" in response else None):
-        if segment:
-            found = _NUMBER.findall(segment)
-            if found:
-                return _clean_number(found[0])
+    """The final numeric answer: after the later of the last "Answer:" marker and "####", else the last number."""
+    marks = [m for m in (_marked(response),) if m]
+    if "####" in response:
+        marks.append((response.rfind("####"), response.rsplit("####", 1)[1]))
+    for _, segment in sorted(marks, reverse=True):
+        found = _NUMBER.findall(segment)
+        if found:
+            return _clean_number(found[0])
     found = _NUMBER.findall(response)
     return _clean_number(found[-1]) if found else None
 

@@ -10,10 +10,16 @@ Per sample: ``pass_all`` / ``pass_all_loose`` (prompt level) and ``pass_fraction
 ``pass_fraction_loose`` (share of the item's instructions followed). IFEval's published
 instruction-level accuracy pools instructions over all prompts; that corpus statistic is
 :func:`instruction_level_accuracy` over :func:`follow_lists`.
+
+IFEval replaces an invalid keyword argument by a random one (two prompts ask for the "letter" ``#``
+or ``!``), which makes its reference score vary from run to run. captrack seeds Python's ``random``
+with ``RANDOM_FALLBACK_SEED`` while it builds the checkers (and restores the caller's state after),
+so its score is reproducible; seeded the same way, the reference gives the same result.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +27,9 @@ from captrack.errors import InputError
 from captrack.metrics import extract
 from captrack.metrics.registry import scorer
 
-__all__ = ["follow_lists", "ifeval_metrics", "instruction_level_accuracy", "loose_forms", "prompt_level_accuracy"]
+__all__ = ["RANDOM_FALLBACK_SEED", "follow_lists", "ifeval_metrics", "instruction_level_accuracy", "loose_forms", "prompt_level_accuracy"]
+
+RANDOM_FALLBACK_SEED = 0
 
 
 def loose_forms(response: str) -> list[str]:
@@ -62,11 +70,21 @@ def follow_lists(doc: Mapping[str, Any], response: str) -> tuple[list[bool], lis
             f"got {len(ids)} ids and {len(all_kwargs)} kwargs"
         )
     forms = [f for f in loose_forms(response) if f.strip()]
-    strict, loose = [], []
-    for instruction_id, kwargs in zip(ids, all_kwargs, strict=True):
-        checker = _instruction(instruction_id, kwargs or {}, str(doc["prompt"]))
-        strict.append(bool(response.strip()) and bool(checker.check_following(response)))
-        loose.append(any(checker.check_following(form) for form in forms))
+    state = random.getstate()
+    random.seed(RANDOM_FALLBACK_SEED)
+    try:
+        # Two passes that build their checkers in the order IFEval's reference does, so that a checker
+        # which draws a random value (an invalid kwarg) draws the same one as the reference.
+        strict = [
+            bool(response.strip()) and bool(_instruction(i, k or {}, str(doc["prompt"])).check_following(response))
+            for i, k in zip(ids, all_kwargs, strict=True)
+        ]
+        loose = []
+        for instruction_id, kwargs in zip(ids, all_kwargs, strict=True):
+            checker = _instruction(instruction_id, kwargs or {}, str(doc["prompt"]))
+            loose.append(any(checker.check_following(form) for form in forms))
+    finally:
+        random.setstate(state)
     return strict, loose
 
 
