@@ -56,7 +56,7 @@ def _flexible_extract(response: str, target: str) -> float:
     from lm_eval.api.metrics import exact_match_hf_evaluate
     from lm_eval.filters.extraction import RegexFilter
 
-    extracted = list(RegexFilter(regex_pattern=r"(-?[$0-9.,]{2,})|(-?[0-9]+)", group_select=-1).apply([[response]], [{}]))[0][0]
+    extracted = next(iter(RegexFilter(regex_pattern=r"(-?[$0-9.,]{2,})|(-?[0-9]+)", group_select=-1).apply([[response]], [{}])))[0]
     result = exact_match_hf_evaluate(
         [extracted], [target], regexes_to_ignore=[",", "\\$", "(?s).*#### ", "\\.$"], ignore_case=True,
     )
