@@ -112,3 +112,14 @@ def test_missing_source_files_are_reported_not_raised(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     results = build_mirror(tmp_path / "src", tmp_path / "out", ["gsm8k.subset"])
     assert not results[0].built and "gsm8k/test.jsonl is missing" in results[0].reason
+
+
+@needs_data
+def test_cli_build_prints_built_and_not_built(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from captrack.cli import main
+
+    source = shared_data()
+    code = main(["data", "build", "--sources", str(source), "--out", str(tmp_path), "--config", "gsm8k.subset", "--config", "popqa.subset"])
+    out = capsys.readouterr().out
+    assert code == 0 and (tmp_path / "data" / "gsm8k.subset" / "data.parquet").is_file()
+    assert "built      gsm8k.subset" in out and "not built  popqa.subset" in out and "1 of 2 configs built" in out
