@@ -24,7 +24,7 @@ class OfficialConfig:
     Attributes:
         name: the config (``gsm8k.subset``).
         scorers: registered scorers run on each response (empty: lm-eval scores a multiple_choice task).
-        judge_metrics: metrics that need a judge; logged as None (NaN) with `judge_reason`.
+        judge_metrics: metrics that need a judge; logged as None (NaN), see `unscored_reason`.
         size: rows sampled from the source when building offline (None: all rows kept).
         seed: seed of that sample.
         reason: why it cannot be built from the original files ("" when it can).
@@ -47,10 +47,9 @@ class OfficialConfig:
         """The benchmark the config comes from (``gsm8k``)."""
         return self.name.split(".")[0]
 
-    @property
-    def judge_reason(self) -> str:
-        """Why the judge metrics are NaN."""
-        return _NO_JUDGE
+    def unscored_reason(self, metric: str) -> str | None:
+        """Why `metric` is logged as NaN for every item of this config (None: it is always scored)."""
+        return _NO_JUDGE if metric in self.judge_metrics else None
 
 
 def task_name(config: str) -> str:

@@ -183,10 +183,10 @@ def load_config(config: str, **metadata: Any) -> Any:
     root = data_dir(metadata.get("data_dir"))
     dataset_revision = metadata.get("dataset_revision")
     rows = read_rows(root, config)
+    fallback = str(read_manifest(root).get("revision") or "unknown")
     for row in rows:
         row.setdefault("config", config)
-        if not row.get("revision"):
-            row["revision"] = str(read_manifest(root).get("revision", "unknown"))
+        row["revision"] = row.get("revision") or fallback
     found = sorted({str(r["revision"]) for r in rows})
     if dataset_revision and found != [dataset_revision]:
         raise InputError(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from official_mirror import examples, full_mirror, shared_data, write_examples
 
-from captrack.data.configs import CONFIGS
+from captrack.data.configs import CONFIGS, get_config
 from captrack.data.mirror import load_config
 from captrack.data.tasks import nanmean, process_results
 
@@ -49,6 +49,7 @@ def test_example_row_is_scored_by_its_task(case: dict, tmp_path: Path) -> None: 
     assert set(got) == set(case["expected"])
     for metric, want in case["expected"].items():
         assert got[metric] is None if want is None else got[metric] == pytest.approx(want), metric
+        assert (get_config(case["config"]).unscored_reason(metric) is None) == (want is not None), metric
 
 
 def test_nanmean_skips_unscored_items() -> None:
