@@ -71,7 +71,7 @@ def mc_letter(response: str, labels: Sequence[str]) -> str | None:
     valid = "".join(labels)
     if not valid:
         return None
-    single = re.compile(rf"^\(?\s*([{valid}])\s*(?:\)|\.|:|$|\s)", re.IGNORECASE)
+    single = re.compile(rf"^(?:option\s+)?\(?\s*([{valid}])\s*(?:\)|\.|:|$|\s)", re.IGNORECASE)
     marked = last_marked(response)
     candidates = [marked] if marked else []
     candidates.append(response.strip())

@@ -40,9 +40,12 @@ def numeric_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | 
 
 
 def _aliases(doc: Mapping[str, Any]) -> list[str]:
+    """The gold answer (a string, or a JSON list of accepted answers) plus ``aliases``."""
     from captrack.metrics.answers import string_list
 
-    return [str(doc["gold"]), *string_list(extract.meta_field(doc, "aliases"))]
+    gold = str(doc["gold"])
+    golds = string_list(gold) if gold.lstrip().startswith("[") else [gold]
+    return [*golds, *string_list(extract.meta_field(doc, "aliases"))]
 
 
 def _answer_segment(response: str) -> str:
