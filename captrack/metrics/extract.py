@@ -71,9 +71,9 @@ def mc_letter(response: str, labels: Sequence[str]) -> str | None:
     valid = "".join(labels)
     if not valid:
         return None
-    single = re.compile(rf"^(?:option\s+)?\(?\s*([{valid}])\s*(?:\)|\.|:|$|\s)", re.IGNORECASE)
+    single = re.compile(rf"^\(?\s*([{valid}])\s*(?:\)|\.|:|$|\s)", re.IGNORECASE)
     marked = last_marked(response)
-    candidates = [marked] if marked else []
+    candidates = [re.sub(r"^(?:the\s+)?option\s+", "", marked.strip("* "), flags=re.IGNORECASE)] if marked else []
     candidates.append(response.strip())
     for candidate in candidates:
         found = single.match(candidate.strip().strip("*").strip())
