@@ -123,3 +123,12 @@ def test_cli_build_prints_built_and_not_built(tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert code == 0 and (tmp_path / "data" / "gsm8k.subset" / "data.parquet").is_file()
     assert "built      gsm8k.subset" in out and "not built  popqa.subset" in out and "1 of 2 configs built" in out
+
+
+def test_hub_mirror_offline_says_to_build_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from captrack.data.hub import mirror_hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(InputError, match=r"cannot download tri-fair-lab/captrack.*captrack data build --sources"):
+        mirror_hub(tmp_path)
+    assert not (tmp_path / "manifest.json").exists()
