@@ -70,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("folder", help="e.g. leaderboards/demo")
     board.set_defaults(func=_cmd_leaderboard)
 
+    from captrack.data.cli import add_data_parser
+
+    add_data_parser(sub)
+
     from captrack.theory.cli import add_theory_parser
 
     add_theory_parser(sub)

@@ -26,6 +26,7 @@ class EvalSpec:
     seed: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     device: str | None = None  # None: cuda when available, else cpu
+    gen_kwargs: str | None = None  # lm-eval --gen_kwargs, e.g. "max_gen_toks=32" (overrides every task's)
 
 
 def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | None = None) -> Path:
@@ -72,6 +73,7 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
         torch_random_seed=spec.seed,
         fewshot_random_seed=spec.seed,
         metadata=spec.metadata or None,
+        gen_kwargs=spec.gen_kwargs,
     )
     if results is None:  # only non-zero ranks get None
         return output_path

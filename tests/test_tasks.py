@@ -37,14 +37,14 @@ def manager():  # type: ignore[no-untyped-def]
 def test_yaml_agrees_with_taxonomy_and_registry(path: Path) -> None:
     config = _config(path)
     folder = path.parent
-    assert path.stem == folder.name and config["task"] == f"captrack_{folder.name}"
+    assert path.stem.startswith(folder.name) and config["task"] == f"captrack_{path.stem}"
     assert (folder / "README.md").is_file()
     assert "version" in config["metadata"]
     taxonomy = load_taxonomy()
     assert config["tag"] == taxonomy.tags_for(config["task"])
     logged = {m["metric"] for m in config["metric_list"]}
     tracked = {m.metric for m in taxonomy.members_of(config["task"])}
-    assert logged == tracked
+    assert tracked <= logged  # a task may log diagnostics beyond its capability members
     for entry in config["metric_list"]:
         spec = get_metric(entry["metric"])
         assert "aggregation" in entry
@@ -61,8 +61,9 @@ def test_glob_selects_the_suite_without_groups_or_tags(manager) -> None:  # type
 def test_tasks_build_deterministic_docs(manager) -> None:  # type: ignore[no-untyped-def]
     from lm_eval.tasks import get_task_dict
 
-    first = get_task_dict(manager.match_tasks(["captrack_*"]), manager)
-    again = get_task_dict(manager.match_tasks(["captrack_*"]), task_manager(include_defaults=False))
+    # Probe tasks generate their items; the official tasks read a data mirror (tests/data/test_official_tasks.py).
+    first = get_task_dict(manager.match_tasks(["captrack_probe_*"]), manager)
+    again = get_task_dict(manager.match_tasks(["captrack_probe_*"]), task_manager(include_defaults=False))
     for name, task in first.items():
         docs = list(task.test_docs())
         assert docs and docs == list(again[name].test_docs())

@@ -39,3 +39,10 @@ declare(MetricSpec("tool_arguments", "higher", "score", "share of the tool call'
 declare(MetricSpec("rating", "higher", "score", "judge rating of the response, scaled to [0, 10]"))
 declare(MetricSpec("citation_format", "higher", "binary", "citations follow the requested format"))
 declare(MetricSpec("citation_source", "higher", "score", "share of citations that point at a supporting source"))
+
+# Official CapTrack configs (captrack/data/configs.py): metrics beyond the ones above.
+declare(MetricSpec("pass_all_loose", "higher", "binary", "as pass_all, accepting IFEval's loose forms of the response"))
+declare(MetricSpec("pass_fraction_loose", "higher", "score", "as pass_fraction, accepting IFEval's loose forms of the response"))
+declare(MetricSpec("sentence_count", "neutral", "count", "response length in sentences"))
+declare(MetricSpec("hedging", "neutral", "binary", "the response hedges (it depends, might, I think, ...)"))
+declare(MetricSpec("directness", "neutral", "binary", "the response starts on its content, without a pleasantry"))

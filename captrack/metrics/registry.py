@@ -133,11 +133,17 @@ def score(name: str, doc: Mapping[str, Any], response: str) -> dict[str, float |
 
 def _load_builtin() -> None:
     """Import the modules that declare captrack's metrics and scorers (idempotent)."""
-    from captrack.metrics import (  # noqa: F401
+    from captrack.metrics import (  # noqa: F401  # noqa: F401  (official CapTrack configs)
         answers,
         behaviour,
         catalog,
+        code,
+        ifeval,
         instructions,
+        mathequiv,
+        official_answers,
+        official_protocol,
         protocol,
         style,
+        tone,
     )

@@ -1,0 +1,5 @@
+"""Hooks for the captrack_mnms_* tasks: rows from the CapTrack mirror, scored by captrack.data.tasks."""
+
+from captrack.data.tasks import load, nanmean, process_results
+
+__all__ = ["load", "nanmean", "process_results"]

