@@ -11,7 +11,7 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: test demo lint bench clean browser
+.PHONY: test test-slow demo lint bench clean browser
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,14 @@ browser:
 	  { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; } || \
 	  echo "chromium/chromedriver missing and not root: browser tests will be skipped"
 
+# The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data):
+# about 15 minutes on 2 CPU cores. CI (.ci/run) runs `make test` and then `make test-slow`.
 test: lint browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not slow"
+
+# Slow tests skip with a reason where their inputs (../shared/data, model packages) are absent.
+test-slow: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow
 
 demo: $(STAMP)
 	$(BIN)/captrack run
