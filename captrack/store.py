@@ -19,7 +19,7 @@ __all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "Store"]
 
 SAMPLE_COLUMNS = (
     "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
-    "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate",
+    "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate", "dataset_revision",
 )
 
 _SCHEMA = """
@@ -34,8 +34,11 @@ CREATE TABLE IF NOT EXISTS run_tasks (
 CREATE TABLE IF NOT EXISTS samples (
     run_id VARCHAR, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR, family VARCHAR,
     task VARCHAR, task_version VARCHAR, doc_id BIGINT, doc_hash VARCHAR, prompt_hash VARCHAR,
-    filter VARCHAR, metric VARCHAR, value DOUBLE, n_choices INTEGER, replicate INTEGER
+    filter VARCHAR, metric VARCHAR, value DOUBLE, n_choices INTEGER, replicate INTEGER,
+    dataset_revision VARCHAR
 );
+-- Stores written before the column existed gain it (NULL for their rows).
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS dataset_revision VARCHAR;
 """
 
 # A logged metric value is a number, a bool, null, or (for corpus-level metrics) something else.
@@ -144,7 +147,9 @@ class Store:
         self.con.register("_logged_df", logged)
         self.con.execute("CREATE OR REPLACE TEMP TABLE _logged AS SELECT * FROM _logged_df")
         self.con.unregister("_logged_df")
-        columns = {"doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR"}
+        # The dataset revision a task's docs carry (official tasks: the mirror's; NULL where none).
+        columns = {"doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR",
+                   "doc": "STRUCT(revision VARCHAR)"}
         columns |= {m: "JSON" for m in metrics}
         choices = "NULL::INTEGER"
         if multiple_choice:
@@ -158,7 +163,7 @@ class Store:
         sql = f"""
             INSERT INTO samples
             SELECT ?, ?, ?, ?, ?, l.task, l.task_version, s.doc_id, s.doc_hash, s.prompt_hash,
-                   s."filter", u.metric, u.value, s.n_choices, ?
+                   s."filter", u.metric, u.value, s.n_choices, ?, s.doc.revision
             FROM (SELECT *, {choices} AS n_choices
                   FROM read_json(?, format='newline_delimited', columns={struct}, filename=true,
                                  maximum_object_size={object_size})) AS s,

@@ -29,6 +29,7 @@ class FakeTask:
     doc_text: Mapping[int, str] = field(default_factory=dict)
     responses: Mapping[int, str] = field(default_factory=dict)  # generate_until: the model's text per doc
     choice_lls: Mapping[int, Sequence[float]] = field(default_factory=dict)  # multiple_choice: per-option loglik
+    revision: str | None = None  # the dataset revision each doc carries (official tasks do)
 
 
 def _hash(text: str) -> str:
@@ -48,6 +49,8 @@ def write_run(
         with (folder / f"samples_{task.name}_{date_id}.jsonl").open("w") as handle:
             for row, doc_id in enumerate(ids):
                 doc = {"question": task.doc_text.get(doc_id, f"{task.name} question {doc_id}")}
+                if task.revision is not None:
+                    doc["revision"] = task.revision
                 if task.output_type == "multiple_choice":
                     lls = task.choice_lls.get(doc_id, [-1.0] * task.n_choices)
                     resps: list = [[str(float(x)), "False"] for x in lls]

@@ -47,6 +47,16 @@ def test_tidy_rows_with_separate_keys(tmp_path: Path) -> None:
     assert {r[4] for r in rows} == {4}
 
 
+def test_the_dataset_revision_of_each_doc_is_stored(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", "base", [FakeTask(TASK, {"acc": [1, 0]}, revision="local-b1-abc"),
+                                         FakeTask("captrack_probe_c2_logic", {"acc": [1, 1]})])
+    store = tmp_path / "s.duckdb"
+    assert _ingest(str(tmp_path / "run"), "--store", str(store))[0] == 0
+    with duckdb.connect(str(store), read_only=True) as con:
+        found = dict(con.execute("SELECT task, any_value(dataset_revision) FROM samples GROUP BY task").fetchall())
+    assert found == {TASK: "local-b1-abc", "captrack_probe_c2_logic": None}
+
+
 def test_reingest_is_idempotent(tmp_path: Path) -> None:
     write_run(tmp_path / "run", "base", [FakeTask(TASK, {"acc": [1, 0, 1]})])
     store = tmp_path / "s.duckdb"

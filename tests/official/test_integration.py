@@ -52,6 +52,8 @@ def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, 
         store.ingest(discover_runs(results_file), Labels(model="smollm2"))
         docs = dict(store.con.execute("SELECT task, n_docs FROM run_tasks").fetchall())
         rows = store.con.execute("SELECT task, metric, doc_id, value FROM samples").fetchall()
+        stored_revisions = dict(store.con.execute(
+            "SELECT task, string_agg(DISTINCT coalesce(dataset_revision, 'NULL'), ',') FROM samples GROUP BY task").fetchall())
     assert docs == {task: LIMIT for task in tasks}
     unexplained = [
         (task, metric, doc_id) for task, metric, doc_id, value in rows
@@ -66,5 +68,6 @@ def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, 
         samples = next(results_file.parent.glob(f"samples_{task}_*.jsonl"))
         revisions = {json.loads(line)["doc"]["revision"] for line in samples.read_text().splitlines() if line.strip()}
         assert revisions == {built[get_config(task).name].revision}, task
+        assert stored_revisions[task] == built[get_config(task).name].revision, task  # and in every store row
     print(f"integration: {len(tasks)} configs x {LIMIT} docs; evaluate {evaluated - started:.0f} s, "
           f"total {time.perf_counter() - started:.0f} s")
