@@ -10,6 +10,7 @@ world of one, its tensor-parallel contract) and only global rank 0 keeps the res
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 from pathlib import Path
@@ -18,7 +19,11 @@ from typing import Any
 from lm_eval.models.huggingface import HFLM
 
 from captrack.backends.launch import Ranks, ensure_process_env
-from captrack.backends.options import DSOptions, UnsupportedCombinationError, check_combination, parse_options
+from captrack.backends.options import (
+    UnsupportedCombinationError,
+    check_combination,
+    parse_options,
+)
 from captrack.backends.placement import Placed, place_model
 
 __all__ = ["DeepSpeedLM"]
@@ -27,7 +32,7 @@ __all__ = ["DeepSpeedLM"]
 _LOAD_KEYS = ("trust_remote_code", "revision", "attn_implementation")
 
 
-class DeepSpeedLM(HFLM):  # type: ignore[misc]
+class DeepSpeedLM(HFLM):
     """HFLM over a DeepSpeed-placed model; model_args add mode, dtype, offload, nvme_path, kernel_inject."""
 
     def __init__(self, pretrained: str, batch_size: int | str = 1, device: str | None = None,
@@ -51,6 +56,8 @@ class DeepSpeedLM(HFLM):  # type: ignore[misc]
         self.ds_launch = launch
         self._placed: Placed = placed
         _only_global_rank_zero_writes(launch)
+        if launch.world > 1:
+            atexit.register(_close_process_group)
 
     def get_model_info(self) -> dict[str, Any]:
         """HFLM's model info plus how DeepSpeed placed the model (recorded in results_*.json)."""
@@ -98,3 +105,11 @@ def _only_global_rank_zero_writes(launch: Ranks) -> None:
     """
     if launch.rank != 0 and launch.local_rank == 0:
         os.environ["LOCAL_RANK"] = str(launch.rank)
+
+
+def _close_process_group() -> None:
+    """Tear the process group down before interpreter exit (a live gloo group can abort the exit)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

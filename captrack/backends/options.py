@@ -31,8 +31,9 @@ KERNEL_INJECT_FAMILIES = frozenset(
     {"bert", "bloom", "distilbert", "gpt2", "gpt_neo", "gpt_neox", "gptj", "internlm", "llama", "opt"}
 )
 
-# Families that DeepSpeed's init_inference AutoTP shards incorrectly (hybrid linear attention:
-# Gated DeltaNet projections are fused and sliced by head groups it does not know about).
+# Families that DeepSpeed's init_inference AutoTP shards incorrectly. Qwen3-Next: it splits the fused
+# Gated DeltaNet projection (linear_attn.in_proj_qkvz) that the layer then reshapes by the full head
+# count, so the first forward fails with a shape error; deepspeed.initialize's AutoTP leaves it whole.
 _TP_UNSUPPORTED = {"qwen3_next": "Qwen3-Next"}
 
 
@@ -132,9 +133,9 @@ def check_combination(options: DSOptions, config: dict[str, Any], world: int, tr
     name = _TP_UNSUPPORTED.get(family)
     if name and options.mode == "tp":
         raise UnsupportedCombinationError(
-            f"{name} ({family}) cannot run under mode=tp: DeepSpeed's init_inference AutoTP mis-shards its "
-            "linear-attention (Gated DeltaNet) layers. Use mode=autotp (deepspeed.initialize with "
-            "tensor_parallel.autotp_size) or mode=zero3.")
+            f"{name} ({family}) cannot run under mode=tp: DeepSpeed's init_inference AutoTP splits its fused "
+            "linear-attention projection (Gated DeltaNet in_proj_qkvz) and the forward pass fails. Use "
+            "mode=autotp (deepspeed.initialize with tensor_parallel.autotp_size) or mode=zero3.")
     major = int(transformers_version.split(".")[0])
     if options.mode in ("tp", "autotp") and world > 1 and major >= 5 and is_moe(config):
         raise UnsupportedCombinationError(
