@@ -20,9 +20,20 @@ class Parity:
 
 
 def _load(run: Path) -> tuple[dict[str, dict[int, dict[str, Any]]], dict[str, Any]]:
-    data = json.loads(run.read_text())
-    samples = {task: {row["doc_id"]: row for row in rows} for task, rows in data["samples"].items()}
-    return samples, data["results"]
+    """Per-sample rows by task and doc id, and aggregated results, from a driver JSON file or an
+    lm-eval --output_path folder (samples_*.jsonl, results_*.json)."""
+    if run.is_file():
+        data = json.loads(run.read_text())
+        rows_by_task, results = data["samples"], data["results"]
+    else:
+        rows_by_task = {}
+        for path in sorted(run.rglob("samples_*.jsonl")):
+            task = path.name[len("samples_"):].rsplit("_", 1)[0]
+            rows_by_task[task] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        (results_file,) = sorted(run.rglob("results_*.json"))
+        results = json.loads(results_file.read_text())["results"]
+    samples = {task: {row["doc_id"]: row for row in rows} for task, rows in rows_by_task.items()}
+    return samples, results
 
 
 def compare_runs(reference: Path, candidate: Path) -> Parity:
@@ -48,7 +59,7 @@ def compare_runs(reference: Path, candidate: Path) -> Parity:
                     if first != second:
                         gen_bad.append(f"{task} {doc_id}: {first!r} != {second!r}")
             for metric in row["metrics"]:
-                if row[metric] != other[metric]:
+                if float(row[metric]) != float(other[metric]):
                     metric_bad.append(f"{task} {doc_id} {metric}: {row[metric]} != {other[metric]}")
     for task, values in ref_agg.items():
         for key, value in values.items():
