@@ -53,7 +53,7 @@ class DSOptions:
         nvme_path: folder for NVMe offload (required with ``offload=nvme``).
         kernel_inject: DeepSpeed's fused inference kernels (``tp`` mode, CUDA, a few families).
         meta_load: build the model on the meta device and let each rank read only its shards
-            from the safetensors files; None means "when world > 1".
+            from the safetensors files; None means "when world > 1 (and no kernel injection)".
     """
 
     mode: str = "tp"

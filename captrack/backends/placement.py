@@ -69,7 +69,8 @@ def _tp(path: str, options: DSOptions, dtype: str, world: int, hf_kwargs: dict[s
     from transformers import AutoConfig, AutoModelForCausalLM
 
     shards = safetensors_shards(Path(path))
-    meta = options.meta_load if options.meta_load is not None else world > 1
+    # Kernel injection loads checkpoints through its own per-family containers; keep it off the meta path.
+    meta = options.meta_load if options.meta_load is not None else world > 1 and not options.kernel_inject
     if meta and not shards:
         raise InputError(f"meta_load needs a safetensors checkpoint; {path} has none (pass meta_load=false)")
     extra: dict[str, Any] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -111,3 +112,14 @@ def test_backend_name_resolves_in_lm_evals_registry() -> None:
     cls = get_model("captrack-ds")
     assert issubclass(cls, HFLM) and cls.__name__ == "DeepSpeedLM"
     assert register_backends() == ["captrack-ds"]  # also once the class is materialised
+
+
+def test_on_a_second_node_only_global_rank_zero_passes_lm_evals_writer_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    from captrack.backends.deepspeed_lm import _only_global_rank_zero_writes
+    from captrack.backends.launch import Ranks
+
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    _only_global_rank_zero_writes(Ranks(rank=0, local_rank=0, world=16, local_world=8))
+    assert os.environ["LOCAL_RANK"] == "0"
+    _only_global_rank_zero_writes(Ranks(rank=8, local_rank=0, world=16, local_world=8))  # node 2, first GPU
+    assert os.environ["LOCAL_RANK"] == "8"
