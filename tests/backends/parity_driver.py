@@ -5,12 +5,13 @@
 RUNS.json is a list of {"name", "model", "model_args"}. Each run writes OUT_DIR/<name>.json with
 lm-eval's aggregated results and per-sample logs (only global rank 0 writes), and prints its time.
 The runs share one process and one TaskManager (captrack's tasks only), so a launch pays for its
-start-up once.
+start-up once. CAPTRACK_PARITY_DEVICE=cuda runs the `hf` references on the GPU (default cpu).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,10 +31,11 @@ def main(out: str, runs_file: str) -> None:
     register_backends()  # what captrack.evaluate and captrack-eval do before lm-eval resolves a name
     manager = TaskManager(include_path=[tasks_dir()], include_defaults=False)
     Path(out).mkdir(parents=True, exist_ok=True)
+    device = os.environ.get("CAPTRACK_PARITY_DEVICE", "cpu")
     for run in json.loads(Path(runs_file).read_text()):
         start = time.perf_counter()
         results = simple_evaluate(model=run["model"], model_args=run["model_args"], tasks=TASKS,
-                                  batch_size=BATCH_SIZE, limit=LIMIT, device="cpu", log_samples=True,
+                                  batch_size=BATCH_SIZE, limit=LIMIT, device=device, log_samples=True,
                                   apply_chat_template=True, task_manager=manager, random_seed=0,
                                   numpy_random_seed=0, torch_random_seed=0, fewshot_random_seed=0)
         if results is not None:

@@ -6,6 +6,9 @@ torchrun with 2 ranks (mode=tp sharded from meta-device loading; Qwen3-Next with
 DeepSpeed's own launcher with 2 ranks running the `captrack-eval` command line. The first DeepSpeed
 process group on a machine JIT-compiles DeepSpeed's CPU shared-memory all-reduce op (about a minute,
 cached under ~/.cache/torch_extensions afterwards).
+
+On a CUDA machine, CAPTRACK_PARITY_DEVICE=cuda runs the same checks on the GPU (DeepSpeed picks
+CUDA; the two-rank launches need two GPUs).
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ _LAUNCH_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "LOCAL_S
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LAUNCH_KEYS}
-    env.update(DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
+    if os.environ.get("CAPTRACK_PARITY_DEVICE", "cpu") == "cpu":
+        env["DS_ACCELERATOR"] = "cpu"
     return env
 
 
