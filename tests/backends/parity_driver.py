@@ -19,6 +19,7 @@ from pathlib import Path
 TASKS = ["captrack_probe_c1_facts", "captrack_probe_c2_word_problems"]
 LIMIT = 4
 BATCH_SIZE = 2
+GEN_KWARGS = "max_gen_toks=16"  # greedy continuations of 16 tokens (the task asks for up to 40)
 
 
 def main(out: str, runs_file: str) -> None:
@@ -36,7 +37,7 @@ def main(out: str, runs_file: str) -> None:
         start = time.perf_counter()
         results = simple_evaluate(model=run["model"], model_args=run["model_args"], tasks=TASKS,
                                   batch_size=BATCH_SIZE, limit=LIMIT, device=device, log_samples=True,
-                                  apply_chat_template=True, task_manager=manager, random_seed=0,
+                                  apply_chat_template=True, task_manager=manager, gen_kwargs=GEN_KWARGS, random_seed=0,
                                   numpy_random_seed=0, torch_random_seed=0, fewshot_random_seed=0)
         if results is not None:
             kept = {"results": results["results"], "samples": results["samples"]}

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from parity import compare_runs
+from parity_driver import GEN_KWARGS
 from tinyfamilies import FAMILIES, build_family
 
 pytestmark = [
@@ -35,7 +36,7 @@ pytestmark = [
 TOLERANCE = 1e-4
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-WORLD1 = [(f, "tp") for f in FAMILIES if f != "qwen3_next"] + [(f, "zero3") for f in FAMILIES]
+WORLD1 = [(f, "tp") for f in FAMILIES if f != "qwen3_next"] + [(f, "zero3") for f in FAMILIES] + [("llama", "zero3+cpu")]
 WORLD2 = [(f, "tp") for f in FAMILIES if f != "qwen3_next"] + [("qwen3_next", "autotp")]
 _LAUNCH_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "LOCAL_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -69,7 +70,9 @@ def _runs(models: Path, pairs: list[tuple[str, str]], with_hf: bool, prefix: str
             runs.append({"name": f"hf-{family}", "model": "hf", "model_args": {"pretrained": str(models / family)}})
         for fam, mode in pairs:
             if fam == family:
-                args = {"pretrained": str(models / family), "mode": mode, "dtype": "float32"}
+                name, _, offload = mode.partition("+")  # "zero3+cpu": ZeRO-3 with CPU offload
+                args = {"pretrained": str(models / family), "mode": name, "offload": offload or "none",
+                        "dtype": "float32"}
                 runs.append({"name": f"{prefix}{mode}-{family}", "model": "captrack-ds", "model_args": args})
     return runs
 
@@ -128,7 +131,8 @@ def test_captrack_eval_under_the_deepspeed_launcher(world1: Path, models: Path, 
              str(script), "--model", "captrack-ds",
              "--model_args", f"pretrained={models / 'llama'},mode=tp,dtype=float32",
              "--tasks", "captrack_probe_c1_facts,captrack_probe_c2_word_problems", "--limit", "4",
-             "--batch_size", "2", "--apply_chat_template", "--log_samples", "--output_path", str(out)],
+             "--batch_size", "2", "--gen_kwargs", GEN_KWARGS, "--apply_chat_template", "--log_samples",
+             "--output_path", str(out)],
             tmp_path / "log.txt")
     assert len(list(out.rglob("results_*.json"))) == 1
     _assert_parity(world1 / "hf-llama.json", out, "llama tp world 2 (deepspeed launcher, captrack-eval)")
