@@ -80,11 +80,12 @@ def _tp(path: str, options: DSOptions, dtype: str, world: int, hf_kwargs: dict[s
         from accelerate import init_empty_weights
 
         config = AutoConfig.from_pretrained(path, **hf_kwargs)
+        build = {k: v for k, v in hf_kwargs.items() if k in ("trust_remote_code", "attn_implementation")}
         with init_empty_weights():
-            model = AutoModelForCausalLM.from_config(config, torch_dtype=_torch_dtype(dtype), **hf_kwargs)
+            model = AutoModelForCausalLM.from_config(config, dtype=_torch_dtype(dtype), **build)
         extra = {"checkpoint": {"type": "ds_model", "version": 1.0, "checkpoints": shards}, "base_dir": path}
     else:
-        model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=_torch_dtype(dtype), **hf_kwargs)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype), **hf_kwargs)
     engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": world}, dtype=_torch_dtype(dtype),
                                       replace_with_kernel_inject=options.kernel_inject, **extra)
     return Placed(_no_retie(engine.module), dtype, [engine])
@@ -102,7 +103,7 @@ def _autotp(path: str, dtype: str, world: int, hf_kwargs: dict[str, Any]) -> Pla
     import deepspeed
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=_torch_dtype(dtype), **hf_kwargs)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype), **hf_kwargs)
     config = {"train_micro_batch_size_per_gpu": 1, "tensor_parallel": {"autotp_size": world},
               "zero_optimization": {"stage": 0}, **_ds_dtype_section(dtype)}
     engine, *_ = deepspeed.initialize(model=model, config=config)
@@ -135,7 +136,7 @@ def _zero3(path: str, options: DSOptions, dtype: str, hf_kwargs: dict[str, Any])
     # Must exist (and stay referenced) before from_pretrained, which then partitions the weights
     # across ranks while loading instead of materialising the whole model on each rank.
     hf_ds = HfDeepSpeedConfig(config)
-    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=_torch_dtype(dtype), **hf_kwargs)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype), **hf_kwargs)
     engine, *_ = deepspeed.initialize(model=model, config=config)
     engine.module.eval()
     return Placed(engine.module, dtype, [engine, hf_ds])

@@ -49,7 +49,7 @@ def build_family(root: Path, family: str, seed: int = 0) -> Path:
            "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
     config = AutoConfig.for_model(family, **_COMMON, **_EXTRA[family], **ids)
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     _spread_weights(model)
     model.save_pretrained(folder, max_shard_size="40KB")
     tokenizer.save_pretrained(folder)
