@@ -28,7 +28,7 @@ from captrack.backends.placement import Placed, place_model
 
 __all__ = ["DeepSpeedLM"]
 
-# Keys that go to `from_pretrained` as well as to HFLM's tokenizer loading.
+# model_args for `from_pretrained` (trust_remote_code and revision also reach HFLM's tokenizer loading).
 _LOAD_KEYS = ("trust_remote_code", "revision", "attn_implementation")
 
 
