@@ -78,6 +78,16 @@ def _parser() -> argparse.ArgumentParser:
 
     add_theory_parser(sub)
 
+    plan = sub.add_parser("plan-memory", help="per-GPU memory of each captrack-ds mode, from a model's config")
+    plan.add_argument("--model", required=True, metavar="PATH_OR_CONFIG", help="checkpoint folder or config.json")
+    plan.add_argument("--gpus", type=int, default=1, help="GPUs in the launch, all nodes together (default 1)")
+    plan.add_argument("--gpu-mem", default="80GB", help="memory of one GPU, e.g. 80GB, 141GB, 24GiB (default 80GB)")
+    plan.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    plan.add_argument("--seq-len", type=int, default=4096, help="longest sequence in a batch (default 4096)")
+    plan.add_argument("--batch-size", type=int, default=8, help="lm-eval --batch_size (default 8)")
+    plan.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: min(--gpus, 8))")
+    plan.set_defaults(func=_cmd_plan_memory)
+
     run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
     run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
     run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
@@ -202,6 +212,16 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     with Console(stderr=True).status(f"building {args.folder}"):
         written = build_leaderboard(args.folder)
     print(f"wrote {len(written)} files to {args.folder} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _cmd_plan_memory(args: argparse.Namespace) -> int:
+    from captrack.backends.memory_plan import load_config, parse_size
+    from captrack.backends.plan_table import plan_lines
+
+    config = load_config(args.model)
+    print("\n".join(plan_lines(config, args.gpus, parse_size(args.gpu_mem), args.dtype, args.seq_len,
+                               args.batch_size, args.gpus_per_node)))
     return 0
 
 

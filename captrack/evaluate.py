@@ -48,8 +48,10 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.utils import handle_non_serializable
 
+    from captrack.backends import register_backends
     from captrack.lmeval import task_manager
 
+    register_backends()  # so spec.model may name a captrack backend such as captrack-ds
     manager = task_manager(metadata=spec.metadata or None)
     names = manager.match_tasks(list(spec.tasks))
     if not names:

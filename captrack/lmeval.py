@@ -58,10 +58,12 @@ def _accept_path_lists() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `captrack-eval`: lm-eval's own CLI with captrack's tasks and backends."""
     from captrack.backends import register_backends
+    from captrack.backends.launch import strip_local_rank
 
     register_backends()
     _accept_path_lists()
     from lm_eval.__main__ import cli_evaluate
 
-    sys.argv = [sys.argv[0], *_with_include_path(list(sys.argv[1:] if argv is None else argv))]
+    args = strip_local_rank(sys.argv[1:] if argv is None else argv)  # `deepspeed` launcher's --local_rank
+    sys.argv = [sys.argv[0], *_with_include_path(args)]
     cli_evaluate()

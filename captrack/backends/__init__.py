@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["register_backends"]
+__all__ = ["BACKENDS", "register_backends"]
+
+# lm-eval model name -> "module:class", registered lazily: deepspeed is imported on first use only.
+BACKENDS = {"captrack-ds": "captrack.backends.deepspeed_lm:DeepSpeedLM"}
 
 
 def register_backends() -> list[str]:
@@ -11,5 +14,9 @@ def register_backends() -> list[str]:
     lm-eval's own models are imported first so that ours never shadow theirs.
     """
     import lm_eval.models  # noqa: F401  (populates lm-eval's model registry first)
+    from lm_eval.api.registry import model_registry
 
-    return []
+    for name, target in BACKENDS.items():
+        if name not in model_registry:  # a second call finds the class already materialised
+            model_registry.register(name, target=target)
+    return list(BACKENDS)
