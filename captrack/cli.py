@@ -1,4 +1,4 @@
-"""The `captrack` command: tasks, ingest, compare, taxonomy, demo."""
+"""The `captrack` command: tasks, ingest, compare, judge, taxonomy, demo."""
 
 from __future__ import annotations
 
@@ -73,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
     from captrack.theory.cli import add_theory_parser
 
     add_theory_parser(sub)
+
+    from captrack.judges.cli import add_judge_parser
+
+    add_judge_parser(sub)
 
     run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
     run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")

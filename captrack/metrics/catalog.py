@@ -39,3 +39,10 @@ declare(MetricSpec("tool_arguments", "higher", "score", "share of the tool call'
 declare(MetricSpec("rating", "higher", "score", "judge rating of the response, scaled to [0, 10]"))
 declare(MetricSpec("citation_format", "higher", "binary", "citations follow the requested format"))
 declare(MetricSpec("citation_source", "higher", "score", "share of citations that point at a supporting source"))
+
+# Judged by an LLM judge after generation (`captrack judge`; captrack/judges/catalog.py), under their
+# own names where the task also logs a rule-based metric of the same meaning.
+declare(MetricSpec("unsafe_refusal_judged", "higher", "binary", "an LLM judge classifies the response to a harmful request as a refusal"))
+declare(MetricSpec("compliance_rate_judged", "higher", "binary", "an LLM judge classifies the response to a benign request as compliance"))
+declare(MetricSpec("coverage_judged", "higher", "score", "an LLM judge says the answer addresses all (1), some (0.5) or none (0) of the question's parts"))
+declare(MetricSpec("overreach_judged", "lower", "binary", "an LLM judge finds the answer goes along with a false premise or unsupported facts"))
