@@ -54,6 +54,12 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     finally:
         judge.close()
         cache.close()
+    if not report.written:
+        from captrack.judges.catalog import all_judged
+
+        declared = sorted({t for j in all_judged() for t in j.tasks})
+        raise InputError(f"no task of {', '.join(args.runs)} has judged metrics"
+                         + (f" matching --tasks {args.tasks}" if args.tasks else "") + f"; judged tasks: {', '.join(declared)}")
     for t in report.tallies:
         reasons = ", ".join(f"{code} {n}" for code, n in sorted(t.reasons.items()))
         console.print(f"{t.task}/{t.metric}: {t.scored}/{t.n} judged" + (f"; NaN: {reasons}" if reasons else ""), highlight=False)
