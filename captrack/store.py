@@ -206,7 +206,12 @@ class Store:
         return int(count[0]) if count else 0
 
     def judged_summary(self, models: Sequence[str]) -> dict[str, Any]:
-        """Per model, task and metric: the judge and prompt, verdict count, NaN count and NaN reasons by code."""
+        """Per model, task and metric: the judge and prompt, verdict count, NaN count and NaN reasons by code.
+
+        A store written before judged metrics existed (opened read-only) has no verdicts: empty.
+        """
+        if not self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judgements'").fetchone()[0]:  # type: ignore[index]
+            return {}
         rows = self.con.execute(
             """SELECT r.model, j.task, j.metric, string_agg(DISTINCT j.judge, ', ') AS judge,
                       string_agg(DISTINCT j.prompt, ', ') AS prompt, count(*) AS n,

@@ -178,6 +178,11 @@ def _replicates(con: duckdb.DuckDBPyConnection, base: str, variant: str, problem
 
 def _judge_problems(con: duckdb.DuckDBPyConnection, base: str, variant: str) -> list[str]:
     """Judged metrics must be judged on both sides, by the same judge (a judge swap is not drift)."""
+    has_judge = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'samples' AND column_name = 'judge'"
+    ).fetchone()
+    if not has_judge or not has_judge[0]:  # a store written before judged metrics existed
+        return []
     rows = con.execute(
         """SELECT task, metric, string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS b,
                   string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS v
