@@ -26,6 +26,8 @@ def add_judge_parser(sub: Any) -> None:
     judge.add_argument("--retries", type=int, default=4, help="retries of transport errors, timeouts, 429 and 5xx")
     judge.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles, full jitter)")
     judge.add_argument("--max-tokens", type=int, default=64, help="longest judge reply, in tokens")
+    judge.add_argument("--store", metavar="FILE",
+                       help="also re-ingest the judged runs into this DuckDB store (they must be ingested already; labels are kept)")
     judge.add_argument("--calibrate", action="store_true",
                        help="score the team's labelled refusal and claim-support examples: accuracy and Cohen's kappa")
     judge.set_defaults(func=_cmd_judge)
@@ -63,10 +65,31 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     for t in report.tallies:
         reasons = ", ".join(f"{code} {n}" for code, n in sorted(t.reasons.items()))
         console.print(f"{t.task}/{t.metric}: {t.scored}/{t.n} judged" + (f"; NaN: {reasons}" if reasons else ""), highlight=False)
+    if args.store:
+        _reingest(args.store, args.runs, console)
     console.print(f"judge {report.judge}: {report.unique_inputs} distinct inputs, {report.cache_hits} from the cache, "
                   f"{report.requests} request(s) sent; wrote {len(report.written)} verdict file(s). "
                   "Ingest or compare these runs to use the verdicts.", highlight=False)
     return 0
+
+
+def _reingest(path: str, folders: list[str], console: Any) -> None:
+    """Re-ingest judged runs under the labels they were first ingested with."""
+    from captrack.runs import discover_runs
+    from captrack.store import Labels, Store
+
+    runs = [run for folder in folders for run in discover_runs(folder)]
+    with Store(path) as store:
+        known = {r["run_id"]: r for r in store.runs()}
+        missing = [str(run.results_path) for run in runs if run.run_id not in known]
+        if missing:
+            raise InputError(f"{path}: run(s) {', '.join(missing)} are not in the store; ingest them first "
+                             "(captrack ingest RUN_DIR --store ... --name ...). The verdict files are written.")
+        for run in runs:
+            row = known[run.run_id]
+            labels = Labels(model=row["model"], algorithm=row["algorithm"], family=row["family"], replicate=row["replicate"])
+            (result,) = store.ingest([run], labels)
+            console.print(f"re-ingested run {result.run_id} ({result.model!r}) into {path}: {result.rows} rows", highlight=False)
 
 
 def _print_calibration(results: list[Any], judge_id: str, requests: int) -> None:

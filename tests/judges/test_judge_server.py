@@ -151,3 +151,24 @@ def test_compare_refuses_base_and_variant_judged_by_different_judges(
     assert status == 1 and not (tmp_path / "out" / "drift.csv").exists()
     message = " ".join(capsys.readouterr().err.split())
     assert "captrack_probe_c4_context/faithfulness is judged by openai:judge-a@" in message and "openai:judge-b@" in message
+
+
+def test_judge_with_store_reingests_so_store_comparisons_see_the_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = write_probe_run(tmp_path, "base", {CONTEXT: ["Lyon", "Paris, <<garble>>", "unknown"]})
+    variant = write_probe_run(tmp_path, "sft", {CONTEXT: ["Lyon", "an invented city", "an invented town"]})
+    store = str(tmp_path / "store.duckdb")
+    assert main(["ingest", str(base), "--store", store, "--name", "base"]) == 0
+    assert main(["ingest", str(variant), "--store", store, "--name", "sft", "--algorithm", "DPO"]) == 0
+    with chat_server() as server:
+        _connect(monkeypatch, server)
+        judge = ["judge", "--judge", "openai:j", "--judge-cache", str(tmp_path / "c.sqlite"), "--store", store]
+        assert main([*judge, str(base), str(variant)]) == 0
+    assert main(["compare", "--store", store, "--base", "base", "--variant", "sft:DPO", "--out", str(tmp_path / "out")]) == 0
+    drift = pd.read_csv(tmp_path / "out" / "drift.csv").set_index(["task", "metric"])
+    row = drift.loc[(CONTEXT, "faithfulness")]
+    assert (row["algorithm"], row["capability"], row["base_value"], row["variant_value"]) == ("DPO", "C4", 1.0, 0.5)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["judged"]["base"][CONTEXT]["faithfulness"]["reasons"] == {"unparsable": 1}
+    assert summary["counts"]["sft"]["nan_excluded"] == {f"{CONTEXT}/faithfulness": 1}
