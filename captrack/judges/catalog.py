@@ -93,7 +93,10 @@ def _reference_answer(sample: Sample) -> dict[str, str]:
 def _conversation(sample: Sample) -> dict[str, str]:
     turns = sample.doc.get("turns")
     if isinstance(turns, str):
-        turns = json.loads(turns)
+        try:
+            turns = json.loads(turns)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"task {sample.task}, doc {sample.doc_id}: 'turns' is not a JSON list of messages ({exc})") from exc
     if not isinstance(turns, list):
         return {"conversation": _prompt_text(sample), "response": sample.response}
     lines = [f"{str(t.get('role', 'user')).capitalize()}: {t.get('content', '')}" for t in turns]

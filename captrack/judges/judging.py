@@ -156,9 +156,10 @@ def _answer(jobs: dict[str, _Job], judge: Judge, cache: JudgeCache, budget: Budg
     report.cache_hits = len(jobs) - len(missing)
     if not missing:
         return
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(disable=not progress, transient=True) as bar, ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
+    with Progress(console=Console(stderr=True), disable=not progress, transient=True) as bar, ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
         tracker = bar.add_task(f"judging with {judge.id}", total=len(missing))
         futures = {pool.submit(ask, judge, jobs[key].messages, budget): key for key in missing}
         for future in as_completed(futures):
