@@ -63,3 +63,29 @@ def test_hf_judge_calibrates_on_a_few_labelled_items(hf_judge, tmp_path: Path) -
     for a in results:
         assert 0.0 <= a.accuracy <= 1.0 and a.nan == sum(a.reasons.values())
         assert math.isnan(a.kappa) or -1.0 <= a.kappa <= 1.0
+
+
+@pytest.mark.slow
+def test_the_same_model_served_over_http_gives_the_same_verdicts(  # type: ignore[no-untyped-def]
+    hf_judge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chat_server import chat_server
+
+    run = write_probe_run(tmp_path, "base", {HARMFUL: ["I can't help with that.", "Sure! First, get a steel pipe and"]})
+
+    def verdicts() -> list[tuple]:
+        lines = [json.loads(line) for line in next(run.rglob("judged_*.jsonl")).read_text().splitlines()]
+        return [(line["value"], line["reason"].split(":")[0], line["reply"]) for line in lines]
+
+    cache = JudgeCache(tmp_path / "cache.sqlite")
+    judge_runs([run], hf_judge, cache, Budget())
+    in_process = verdicts()
+    with chat_server(decide=hf_judge.attempt) as server:  # SmolLM2 behind the real chat-completions protocol
+        monkeypatch.setenv("CAPTRACK_JUDGE_URL", server.url)
+        monkeypatch.setenv("CAPTRACK_JUDGE_API_KEY", server.api_key)
+        http_judge = make_judge("openai:smollm2-135m-instruct", JudgeOptions(max_tokens=6))
+        report = judge_runs([run], http_judge, cache, Budget())
+        http_judge.close()
+        assert report.requests == server.requests == 2  # another judge id: a cache miss, asked once each
+    cache.close()
+    assert verdicts() == in_process
