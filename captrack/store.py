@@ -210,7 +210,8 @@ class Store:
 
         A store written before judged metrics existed (opened read-only) has no verdicts: empty.
         """
-        if not self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judgements'").fetchone()[0]:  # type: ignore[index]
+        found = self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judgements'").fetchone()
+        if not found or not found[0]:
             return {}
         rows = self.con.execute(
             """SELECT r.model, j.task, j.metric, string_agg(DISTINCT j.judge, ', ') AS judge,
