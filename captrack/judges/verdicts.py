@@ -6,7 +6,7 @@ verdicts stops the search with ``ambiguous``):
 1. ``exact``: the whole reply, stripped of whitespace, quotes, ``*`` and a final ``.``, is one
    label (case-insensitive) or one number.
 2. ``json``: the reply holds one JSON object with a ``verdict`` (or ``rating`` / ``score``) key.
-3. ``tagged``: a ``[[X]]`` marker, or a line ``Verdict: X`` / ``Rating: X`` / ``Score: X``.
+3. ``tagged``: ``[[X]]`` markers; without any, lines ``Verdict: X`` / ``Rating: X`` / ``Score: X`` / ``Answer: X``.
 4. ``mention`` (labels only): exactly one of the labels occurs as a whole word anywhere in the
    reply (a label that contains another, such as UNSUPPORTED and SUPPORTED, masks it).
 
