@@ -34,7 +34,8 @@ class HFJudge(Judge):
 
         self._tokenizer = AutoTokenizer.from_pretrained(self.path)
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        self._model = AutoModelForCausalLM.from_pretrained(self.path).to(device).eval()
+        model: Any = AutoModelForCausalLM.from_pretrained(self.path)
+        self._model = model.to(device).eval()
 
     def attempt(self, messages: list[Message]) -> str:
         """Generate at most ``options.max_tokens`` tokens after the chat-formatted prompt."""

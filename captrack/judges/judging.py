@@ -90,7 +90,7 @@ def _sample(task: str, raw: dict[str, Any]) -> Sample:
     while isinstance(response, list):  # some tasks nest one level deeper
         response = response[0] if response else ""
     args = raw.get("arguments") or {}
-    first = next(iter(args.values()), {}) if isinstance(args, dict) else {}
+    first: Any = next(iter(args.values()), {}) if isinstance(args, dict) else {}
     context = first.get("arg_0", "") if isinstance(first, dict) else ""
     return Sample(task=task, doc_id=int(raw["doc_id"]), doc_hash=str(raw["doc_hash"]), prompt_hash=str(raw.get("prompt_hash", "")),
                   filter=str(raw.get("filter", "none")), doc=dict(raw.get("doc") or {}), response="" if response is None else str(response),
