@@ -14,7 +14,7 @@ from captrack.judges.base import (
     make_judge,
 )
 from captrack.judges.cache import JudgeCache
-from captrack.judges.calibrate import calibrate
+from captrack.judges.calibration import calibrate
 from captrack.judges.catalog import JudgedMetric, all_judged, declare_judged, judged_for_task
 from captrack.judges.judging import judge_runs
 from captrack.judges.retry import Budget

@@ -10,7 +10,7 @@ import yaml
 from chat_server import chat_server
 
 from captrack.cli import main
-from captrack.judges.calibrate import CALIBRATION_FILE
+from captrack.judges.calibration import CALIBRATION_FILE
 
 SETS = yaml.safe_load(CALIBRATION_FILE.read_text())["sets"]
 

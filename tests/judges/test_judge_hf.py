@@ -11,7 +11,7 @@ from judge_runs_helpers import CONTEXT, HARMFUL, write_probe_run
 
 from captrack.errors import InputError
 from captrack.judges import Budget, JudgeCache, JudgeOptions, calibrate, judge_runs, make_judge
-from captrack.judges.calibrate import CALIBRATION_FILE
+from captrack.judges.calibration import CALIBRATION_FILE
 
 ALIAS = "smollm2-135m-instruct"
 
