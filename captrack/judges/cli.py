@@ -64,7 +64,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
                          + (f" matching --tasks {args.tasks}" if args.tasks else "") + f"; judged tasks: {', '.join(declared)}")
     for t in report.tallies:
         reasons = ", ".join(f"{code} {n}" for code, n in sorted(t.reasons.items()))
-        console.print(f"{t.task}/{t.metric}: {t.scored}/{t.n} judged" + (f"; NaN: {reasons}" if reasons else ""), highlight=False)
+        console.print(f"{t.model} (run {t.run}) {t.task}/{t.metric}: {t.scored}/{t.n} judged" + (f"; NaN: {reasons}" if reasons else ""), highlight=False)
     if args.store:
         _reingest(args.store, args.runs, console)
     console.print(f"judge {report.judge}: {report.unique_inputs} distinct inputs, {report.cache_hits} from the cache, "

@@ -37,6 +37,7 @@ class Tally:
     """Verdict counts of one (run, task, metric)."""
 
     run: str
+    model: str
     task: str
     metric: str
     n: int = 0
@@ -183,7 +184,7 @@ def _write_verdicts(
     for sample, spec, key in items:
         job = jobs[key]
         verdict = job.error if job.error is not None else spec.parser.parse(job.reply or "")
-        tally = tallies.setdefault(spec.metric, Tally(run.run_id, task.name, spec.metric))
+        tally = tallies.setdefault(spec.metric, Tally(run.run_id, run.model_name, task.name, spec.metric))
         tally.n += 1
         if verdict.ok:
             tally.scored += 1
