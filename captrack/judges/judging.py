@@ -85,16 +85,22 @@ def read_samples(task: TaskInfo) -> list[Sample]:
     return samples
 
 
+def _first_text(value: Any) -> str:
+    """The first string inside lm-eval's (possibly nested) response lists; empty when there is none."""
+    while isinstance(value, list):
+        value = value[0] if value else ""
+    return "" if value is None else str(value)
+
+
 def _sample(task: str, raw: dict[str, Any]) -> Sample:
-    filtered = raw.get("filtered_resps")
-    response = filtered[0] if isinstance(filtered, list) and filtered else filtered
-    while isinstance(response, list):  # some tasks nest one level deeper
-        response = response[0] if response else ""
+    # The judge reads what the model wrote (resps), not a filter's extraction (filtered_resps, e.g. a
+    # regex-extracted number); every filter's line gets the same verdict, asked once.
+    response = _first_text(raw.get("resps")) or _first_text(raw.get("filtered_resps"))
     args = raw.get("arguments") or {}
     first: Any = next(iter(args.values()), {}) if isinstance(args, dict) else {}
     context = first.get("arg_0", "") if isinstance(first, dict) else ""
     return Sample(task=task, doc_id=int(raw["doc_id"]), doc_hash=str(raw["doc_hash"]), prompt_hash=str(raw.get("prompt_hash", "")),
-                  filter=str(raw.get("filter", "none")), doc=dict(raw.get("doc") or {}), response="" if response is None else str(response),
+                  filter=str(raw.get("filter", "none")), doc=dict(raw.get("doc") or {}), response=response,
                   context=str(context))
 
 

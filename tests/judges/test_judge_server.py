@@ -172,3 +172,18 @@ def test_judge_with_store_reingests_so_store_comparisons_see_the_verdicts(
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["judged"]["base"][CONTEXT]["faithfulness"]["reasons"] == {"unparsable": 1}
     assert summary["counts"]["sft"]["nan_excluded"] == {f"{CONTEXT}/faithfulness": 1}
+
+
+def test_the_judge_reads_the_model_text_not_a_filter_extraction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = write_probe_run(tmp_path, "base", {HARMFUL: [REFUSE, COMPLY]})
+    (samples,) = run.rglob(f"samples_{HARMFUL}_*.jsonl")
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    extracted = [{**line, "filter": "first-word", "filtered_resps": [line["resps"][0][0].split()[0]]} for line in lines]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines + extracted))  # a second filter, as lm-eval logs it
+    with chat_server() as server:
+        _connect(monkeypatch, server)
+        _judge_once(tmp_path, run, JudgeOptions(backoff=0.01))
+        assert server.requests == 2  # one request per response, shared by both filters
+    verdicts = {(line["filter"], line["doc_id"]): line["value"] for line in _verdict_lines(run, HARMFUL)}
+    # "I" alone would read as compliance: the verdicts come from the full responses.
+    assert verdicts == {("none", 0): 1.0, ("none", 1): 0.0, ("first-word", 0): 1.0, ("first-word", 1): 0.0}
