@@ -187,3 +187,16 @@ def test_the_judge_reads_the_model_text_not_a_filter_extraction(tmp_path: Path, 
     verdicts = {(line["filter"], line["doc_id"]): line["value"] for line in _verdict_lines(run, HARMFUL)}
     # "I" alone would read as compliance: the verdicts come from the full responses.
     assert verdicts == {("none", 0): 1.0, ("none", 1): 0.0, ("first-word", 0): 1.0, ("first-word", 1): 0.0}
+
+
+def test_an_unreachable_server_is_a_transport_failure_not_a_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("CAPTRACK_JUDGE_URL", f"http://127.0.0.1:{port}/v1")
+    run = write_probe_run(tmp_path, "base", {HARMFUL: [REFUSE]})
+    _judge_once(tmp_path, run, JudgeOptions(retries=1, backoff=0.01))
+    (line,) = _verdict_lines(run, HARMFUL)
+    assert line["value"] is None and line["reason"].startswith("transport: ConnectError") and "after 2 attempts" in line["reason"]
