@@ -58,7 +58,7 @@ class OpenAICompatibleJudge(Judge):
                                     limits=httpx.Limits(max_connections=self.concurrency))
 
     def attempt(self, messages: list[Message]) -> str:
-        """One chat-completions request; transport errors, timeouts, 429, 5xx and bad bodies are retryable."""
+        """One chat-completions request; transport errors, timeouts, 408, 409, 429, 5xx and bad bodies are retryable."""
         body = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": self.options.max_tokens}
         try:
             response = self._client.post(f"{self.url}/chat/completions", json=body)
@@ -69,8 +69,9 @@ class OpenAICompatibleJudge(Judge):
         status = response.status_code
         if status == 429:
             raise RetryableError("rate_limited", "HTTP 429", _retry_after(response.headers.get("retry-after")))
-        if status >= 500:
-            raise RetryableError("server_error", f"HTTP {status}", _retry_after(response.headers.get("retry-after")))
+        if status >= 500 or status in (408, 409):  # 408 request timeout, 409 conflict: transient per OpenAI's guidance
+            code = "server_error" if status >= 500 else f"http_{status}"
+            raise RetryableError(code, f"HTTP {status}", _retry_after(response.headers.get("retry-after")))
         if status >= 400:
             raise JudgeError(f"http_{status}", response.text[:200])
         return _content(response)
