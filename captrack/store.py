@@ -190,11 +190,13 @@ class Store:
         try:
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE _judged AS SELECT * FROM {source}", [str(path)])
         except duckdb.Error as exc:
-            raise _samples_error([path], exc) from exc
-        self.con.execute(
+            raise InputError(f"{path}: not a readable verdict file ({exc}); re-run `captrack judge` on this run "
+                             "(nothing was ingested)") from exc
+        self.con.execute(  # a verdict with a reason is NaN, whatever number the file holds
             f"""INSERT INTO samples ({", ".join(SAMPLE_COLUMNS)})
             SELECT ?, ?, ?, ?, ?, ?, ?, doc_id, doc_hash, prompt_hash, "filter", metric,
-                   coalesce(value, 'nan'::DOUBLE), NULL, ?, judge FROM _judged""",
+                   CASE WHEN coalesce(reason, '') = '' THEN coalesce(value, 'nan'::DOUBLE) ELSE 'nan'::DOUBLE END,
+                   NULL, ?, judge FROM _judged""",
             [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, task.name, task.version, replicate],
         )
         self.con.execute(

@@ -1,13 +1,17 @@
-"""Stores written before judged metrics existed keep working, read-only or migrated on write."""
+"""Judged rows in the store: old stores keep working, a corrupt verdict file is named and ingests nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
+import pytest
+from judge_runs_helpers import HARMFUL, write_probe_run
 
 from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
-from captrack.store import SAMPLE_COLUMNS, Store
+from captrack.errors import InputError
+from captrack.runs import discover_runs, judged_path
+from captrack.store import SAMPLE_COLUMNS, Labels, Store
 
 _OLD_SCHEMA = """
 CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR, family VARCHAR,
@@ -39,3 +43,13 @@ def test_old_store_compares_read_only_and_migrates_when_opened_for_writing(tmp_p
         assert tuple(columns) == SAMPLE_COLUMNS
         assert store.con.execute("SELECT count(*) FROM samples WHERE judge IS NULL").fetchone() == (12,)
         assert compare_store(store, "base", [VariantSpec("sft")], options).judged == {}
+
+
+def test_a_corrupt_verdict_file_is_named_and_nothing_is_ingested(tmp_path: Path) -> None:
+    run = write_probe_run(tmp_path, "base", {HARMFUL: ["I can't help with that.", "Sure, first"]})
+    (samples,) = run.rglob(f"samples_{HARMFUL}_*.jsonl")
+    judged_path(samples).write_text('{"doc_id": 0, "metric": "unsafe_refusal_judged", "value": 1.0\n')  # truncated
+    with Store(tmp_path / "s.duckdb") as store:
+        with pytest.raises(InputError, match=r"not a readable verdict file.*captrack judge"):
+            store.ingest(discover_runs(run), Labels(model="base"))
+        assert store.con.execute("SELECT count(*) FROM samples").fetchone() == (0,)
