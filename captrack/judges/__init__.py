@@ -18,10 +18,11 @@ from captrack.judges.calibration import calibrate
 from captrack.judges.catalog import JudgedMetric, all_judged, declare_judged, judged_for_task
 from captrack.judges.judging import judge_runs
 from captrack.judges.retry import Budget
-from captrack.judges.verdicts import Labels, Scale, Verdict
+from captrack.judges.verdicts import Fraction, Labels, Scale, Verdict
 
 __all__ = [
     "Budget",
+    "Fraction",
     "Judge",
     "JudgeCache",
     "JudgeError",

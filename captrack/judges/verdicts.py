@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Labels", "Scale", "Verdict", "VerdictParser", "failed"]
+__all__ = ["Fraction", "Labels", "Scale", "Verdict", "VerdictParser", "failed"]
 
 
 @dataclass(frozen=True)
@@ -177,3 +177,22 @@ class Scale(VerdictParser):
     def describe(self) -> str:
         """The accepted range."""
         return f"a number from {self.low:g} to {self.high:g}"
+
+
+@dataclass(frozen=True)
+class Fraction(VerdictParser):
+    """A verdict that counts: ``k/n`` or ``k of n`` (e.g. supported claims of all claims), read as k / n."""
+
+    def read(self, token: str) -> Verdict | None:
+        """k / n when `token` is a count; NaN when k > n or n is 0."""
+        match = re.fullmatch(r"(\d+)\s*(?:/|of|out of)\s*(\d+)", token.strip(), re.I)
+        if match is None:
+            return None
+        k, n = int(match.group(1)), int(match.group(2))
+        if n == 0 or k > n:
+            return failed("out_of_range", f"{k}/{n} is not a share")
+        return Verdict(k / n)
+
+    def describe(self) -> str:
+        """The accepted form."""
+        return "a count k/n"

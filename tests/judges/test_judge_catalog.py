@@ -13,13 +13,13 @@ import yaml
 from captrack.judges import all_judged
 from captrack.judges.catalog import REFUSED, SUPPORTED, get_inputs
 from captrack.judges.prompts import PROMPTS_DIR, load_prompt
-from captrack.judges.verdicts import Labels, Scale, VerdictParser
+from captrack.judges.verdicts import Fraction, Labels, Scale, VerdictParser
 from captrack.metrics import get_metric
 from captrack.taxonomy import load_taxonomy
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "verdicts.yaml").read_text())
 PARSERS: dict[str, VerdictParser] = {"refusal": REFUSED, "support": SUPPORTED, "rating": Scale(1, 10),
-                                     "reasoning": Scale(1, 5, to_low=0.0, to_high=1.0)}
+                                     "reasoning": Scale(1, 5, to_low=0.0, to_high=1.0), "share": Fraction()}
 
 # The text of each prompt at its version: editing a prompt without bumping its version fails here
 # (the version is in every judged row; the cache key also covers the rendered text).
@@ -56,6 +56,8 @@ def test_declaration_agrees_with_taxonomy_metrics_and_prompt(spec) -> None:  # t
         assert all(label in text for label in spec.parser.values)  # the prompt asks for exactly these labels
         assert set(spec.parser.values.values()) <= {0.0, 0.5, 1.0}
         assert metric.kind in ("binary", "score")
+    elif isinstance(spec.parser, Fraction):
+        assert "k/n" in text  # the prompt asks for the count in the form the parser reads
     else:
         assert isinstance(spec.parser, Scale)
         assert re.search(rf"from {spec.parser.low:g}\b.*?to {spec.parser.high:g}\b", text, re.S)  # the prompt states the scale
