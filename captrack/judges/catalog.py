@@ -3,6 +3,11 @@
 Adding a judged metric for a new task is one `declare_judged(JudgedMetric(...))` here plus its
 taxonomy member in taxonomy/captrack.yaml (a test checks the two agree). Input builders turn one
 logged sample (lm-eval's per-sample line) into the fields of the prompt; one per input shape.
+
+For example, an official HarmBench task whose YAML logs no ``unsafe_refusal`` of its own::
+
+    declare_judged(JudgedMetric("unsafe_refusal", ("captrack_harmbench_subset",), "refusal", REFUSED, "W1",
+                                "request_response"))
 """
 
 from __future__ import annotations
