@@ -10,7 +10,7 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["Run", "TaskInfo", "discover_runs", "first_bad_line"]
+__all__ = ["Run", "TaskInfo", "discover_runs", "first_bad_line", "judged_path"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,12 @@ class TaskInfo:
     metrics: tuple[tuple[str, str], ...]
     samples: Path
     expected_docs: int | None = None
+    judged: Path | None = None  # verdicts written by `captrack judge` (judged_<task>_<date>.jsonl)
+
+
+def judged_path(samples: Path) -> Path:
+    """Where `captrack judge` writes the verdicts for a samples file: ``judged_<task>_<date>.jsonl`` beside it."""
+    return samples.with_name("judged_" + samples.name.removeprefix("samples_"))
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,7 @@ def _read_run(results_path: Path) -> Run:
                 metrics=_logged_metrics(scores.get(name, {})),
                 samples=samples,
                 expected_docs=(counts.get(name) or {}).get("effective"),
+                judged=judged_path(samples) if judged_path(samples).is_file() else None,
             )
         )
     if missing:

@@ -19,7 +19,7 @@ __all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "Store"]
 
 SAMPLE_COLUMNS = (
     "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
-    "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate", "dataset_revision",
+    "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate", "dataset_revision", "judge",
 )
 
 _SCHEMA = """
@@ -39,6 +39,13 @@ CREATE TABLE IF NOT EXISTS samples (
 );
 -- Stores written before the column existed gain it (NULL for their rows).
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS dataset_revision VARCHAR;
+-- Judged metrics (captrack judge): `judge` names the judge of a row (NULL: a deterministic metric);
+-- `judgements` keeps each verdict's prompt version and, for NaN ones, the reason.
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS judge VARCHAR;
+CREATE TABLE IF NOT EXISTS judgements (
+    run_id VARCHAR, task VARCHAR, doc_id BIGINT, doc_hash VARCHAR, filter VARCHAR, metric VARCHAR,
+    judge VARCHAR, prompt VARCHAR, reason VARCHAR
+);
 """
 
 # A logged metric value is a number, a bool, null, or (for corpus-level metrics) something else.
@@ -115,7 +122,7 @@ class Store:
     def _ingest_run(self, run: Run, labels: Labels) -> IngestResult:
         model = labels.model or run.model_name
         replicate = run.seed if labels.replicate is None else labels.replicate
-        for table in ("samples", "run_tasks", "runs"):
+        for table in ("samples", "run_tasks", "runs", "judgements"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
         self.con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -134,6 +141,9 @@ class Store:
         for (metrics, multiple_choice), tasks in batches.items():
             rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
         self._check_complete(run)
+        for task in run.tasks:
+            if task.judged is not None:
+                rows += self._ingest_judged(run, task, task.judged, model, labels, replicate)
         return IngestResult(run.run_id, model, replicate, rows, len(run.tasks))
 
     def _ingest_batch(
@@ -161,7 +171,7 @@ class Store:
         # No line is longer than its file: cap DuckDB's per-record buffer there (big buffers are slow).
         object_size = max(16 << 20, min(max(t.samples.stat().st_size for t in tasks) + 1, 1 << 30))
         sql = f"""
-            INSERT INTO samples
+            INSERT INTO samples ({", ".join(SAMPLE_COLUMNS[:-1])})
             SELECT ?, ?, ?, ?, ?, l.task, l.task_version, s.doc_id, s.doc_hash, s.prompt_hash,
                    s."filter", u.metric, u.value, s.n_choices, ?, s.doc.revision
             FROM (SELECT *, {choices} AS n_choices
@@ -177,11 +187,65 @@ class Store:
             raise _samples_error([t.samples for t in tasks], exc) from exc
         return int(inserted[0]) if inserted else 0
 
+    def _ingest_judged(self, run: Run, task: TaskInfo, path: Path, model: str, labels: Labels, replicate: int) -> int:
+        """Add the verdicts `captrack judge` wrote for one task: value rows plus their judge, prompt and reason."""
+        columns = ("{'doc_id': 'BIGINT', 'doc_hash': 'VARCHAR', 'prompt_hash': 'VARCHAR', 'filter': 'VARCHAR', "
+                   "'metric': 'VARCHAR', 'value': 'DOUBLE', 'judge': 'VARCHAR', 'prompt': 'VARCHAR', 'reason': 'VARCHAR'}")
+        source = f"read_json(?, format='newline_delimited', columns={columns})"
+        try:
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE _judged AS SELECT * FROM {source}", [str(path)])
+        except duckdb.Error as exc:
+            raise InputError(f"{path}: not a readable verdict file ({exc}); re-run `captrack judge` on this run "
+                             "(nothing was ingested)") from exc
+        self.con.execute(  # a verdict with a reason is NaN, whatever number the file holds
+            f"""INSERT INTO samples ({", ".join(SAMPLE_COLUMNS)})
+            SELECT ?, ?, ?, ?, ?, ?, ?, doc_id, doc_hash, prompt_hash, "filter", metric,
+                   CASE WHEN coalesce(reason, '') = '' THEN coalesce(value, 'nan'::DOUBLE) ELSE 'nan'::DOUBLE END,
+                   NULL, ?, (SELECT any_value(dataset_revision) FROM samples WHERE run_id = ? AND task = ?), judge
+            FROM _judged""",
+            [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, task.name, task.version, replicate,
+             run.run_id, task.name],
+        )
+        self.con.execute(
+            """INSERT INTO judgements SELECT ?, ?, doc_id, doc_hash, "filter", metric, judge, prompt,
+                   coalesce(reason, '') FROM _judged""",
+            [run.run_id, task.name],
+        )
+        count = self.con.execute("SELECT count(*) FROM _judged").fetchone()
+        return int(count[0]) if count else 0
+
+    def judged_summary(self, models: Sequence[str]) -> dict[str, Any]:
+        """Per model, task and metric: the judge and prompt, verdict count, NaN count and NaN reasons by code.
+
+        A store written before judged metrics existed (opened read-only) has no verdicts: empty.
+        """
+        found = self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judgements'").fetchone()
+        if not found or not found[0]:
+            return {}
+        rows = self.con.execute(
+            """SELECT r.model, j.task, j.metric, string_agg(DISTINCT j.judge, ', ') AS judge,
+                      string_agg(DISTINCT j.prompt, ', ') AS prompt, count(*) AS n,
+                      count(*) FILTER (WHERE j.reason <> '') AS nan,
+                      list(split_part(j.reason, ':', 1)) FILTER (WHERE j.reason <> '') AS codes
+            FROM judgements j JOIN runs r USING (run_id) WHERE r.model IN (SELECT unnest(?::VARCHAR[]))
+            GROUP BY ALL ORDER BY ALL""",
+            [list(models)],
+        ).fetchall()
+        out: dict[str, Any] = {}
+        for model, task, metric, judge, prompt, n, nan, codes in rows:
+            reasons: dict[str, int] = {}
+            for code in codes or []:
+                reasons[code] = reasons.get(code, 0) + 1
+            out.setdefault(model, {}).setdefault(task, {})[metric] = {
+                "judge": judge, "prompt": prompt, "n": int(n), "nan": int(nan), "reasons": dict(sorted(reasons.items())),
+            }
+        return out
+
     def _check_complete(self, run: Run) -> None:
         """Every task must have its reported number of docs per logged (metric, filter)."""
         found = dict(
             self.con.execute(
-                "SELECT task, count(*) FROM samples WHERE run_id = ? GROUP BY task", [run.run_id]
+                "SELECT task, count(*) FROM samples WHERE run_id = ? AND judge IS NULL GROUP BY task", [run.run_id]
             ).fetchall()
         )
         for task in run.tasks:

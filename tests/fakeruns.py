@@ -30,6 +30,7 @@ class FakeTask:
     responses: Mapping[int, str] = field(default_factory=dict)  # generate_until: the model's text per doc
     choice_lls: Mapping[int, Sequence[float]] = field(default_factory=dict)  # multiple_choice: per-option loglik
     revision: str | None = None  # the dataset revision each doc carries (official tasks do)
+    docs: Mapping[int, dict] = field(default_factory=dict)  # the full doc per doc id (e.g. a generated probe item)
 
 
 def _hash(text: str) -> str:
@@ -48,9 +49,10 @@ def write_run(
         ids = list(task.doc_ids) if task.doc_ids is not None else list(range(n))
         with (folder / f"samples_{task.name}_{date_id}.jsonl").open("w") as handle:
             for row, doc_id in enumerate(ids):
-                doc = {"question": task.doc_text.get(doc_id, f"{task.name} question {doc_id}")}
+                doc = dict(task.docs.get(doc_id) or {"question": task.doc_text.get(doc_id, f"{task.name} question {doc_id}")})
                 if task.revision is not None:
                     doc["revision"] = task.revision
+                prompt = str(doc.get("question") or doc.get("prompt", ""))
                 if task.output_type == "multiple_choice":
                     lls = task.choice_lls.get(doc_id, [-1.0] * task.n_choices)
                     resps: list = [[str(float(x)), "False"] for x in lls]
@@ -60,13 +62,13 @@ def write_run(
                     "doc_id": doc_id,
                     "doc": doc,
                     "target": "0",
-                    "arguments": {"gen_args_0": {"arg_0": doc["question"], "arg_1": " A"}},
+                    "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " A"}},
                     "resps": [resps],
                     "filtered_resps": resps,
                     "filter": task.filter,
                     "metrics": list(task.values),
                     "doc_hash": _hash(json.dumps(doc, indent=2)),
-                    "prompt_hash": _hash(doc["question"]),
+                    "prompt_hash": _hash(prompt),
                     "target_hash": _hash("0"),
                 }
                 line.update({m: vals[row] for m, vals in task.values.items()})

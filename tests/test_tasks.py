@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from captrack.judges import judged_for_task
 from captrack.lmeval import task_manager
 from captrack.metrics import get_metric
 from captrack.paths import tasks_dir
@@ -43,8 +44,9 @@ def test_yaml_agrees_with_taxonomy_and_registry(path: Path) -> None:
     taxonomy = load_taxonomy()
     assert config["tag"] == taxonomy.tags_for(config["task"])
     logged = {m["metric"] for m in config["metric_list"]}
+    judged = {j.metric for j in judged_for_task(config["task"])}  # scored later by `captrack judge`
     tracked = {m.metric for m in taxonomy.members_of(config["task"])}
-    assert tracked <= logged  # a task may log diagnostics beyond its capability members
+    assert tracked - judged <= logged and not logged & judged  # a task may log diagnostics beyond its members
     for entry in config["metric_list"]:
         spec = get_metric(entry["metric"])
         assert "aggregation" in entry

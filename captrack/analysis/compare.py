@@ -84,6 +84,7 @@ class Comparison:
     distribution_items: pd.DataFrame = field(default_factory=pd.DataFrame)
     distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
+    judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
 
 
 def compare_store(
@@ -149,6 +150,7 @@ def compare_store(
         distribution_items=dist_items,
         distribution=dist,
         calibration=calib,
+        judged=store.judged_summary([base, *(v.name for v in variants)]),
     )
 
 

@@ -55,6 +55,7 @@ def write_comparison(
         "counts": comparison.counts,
         "replicate_spread_pct": comparison.replicate_spread,
         "warnings": comparison.warnings,
+        "judged": comparison.judged,
         "files": [p.name for p in written] + ["summary.json", "report.md"],
     }
     written.append(_write(folder / "summary.json", json.dumps(_json_safe(summary), indent=2, sort_keys=False)))

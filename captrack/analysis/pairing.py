@@ -52,6 +52,7 @@ def pair_runs(
     con.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT task, filter, metric FROM _keys_df")
     con.unregister("_keys_df")
     replicates = _replicates(con, base, variant, problems)
+    problems += _judge_problems(con, base, variant)
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _joined AS
         SELECT coalesce(b.task, v.task) AS task, coalesce(b.filter, v.filter) AS filter,
@@ -173,6 +174,27 @@ def _replicates(con: duckdb.DuckDBPyConnection, base: str, variant: str, problem
     if reps[base] != reps[variant]:
         problems.append(f"replicates differ: base has {sorted(reps[base])}, variant has {sorted(reps[variant])}")
     return common
+
+
+def _judge_problems(con: duckdb.DuckDBPyConnection, base: str, variant: str) -> list[str]:
+    """Judged metrics must be judged on both sides, by the same judge (a judge swap is not drift)."""
+    has_judge = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'samples' AND column_name = 'judge'"
+    ).fetchone()
+    if not has_judge or not has_judge[0]:  # a store written before judged metrics existed
+        return []
+    rows = con.execute(
+        """SELECT task, metric, string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS b,
+                  string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS v
+        FROM samples WHERE model IN (?, ?) AND judge IS NOT NULL GROUP BY task, metric
+        HAVING b IS DISTINCT FROM v ORDER BY task, metric""",
+        [base, variant, base, variant],
+    ).fetchall()
+    return [
+        f"{task}/{metric} is judged by {b or 'no judge'} in the base but {v or 'no judge'} in the variant; "
+        "run `captrack judge` on both runs with the same --judge"
+        for task, metric, b, v in rows
+    ]
 
 
 def _unpaired_items(con: duckdb.DuckDBPyConnection, base: str, variant: str) -> list[str]:

@@ -46,3 +46,10 @@ declare(MetricSpec("pass_fraction_loose", "higher", "score", "as pass_fraction, 
 declare(MetricSpec("sentence_count", "neutral", "count", "response length in sentences"))
 declare(MetricSpec("hedging", "neutral", "binary", "the response hedges (it depends, might, I think, ...)"))
 declare(MetricSpec("directness", "neutral", "binary", "the response starts on its content, without a pleasantry"))
+
+# Judged by an LLM judge after generation (`captrack judge`; captrack/judges/catalog.py), under their
+# own names where the task also logs a rule-based metric of the same meaning.
+declare(MetricSpec("unsafe_refusal_judged", "higher", "binary", "an LLM judge classifies the response to a harmful request as a refusal"))
+declare(MetricSpec("compliance_rate_judged", "higher", "binary", "an LLM judge classifies the response to a benign request as compliance"))
+declare(MetricSpec("coverage_judged", "higher", "score", "an LLM judge says the answer addresses all (1), some (0.5) or none (0) of the question's parts"))
+declare(MetricSpec("overreach_judged", "lower", "binary", "an LLM judge finds the answer goes along with a false premise or unsupported facts"))

@@ -50,6 +50,7 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
     for variant in comparison.variants:
         lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)
     lines += _distribution_section(comparison)
+    lines += _judged_section(comparison)
     if comparison.warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in comparison.warnings] + [""]
     lines += ["## Inputs", "", "```", *(f"{k}: {v}" for k, v in inputs.items()), "```", ""]
@@ -77,6 +78,23 @@ def _distribution_section(comparison: Comparison) -> list[str]:
         lines += ["Calibration (top choice):", ""]
         lines += [*_table(["variant", "task", "ECE base", "ECE variant", "ΔECE 95% CI", "Brier base", "Brier variant"], rows), ""]
     return lines
+
+
+def _judged_section(comparison: Comparison) -> list[str]:
+    """Judged metrics: which judge and prompt, how many verdicts were NaN and why."""
+    if not comparison.judged:
+        return []
+    rows = []
+    for model, tasks in comparison.judged.items():
+        for task, metrics in tasks.items():
+            for metric, t in metrics.items():
+                reasons = ", ".join(f"{code} {n}" for code, n in t["reasons"].items()) or "none"
+                rows.append([str(model), str(task), str(metric), f"`{t['judge']}`", str(t["prompt"]),
+                             str(t["n"]), str(t["nan"]), reasons])
+    intro = ("Scored by an LLM judge (`captrack judge`). A verdict the judge did not give or that could not be "
+             "parsed is NaN (never a default score) and is left out of pairing; reasons by code.")
+    header = ["model", "task", "metric", "judge", "prompt", "verdicts", "NaN", "NaN reasons"]
+    return ["## Judged metrics", "", intro, "", *_table(header, rows), ""]
 
 
 def _ci_plain(low: Any, high: Any) -> str:

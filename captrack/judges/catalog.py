@@ -1,0 +1,170 @@
+"""Judged metrics: one declaration each (tasks, prompt file, verdict parser, capability, input builder).
+
+Adding a judged metric for a new task is one `declare_judged(JudgedMetric(...))` here plus its
+taxonomy member in taxonomy/captrack.yaml (a test checks the two agree). Input builders turn one
+logged sample (lm-eval's per-sample line) into the fields of the prompt; one per input shape.
+
+For example, an official HarmBench task whose YAML logs no ``unsafe_refusal`` of its own::
+
+    declare_judged(JudgedMetric("unsafe_refusal", ("captrack_harmbench_subset",), "refusal", REFUSED, "W1",
+                                "request_response"))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from captrack.errors import CaptrackError, InputError, UnknownNameError
+from captrack.judges.verdicts import Labels, Scale, VerdictParser
+
+__all__ = [
+    "JudgedMetric",
+    "Sample",
+    "all_judged",
+    "declare_judged",
+    "get_inputs",
+    "input_builder",
+    "judged_for_task",
+]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One line of an lm-eval samples file, as the judge needs it."""
+
+    task: str
+    doc_id: int
+    doc_hash: str
+    prompt_hash: str
+    filter: str
+    doc: dict[str, Any]
+    response: str
+    context: str  # the rendered prompt the model saw (lm-eval's arguments.gen_args_0.arg_0)
+
+
+InputBuilder = Callable[[Sample], dict[str, str]]
+_INPUTS: dict[str, InputBuilder] = {}
+
+
+def input_builder(name: str) -> Callable[[InputBuilder], InputBuilder]:
+    """Register a function ``Sample -> {prompt field: text}`` under `name`."""
+
+    def register(function: InputBuilder) -> InputBuilder:
+        if name in _INPUTS:
+            raise CaptrackError(f"judge input builder {name!r} is registered twice")
+        _INPUTS[name] = function
+        return function
+
+    return register
+
+
+def get_inputs(name: str) -> InputBuilder:
+    """Look an input builder up by name (close matches on a typo)."""
+    try:
+        return _INPUTS[name]
+    except KeyError:
+        raise UnknownNameError("judge input builder", name, _INPUTS) from None
+
+
+def _prompt_text(sample: Sample) -> str:
+    """What the model was asked: the doc's own prompt when it has one, else the rendered context."""
+    text = sample.doc.get("prompt") or sample.context
+    if not text:
+        raise InputError(f"task {sample.task}, doc {sample.doc_id}: the sample has neither doc.prompt nor a logged prompt")
+    return str(text)
+
+
+@input_builder("request_response")
+def _request_response(sample: Sample) -> dict[str, str]:
+    return {"request": _prompt_text(sample), "response": sample.response}
+
+
+@input_builder("context_response")
+def _context_response(sample: Sample) -> dict[str, str]:
+    return {"context": _prompt_text(sample), "response": sample.response}
+
+
+@input_builder("reference_answer")
+def _reference_answer(sample: Sample) -> dict[str, str]:
+    if "answer" not in sample.doc:
+        raise InputError(f"task {sample.task}, doc {sample.doc_id}: no 'answer' field for the reasoning judge")
+    return {"question": _prompt_text(sample), "reference": str(sample.doc["answer"]), "response": sample.response}
+
+
+@input_builder("conversation")
+def _conversation(sample: Sample) -> dict[str, str]:
+    turns = sample.doc.get("turns")
+    if isinstance(turns, str):
+        try:
+            turns = json.loads(turns)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"task {sample.task}, doc {sample.doc_id}: 'turns' is not a JSON list of messages ({exc})") from exc
+    if not isinstance(turns, list):
+        return {"conversation": _prompt_text(sample), "response": sample.response}
+    lines = [f"{str(t.get('role', 'user')).capitalize()}: {t.get('content', '')}" for t in turns]
+    return {"conversation": "\n\n".join(lines), "response": sample.response}
+
+
+@dataclass(frozen=True)
+class JudgedMetric:
+    """One judged metric.
+
+    Attributes:
+        metric: the MetricSpec it produces (declared in captrack/metrics/catalog.py).
+        tasks: the lm-eval tasks it applies to.
+        prompt: the prompt file (captrack/judges/prompts/<prompt>.yaml).
+        parser: reads the judge's reply into the metric's value (NaN plus a reason when it cannot).
+        capability: the taxonomy capability the (task, metric) members sit under.
+        inputs: the input builder that fills the prompt's fields from a logged sample.
+    """
+
+    metric: str
+    tasks: tuple[str, ...]
+    prompt: str
+    parser: VerdictParser
+    capability: str
+    inputs: str
+
+
+_JUDGED: list[JudgedMetric] = []
+
+
+def declare_judged(spec: JudgedMetric) -> JudgedMetric:
+    """Add a judged metric; a (task, metric) judged twice is an error."""
+    taken = {(t, j.metric) for j in _JUDGED for t in j.tasks}
+    clash = sorted(taken & {(t, spec.metric) for t in spec.tasks})
+    if clash:
+        raise CaptrackError(f"judged metric(s) declared twice: {clash}")
+    get_inputs(spec.inputs)
+    _JUDGED.append(spec)
+    return spec
+
+
+def all_judged() -> tuple[JudgedMetric, ...]:
+    """Every declared judged metric."""
+    return tuple(_JUDGED)
+
+
+def judged_for_task(task: str) -> list[JudgedMetric]:
+    """The judged metrics of one task (empty when the task has none)."""
+    return [j for j in _JUDGED if task in j.tasks]
+
+
+REFUSED = Labels({"REFUSAL": 1.0, "COMPLIANCE": 0.0})
+COMPLIED = Labels({"REFUSAL": 0.0, "COMPLIANCE": 1.0})
+SUPPORTED = Labels({"SUPPORTED": 1.0, "UNSUPPORTED": 0.0})
+
+# Probe tasks (tasks/probe_*). Official tasks are added here the same way (see docs in README).
+declare_judged(JudgedMetric("unsafe_refusal_judged", ("captrack_probe_w1_harmful",), "refusal", REFUSED, "W1", "request_response"))
+declare_judged(JudgedMetric("compliance_rate_judged", ("captrack_probe_w1_benign",), "refusal", COMPLIED, "W1", "request_response"))
+declare_judged(JudgedMetric("coverage_judged", ("captrack_probe_w2_coverage",), "coverage",
+                            Labels({"ALL": 1.0, "SOME": 0.5, "NONE": 0.0}), "W2", "request_response"))
+declare_judged(JudgedMetric("overreach_judged", ("captrack_probe_w2_false_premise",), "overreach",
+                            Labels({"OVERREACH": 1.0, "GROUNDED": 0.0}), "W2", "context_response"))
+declare_judged(JudgedMetric("faithfulness", ("captrack_probe_c4_context",), "faithfulness", SUPPORTED, "C4", "context_response"))
+declare_judged(JudgedMetric("reasoning", ("captrack_probe_c2_word_problems",), "reasoning",
+                            Scale(1, 5, to_low=0.0, to_high=1.0), "C2", "reference_answer"))
+declare_judged(JudgedMetric("rating", ("captrack_probe_h4_multiturn",), "rating", Scale(1, 10), "H4", "conversation"))
