@@ -164,9 +164,13 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_
         shutil.rmtree(out, ignore_errors=True)
         return evaluate_checkpoint(spec, out, cache)
 
-    inputs = {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
-              "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
-              "chat": experiment.apply_chat_template, "metadata": experiment.metadata}
+    def inputs() -> dict[str, Any]:
+        """The evaluation's configuration and the identity of the weights it reads (a retrained variant re-evaluates)."""
+        return {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
+                "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
+                "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
+                "weights": _fingerprint(Path(model_args()["pretrained"]))}
+
     return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json",
                  inputs, action, produced=lambda: any(out.rglob("results_*.json")))
 

@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,12 @@ def test_run_reuses_and_resumes(tmp_path: Path, models: tuple[Path, Path]) -> No
     shutil.rmtree(tmp_path / "work" / "runs" / "base")
     again = run_experiment(load_experiment(manifest))
     assert "evaluate base (seed 0)" in again and "evaluate other (seed 0)" not in again
+
+    # New weights in a checkpoint's folder (a retrained variant) make its evaluation run again.
+    weights = next(models[1].glob("*.safetensors"))
+    os.utime(weights, (weights.stat().st_atime, weights.stat().st_mtime + 10))
+    again = run_experiment(load_experiment(manifest))
+    assert "evaluate other (seed 0)" in again and "evaluate base (seed 0)" not in again
 
 
 @pytest.mark.slow
