@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ import pandas as pd
 
 from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
+from captrack.files import write_atomic
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["write_comparison"]
@@ -47,7 +46,7 @@ def write_comparison(
             "distribution_by_algorithm.csv": aggregate_by_algorithm(comparison.distribution),
             "calibration.csv": comparison.calibration,
         }
-    written = [_write(folder / name, frame.to_csv(index=False, float_format="%.10g")) for name, frame in tables.items()]
+    written = [write_atomic(folder / name, frame.to_csv(index=False, float_format="%.10g")) for name, frame in tables.items()]
     summary = {
         "base": comparison.base,
         "variants": [{"name": v.name, "algorithm": v.algorithm} for v in comparison.variants],
@@ -58,22 +57,9 @@ def write_comparison(
         "judged": comparison.judged,
         "files": [p.name for p in written] + ["summary.json", "report.md"],
     }
-    written.append(_write(folder / "summary.json", json.dumps(_json_safe(summary), indent=2, sort_keys=False)))
-    written.append(_write(folder / "report.md", render_report(comparison, taxonomy, inputs)))
+    written.append(write_atomic(folder / "summary.json", json.dumps(_json_safe(summary), indent=2, sort_keys=False)))
+    written.append(write_atomic(folder / "report.md", render_report(comparison, taxonomy, inputs)))
     return written
-
-
-def _write(path: Path, text: str) -> Path:
-    """Write text to a temp file beside `path`, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _json_safe(value: Any) -> Any:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -21,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.errors import CaptrackError, InputError
+from captrack.files import write_atomic
 from captrack.judges.base import Judge, JudgeError, Message
 from captrack.judges.cache import JudgeCache, cache_key
 from captrack.judges.catalog import JudgedMetric, Sample, get_inputs, judged_for_task
@@ -203,16 +202,4 @@ def _write_verdicts(
             "reply": (job.reply or "")[:500],
         }, ensure_ascii=False))
     report.tallies += list(tallies.values())
-    return _write_atomic(judged_path(task.samples), "\n".join(lines) + "\n")
-
-
-def _write_atomic(path: Path, text: str) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(judged_path(task.samples), "\n".join(lines) + "\n")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from captrack.analysis.compare import Comparison
-from captrack.analysis.output import _write
+from captrack.files import write_atomic
 from captrack.report import figures
 from captrack.report.findings import findings
 from captrack.report.html import esc, page, table
@@ -126,14 +126,14 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     csvs = {"capabilities.csv": tables["capabilities"], "drift.csv": tables["drift"],
             "transitions.csv": tables["transitions"], "checkpoints.csv": checkpoints, "algorithms.csv": summary}
     for name, frame in csvs.items():
-        written.append(_write(folder / name, frame.to_csv(index=False, float_format="%.10g")))
+        written.append(write_atomic(folder / name, frame.to_csv(index=False, float_format="%.10g")))
     task_pages = _task_pages(spec, comparisons, tables) if spec.store is not None else {}
     for name, text in task_pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
-        written.append(_write(folder / "tasks" / name, text))
+        written.append(write_atomic(folder / "tasks" / name, text))
     said = findings(tables["capabilities"], checkpoints)
-    written.append(_write(folder / "index.html", _index(spec, matrix, summary, checkpoints, sorted(task_pages), written, said)))
-    written.append(_write(folder / "README.md", _readme(spec, matrix, summary, checkpoints, said)))
+    written.append(write_atomic(folder / "index.html", _index(spec, matrix, summary, checkpoints, sorted(task_pages), written, said)))
+    written.append(write_atomic(folder / "README.md", _readme(spec, matrix, summary, checkpoints, said)))
     return written
 
 

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from captrack.files import write_atomic
 from captrack.theory.claims import Claim, evaluate_claims, fit_drift_slope
 from captrack.theory.experiments import Grid, run_grid
 
 __all__ = ["claims_markdown", "run_theory"]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def _cell(value: Any) -> str:
@@ -71,14 +62,14 @@ def run_theory(out: Path, quick: bool = False, progress: bool = False) -> dict[s
     files: list[Path] = []
     for name, frame in (("runs", results.runs), ("trajectories", results.trajectories),
                         ("replay_estimator", results.estimator)):
-        _atomic_write(out / f"{name}.csv", frame.to_csv(index=False))
+        write_atomic(out / f"{name}.csv", frame.to_csv(index=False))
         files.append(out / f"{name}.csv")
     summary: dict[str, Any] = {
         "claims": [asdict(c) for c in claims], "all_supported": all(c.supported for c in claims),
         "drift_fit": asdict(fit), "grid": _settings(grid), "quick": quick,
     }
-    _atomic_write(out / "claims.json", json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
-    _atomic_write(out / "claims.md", claims_markdown(claims))
+    write_atomic(out / "claims.json", json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_atomic(out / "claims.md", claims_markdown(claims))
     files += [out / "claims.json", out / "claims.md"]
     from captrack.theory.plots import plot_all
 
