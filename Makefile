@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.captrack-installed
-SHARED ?= $(abspath ../shared)
+# The team's shared folder (anchors, benchmark data, NLTK's punkt_tab): ../shared, else /work/shared.
+SHARED ?= $(firstword $(wildcard $(abspath ../shared) /work/shared) $(abspath ../shared))
 export NLTK_DATA ?= $(SHARED)/nltk_data
 export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
