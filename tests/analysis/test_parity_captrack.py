@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared_dir
+from shared_paths import shared_dir
 
 from captrack.analysis.scores import scores_from_reference
 from captrack.cli import main

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import shared_dir
+from shared_paths import shared_dir
 
 from captrack.data.build import BuildResult, build_mirror
 from captrack.data.mirror import normalise_row, write_config
