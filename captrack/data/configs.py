@@ -14,7 +14,7 @@ from captrack.errors import UnknownNameError
 
 __all__ = ["CONFIGS", "OfficialConfig", "get_config", "task_name"]
 
-_NO_JUDGE = "needs an LLM judge (judge issue); logged as NaN until then"
+_NO_PROMPT = "needs an LLM judge with a prompt for it, which captrack/judges has not got yet; logged as NaN until then"
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,9 @@ class OfficialConfig:
     Attributes:
         name: the config (``gsm8k.subset``).
         scorers: registered scorers run on each response (empty: lm-eval scores a multiple_choice task).
-        judge_metrics: metrics that need a judge; logged as None (NaN), see `unscored_reason`.
+        judge_metrics: metrics that need a judge no prompt exists for; logged as None (NaN), see
+            `unscored_reason`. Metrics a judge scores (captrack/judges/catalog.py) are not listed:
+            `captrack judge` writes them beside the run.
         size: rows sampled from the source when building offline (None: all rows kept).
         seed: seed of that sample.
         reason: why it cannot be built from the original files ("" when it can).
@@ -49,7 +51,7 @@ class OfficialConfig:
 
     def unscored_reason(self, metric: str) -> str | None:
         """Why `metric` is logged as NaN for every item of this config (None: it is always scored)."""
-        return _NO_JUDGE if metric in self.judge_metrics else None
+        return _NO_PROMPT if metric in self.judge_metrics else None
 
 
 def task_name(config: str) -> str:
@@ -64,7 +66,7 @@ def _missing(what: str) -> str:
 _ALL = (
     OfficialConfig("bfcl.subset", ("function_calls",), size=300),
     OfficialConfig("boolq.subset", ("boolq",), size=500),
-    OfficialConfig("eli5.subset", (), ("coverage", "overreach"), reason=_missing("ELI5")),
+    OfficialConfig("eli5.subset", ("length",), reason=_missing("ELI5")),
     OfficialConfig("followbench.subset", (), ("pass_fraction",), size=300),
     OfficialConfig("gsm8k.subset", ("numeric_answer",), size=500),
     OfficialConfig("gsm8k.rephrased", ("numeric_answer",), size=500),
@@ -78,7 +80,7 @@ _ALL = (
     OfficialConfig("ifeval.subset", ("ifeval",), size=300),
     OfficialConfig("livemathbench.full", ("math_answer",), reason=_missing("LiveMathBench")),
     OfficialConfig("longbenchv2.full", ("mc_letter",), reason=_missing("LongBench-v2")),
-    OfficialConfig("math.subset", ("math_answer",), ("reasoning",)),
+    OfficialConfig("math.subset", ("math_answer",)),
     OfficialConfig("mbpp.full", ("code_tests",)),
     OfficialConfig("mgsm.subset", ("numeric_answer",), size=275),
     OfficialConfig("mmlu_pro.subset", ("mc_letter",), size=500),
@@ -87,15 +89,15 @@ _ALL = (
     OfficialConfig("mmlu_pro.table_schema", ("json_schema",), size=500),
     OfficialConfig("mnms.full", ("function_calls",), reason=_missing("m&m's (MNMS)")),
     OfficialConfig("mtbench.turn1", ("style", "tone")),
-    OfficialConfig("mtbench.turn2", (), ("rating",)),
+    OfficialConfig("mtbench.turn2", ("length",)),
     OfficialConfig("oasst1.full", ("style", "tone")),
     OfficialConfig("popqa.subset", ("alias_answer",), reason=_missing("PopQA")),
     OfficialConfig("qasper.citation", ("citations",), reason=_missing("QASPER")),
-    OfficialConfig("ragtruth.subset", (), ("faithfulness", "coverage", "overreach"), reason=_missing("RAGTruth")),
+    OfficialConfig("ragtruth.subset", ("length",), reason=_missing("RAGTruth")),
     OfficialConfig("ruler.4k", ("compliance",), reason=_missing("RULER (generated from its scripts and corpora)")),
     OfficialConfig("ruler.32k", ("needle",), reason=_missing("RULER (generated from its scripts and corpora)")),
-    OfficialConfig("structflowbench.turn2", (), ("rating",), reason=_missing("StructFlowBench")),
-    OfficialConfig("supergpqa.subset", ("mc_letter",), ("reasoning",), reason=_missing("SuperGPQA")),
+    OfficialConfig("structflowbench.turn2", ("length",), reason=_missing("StructFlowBench")),
+    OfficialConfig("supergpqa.subset", ("mc_letter",), reason=_missing("SuperGPQA")),
     OfficialConfig("truthfulqa.full", ()),
     OfficialConfig("winogrande.subset", (), size=500),
     OfficialConfig("xtreme.subset", ("alias_answer",), reason=_missing("XTREME")),

@@ -1,8 +1,9 @@
 """lm-eval hooks shared by every official CapTrack task (tasks/<family>/utils.py re-exports them).
 
 ``load`` reads one config from the mirror (``custom_dataset``), ``process_results`` runs the config's
-registered scorers on the response (row fields plus the row's ``meta``) and logs judge metrics as
-None until a judge scores them, and ``nanmean`` aggregates while skipping those.
+registered scorers on the response (row fields plus the row's ``meta``) and logs the judge metrics
+no judge prompt exists for as None, and ``nanmean`` aggregates while skipping those. Judged metrics
+(captrack/judges/catalog.py) are not logged here: `captrack judge` scores them from the samples.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def scoring_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def process_results(doc: Mapping[str, Any], results: list[str]) -> dict[str, float | None]:
-    """Score one generated response with the config's scorers; judge metrics are None (NaN)."""
+    """Score one generated response with the config's scorers; metrics awaiting a judge prompt are None (NaN)."""
     config = get_config(str(doc["config"]))
     flat = scoring_doc(doc)
     values: dict[str, float | None] = {}

@@ -1,7 +1,9 @@
 """Judged metrics: one declaration each (tasks, prompt file, verdict parser, capability, input builder).
 
 Adding a judged metric for a new task is one `declare_judged(JudgedMetric(...))` here plus its
-taxonomy member in taxonomy/captrack.yaml (a test checks the two agree). Input builders turn one
+taxonomy member in taxonomy/captrack.yaml (a test checks the two agree); the task's YAML must not
+log the metric itself (for an official task: not in its metric_list nor in its config's
+``judge_metrics``), since `captrack judge` refuses a metric lm-eval logged. Input builders turn one
 logged sample (lm-eval's per-sample line) into the fields of the prompt; one per input shape.
 
 For example, an official HarmBench task whose YAML logs no ``unsafe_refusal`` of its own::
@@ -84,18 +86,35 @@ def _request_response(sample: Sample) -> dict[str, str]:
 
 @input_builder("context_response")
 def _context_response(sample: Sample) -> dict[str, str]:
-    return {"context": _prompt_text(sample), "response": sample.response}
+    # An official row may keep its source passage in `ctx` apart from the prompt: the judge needs both.
+    prompt, passage = _prompt_text(sample), sample.doc.get("ctx")
+    if isinstance(passage, str) and passage.strip() and passage.strip() not in prompt:
+        prompt = f"{passage.strip()}\n\n{prompt}"
+    return {"context": prompt, "response": sample.response}
+
+
+def _reference(sample: Sample) -> str:
+    """The reference answer: a probe doc's `answer`, else an official row's `gold` (an option letter with its text)."""
+    if sample.doc.get("answer") not in (None, ""):
+        return str(sample.doc["answer"])
+    gold = sample.doc.get("gold")
+    if gold in (None, ""):
+        raise InputError(f"task {sample.task}, doc {sample.doc_id}: no 'answer' or 'gold' field for the reasoning judge")
+    choices = sample.doc.get("choices") or []
+    letter = str(gold).strip()
+    if len(letter) == 1 and letter.isalpha() and 0 <= ord(letter.upper()) - ord("A") < len(choices):
+        return f"{letter} ({choices[ord(letter.upper()) - ord('A')]})"
+    return str(gold)
 
 
 @input_builder("reference_answer")
 def _reference_answer(sample: Sample) -> dict[str, str]:
-    if "answer" not in sample.doc:
-        raise InputError(f"task {sample.task}, doc {sample.doc_id}: no 'answer' field for the reasoning judge")
-    return {"question": _prompt_text(sample), "reference": str(sample.doc["answer"]), "response": sample.response}
+    return {"question": _prompt_text(sample), "reference": _reference(sample), "response": sample.response}
 
 
 @input_builder("conversation")
 def _conversation(sample: Sample) -> dict[str, str]:
+    # A probe doc lists its `turns`; an official row's prompt is the transcript itself (MT-Bench turn 2).
     turns = sample.doc.get("turns")
     if isinstance(turns, str):
         try:
@@ -156,15 +175,26 @@ def judged_for_task(task: str) -> list[JudgedMetric]:
 REFUSED = Labels({"REFUSAL": 1.0, "COMPLIANCE": 0.0})
 COMPLIED = Labels({"REFUSAL": 0.0, "COMPLIANCE": 1.0})
 SUPPORTED = Labels({"SUPPORTED": 1.0, "UNSUPPORTED": 0.0})
+COVERED = Labels({"ALL": 1.0, "SOME": 0.5, "NONE": 0.0})
+OVERREACHED = Labels({"OVERREACH": 1.0, "GROUNDED": 0.0})
+REASONING = Scale(1, 5, to_low=0.0, to_high=1.0)
 
-# Probe tasks (tasks/probe_*). Official tasks are added here the same way (see docs in README).
+# Probe tasks (tasks/probe_*) and official tasks (tasks/<family>/) share a declaration when the metric,
+# prompt and parser are the same. The probes log rule-based coverage/overreach, hence their `_judged` names.
 declare_judged(JudgedMetric("unsafe_refusal_judged", ("captrack_probe_w1_harmful",), "refusal", REFUSED, "W1", "request_response"))
 declare_judged(JudgedMetric("compliance_rate_judged", ("captrack_probe_w1_benign",), "refusal", COMPLIED, "W1", "request_response"))
-declare_judged(JudgedMetric("coverage_judged", ("captrack_probe_w2_coverage",), "coverage",
-                            Labels({"ALL": 1.0, "SOME": 0.5, "NONE": 0.0}), "W2", "request_response"))
-declare_judged(JudgedMetric("overreach_judged", ("captrack_probe_w2_false_premise",), "overreach",
-                            Labels({"OVERREACH": 1.0, "GROUNDED": 0.0}), "W2", "context_response"))
-declare_judged(JudgedMetric("faithfulness", ("captrack_probe_c4_context",), "faithfulness", SUPPORTED, "C4", "context_response"))
-declare_judged(JudgedMetric("reasoning", ("captrack_probe_c2_word_problems",), "reasoning",
-                            Scale(1, 5, to_low=0.0, to_high=1.0), "C2", "reference_answer"))
-declare_judged(JudgedMetric("rating", ("captrack_probe_h4_multiturn",), "rating", Scale(1, 10), "H4", "conversation"))
+declare_judged(JudgedMetric("coverage_judged", ("captrack_probe_w2_coverage",), "coverage", COVERED, "W2", "request_response"))
+declare_judged(JudgedMetric("overreach_judged", ("captrack_probe_w2_false_premise",), "overreach", OVERREACHED, "W2",
+                            "context_response"))
+declare_judged(JudgedMetric("faithfulness", ("captrack_probe_c4_context", "captrack_ragtruth_subset"), "faithfulness",
+                            SUPPORTED, "C4", "context_response"))
+declare_judged(JudgedMetric("reasoning", ("captrack_probe_c2_word_problems", "captrack_math_subset", "captrack_supergpqa_subset"),
+                            "reasoning", REASONING, "C2", "reference_answer"))
+declare_judged(JudgedMetric("rating", ("captrack_probe_h4_multiturn", "captrack_mtbench_turn2", "captrack_structflowbench_turn2"),
+                            "rating", Scale(1, 10), "H4", "conversation"))
+# Official W2 tasks: no rule-based coverage/overreach is logged there, so the judged metrics keep the taxonomy names.
+declare_judged(JudgedMetric("coverage", ("captrack_eli5_subset", "captrack_ragtruth_subset"), "coverage", COVERED, "W2",
+                            "request_response"))
+declare_judged(JudgedMetric("overreach", ("captrack_eli5_subset", "captrack_ragtruth_subset"), "overreach", OVERREACHED, "W2",
+                            "context_response"))
+# FollowBench `pass_fraction` (H1) has no judge prompt yet: the task logs it as NaN with its reason (captrack/data/configs.py).

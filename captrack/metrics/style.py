@@ -8,7 +8,7 @@ from typing import Any
 from captrack.metrics import text
 from captrack.metrics.registry import scorer
 
-__all__ = ["style_metrics"]
+__all__ = ["length_metrics", "style_metrics"]
 
 
 @scorer("style", produces=("verbosity", "bullet_usage", "table_usage", "header_usage", "emoji_usage"))
@@ -21,3 +21,9 @@ def style_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | No
         "header_usage": float(text.has_header(response)),
         "emoji_usage": float(text.has_emoji(response)),
     }
+
+
+@scorer("length", produces=("verbosity",))
+def length_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
+    """Length in words only: the deterministic diagnostic of tasks whose real metrics a judge scores."""
+    return {"verbosity": float(len(text.words(response)))}

@@ -14,6 +14,7 @@ from official_mirror import shared_data
 
 from captrack.data.build import build_mirror
 from captrack.data.configs import CONFIGS, get_config
+from captrack.judges import judged_for_task
 
 LIMIT = 2
 MAX_GEN_TOKS = 32
@@ -61,8 +62,11 @@ def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, 
     ]
     assert not unexplained, f"NaN scores with no explanation: {unexplained}"
     scored = {task for task, metric, _, value in rows if not math.isnan(value)}
+    # Only metrics no judge prompt exists for are NaN placeholders (FollowBench); judged ones are not logged.
     judge_only = {c.task for c in CONFIGS.values() if c.name in built and not c.scorers and c.judge_metrics}
     assert scored | judge_only == set(tasks)
+    judged = {(task, j.metric) for task in tasks for j in judged_for_task(task)}
+    assert not judged & {(task, metric) for task, metric, _, _ in rows}  # `captrack judge` adds those later
 
     for task in tasks:  # the dataset revision travels in every per-sample log line
         samples = next(results_file.parent.glob(f"samples_{task}_*.jsonl"))
