@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 from chat_server import chat_server
-from conftest import shared_dir
 from fakeruns import FakeTask, write_run
+from shared_paths import shared_dir
 
 from captrack.cli import main
 from captrack.data.build import build_mirror
