@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from captrack.errors import CaptrackError, InputError, UnknownNameError
-from captrack.judges.verdicts import Labels, Scale, VerdictParser
+from captrack.judges.verdicts import Fraction, Labels, Scale, VerdictParser
 
 __all__ = [
     "JudgedMetric",
@@ -190,6 +190,7 @@ declare_judged(JudgedMetric("faithfulness", ("captrack_probe_c4_context", "captr
                             SUPPORTED, "C4", "context_response"))
 declare_judged(JudgedMetric("reasoning", ("captrack_probe_c2_word_problems", "captrack_math_subset", "captrack_supergpqa_subset"),
                             "reasoning", REASONING, "C2", "reference_answer"))
+declare_judged(JudgedMetric("pass_fraction", ("captrack_followbench_subset",), "constraints", Fraction(), "H1", "request_response"))
 declare_judged(JudgedMetric("rating", ("captrack_probe_h4_multiturn", "captrack_mtbench_turn2", "captrack_structflowbench_turn2"),
                             "rating", Scale(1, 10), "H4", "conversation"))
 # Official W2 tasks: no rule-based coverage/overreach is logged there, so the judged metrics keep the taxonomy names.

@@ -24,6 +24,7 @@ PARSERS: dict[str, VerdictParser] = {"refusal": REFUSED, "support": SUPPORTED, "
 # The text of each prompt at its version: editing a prompt without bumping its version fails here
 # (the version is in every judged row; the cache key also covers the rendered text).
 PROMPT_DIGESTS = {
+    "constraints": (1, "712932bf"),
     "coverage": (1, "89e9d8d6"),
     "faithfulness": (1, "558ef2f8"),
     "overreach": (1, "9ae85230"),

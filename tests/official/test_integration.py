@@ -62,7 +62,7 @@ def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, 
     ]
     assert not unexplained, f"NaN scores with no explanation: {unexplained}"
     scored = {task for task, metric, _, value in rows if not math.isnan(value)}
-    # Only metrics no judge prompt exists for are NaN placeholders (FollowBench); judged ones are not logged.
+    # Only metrics no judge prompt exists for would be NaN placeholders (none today); judged ones are not logged.
     judge_only = {c.task for c in CONFIGS.values() if c.name in built and not c.scorers and c.judge_metrics}
     assert scored | judge_only == set(tasks)
     judged = {(task, j.metric) for task in tasks for j in judged_for_task(task)}
