@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from captrack.errors import InputError, UnknownNameError
+from captrack.registries import add_once
 
 __all__ = [
     "Judge",
@@ -88,9 +89,7 @@ def judge_backend(kind: str) -> Callable[[Factory], Factory]:
     """Register a judge backend under ``kind`` (the part of ``--judge KIND:NAME`` before the colon)."""
 
     def register(factory: Factory) -> Factory:
-        if kind in _BACKENDS:
-            raise InputError(f"judge backend {kind!r} is registered twice")
-        _BACKENDS[kind] = factory
+        add_once(_BACKENDS, kind, factory, "judge backend")
         return factory
 
     return register

@@ -21,6 +21,7 @@ from typing import Any
 
 from captrack.errors import CaptrackError, InputError, UnknownNameError
 from captrack.judges.verdicts import Fraction, Labels, Scale, VerdictParser
+from captrack.registries import add_once
 
 __all__ = [
     "JudgedMetric",
@@ -55,9 +56,7 @@ def input_builder(name: str) -> Callable[[InputBuilder], InputBuilder]:
     """Register a function ``Sample -> {prompt field: text}`` under `name`."""
 
     def register(function: InputBuilder) -> InputBuilder:
-        if name in _INPUTS:
-            raise CaptrackError(f"judge input builder {name!r} is registered twice")
-        _INPUTS[name] = function
+        add_once(_INPUTS, name, function, "judge input builder")
         return function
 
     return register

@@ -13,6 +13,7 @@ from typing import Any
 from captrack.errors import InputError, UnknownNameError
 from captrack.metrics import text
 from captrack.metrics.registry import scorer
+from captrack.registries import add_once
 
 __all__ = ["CONSTRAINTS", "check_constraint", "constraint", "instruction_metrics"]
 
@@ -24,9 +25,7 @@ def constraint(kind: str) -> Callable[[Check], Check]:
     """Register a verifiable constraint check ``(response, params) -> followed?``."""
 
     def register(check: Check) -> Check:
-        if kind in CONSTRAINTS:
-            raise InputError(f"constraint {kind!r} is registered twice")
-        CONSTRAINTS[kind] = check
+        add_once(CONSTRAINTS, kind, check, "constraint")
         return check
 
     return register

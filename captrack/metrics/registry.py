@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from captrack.errors import CaptrackError, UnknownNameError
+from captrack.registries import add_once
 
 __all__ = [
     "DIRECTIONS",
@@ -103,9 +104,8 @@ def scorer(name: str, produces: Sequence[str]) -> Callable[[F], F]:
         get_metric(metric_name)
 
     def register(function: F) -> F:
-        if name in _SCORERS:
-            raise CaptrackError(f"scorer {name!r} is registered twice")
-        _SCORERS[name] = (function, tuple(produces))
+        entry: tuple[Scorer, tuple[str, ...]] = (function, tuple(produces))
+        add_once(_SCORERS, name, entry, "scorer")
         return function
 
     return register

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from captrack.errors import InputError, UnknownNameError
+from captrack.registries import add_once
 
 __all__ = ["PROBES", "Probe", "generate", "generator", "probe", "to_dataset"]
 
@@ -45,10 +46,8 @@ def generator(name: str, version: float = 1.0) -> Callable[[Generator], Generato
     """Register a probe generator ``(seed, n, **options) -> items``; same arguments give the same items."""
 
     def register(function: Generator) -> Generator:
-        if name in PROBES:
-            raise InputError(f"probe generator {name!r} is registered twice")
         params = list(inspect.signature(function).parameters.values())[2:]
-        PROBES[name] = Probe(name, float(version), function, tuple(p.name for p in params))
+        add_once(PROBES, name, Probe(name, float(version), function, tuple(p.name for p in params)), "probe generator")
         return function
 
     return register
