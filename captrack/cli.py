@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("folder", help="e.g. leaderboards/demo")
     board.set_defaults(func=_cmd_leaderboard)
 
-    from captrack.data.cli import add_data_parser
+    from captrack.official.cli import add_data_parser
 
     add_data_parser(sub)
 
@@ -135,8 +135,8 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from captrack.runs import discover_runs
-    from captrack.store import Labels, Store
+    from captrack.results.runfiles import discover_runs
+    from captrack.results.store import Labels, Store
 
     console = Console(stderr=True, soft_wrap=True)
     runs = [run for path in args.runs for run in discover_runs(path)]
@@ -168,8 +168,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
-    from captrack.analysis.output import write_comparison
-    from captrack.store import Labels, Store
+    from captrack.report.writer import write_comparison
+    from captrack.results.store import Labels, Store
 
     console = Console(stderr=True, soft_wrap=True)
     if args.scores:
@@ -187,7 +187,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         with Store(args.store or ":memory:") as store:
             base = args.base_name if folder_mode else args.base
             if folder_mode:
-                from captrack.runs import discover_runs
+                from captrack.results.runfiles import discover_runs
 
                 with console.status("reading runs"):
                     store.ingest(discover_runs(args.base), Labels(model=base))
@@ -232,8 +232,8 @@ def _cmd_plan_memory(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from captrack.experiment import demo_experiment, load_experiment, quick
-    from captrack.runner import run_experiment
+    from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
+    from captrack.pipeline.runner import run_experiment
 
     experiment = load_experiment(args.experiment or demo_experiment())
     if args.quick:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from captrack.cli import _split_variant, main
-from captrack.lmeval import _with_include_path
+from captrack.lmeval.integration import _with_include_path
 from captrack.paths import tasks_dir
 
 

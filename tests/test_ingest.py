@@ -12,7 +12,7 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.cli import main
-from captrack.store import SAMPLE_COLUMNS
+from captrack.results.store import SAMPLE_COLUMNS
 
 TASK = "captrack_probe_c1_facts"
 

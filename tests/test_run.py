@@ -14,8 +14,8 @@ from tinymodel import build_tiny_model
 
 from captrack.cli import main
 from captrack.errors import InputError, UnknownNameError
-from captrack.experiment import load_experiment
-from captrack.runner import run_experiment
+from captrack.pipeline.experiment import load_experiment
+from captrack.pipeline.runner import run_experiment
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_quick_demo_end_to_end(tmp_path: Path) -> None:
     """`captrack run --quick` on the embedded demo: SmolLM2 trained three ways, evaluated, compared, published."""
     import dataclasses
 
-    from captrack.experiment import QUICK_TASKS, demo_experiment, quick
+    from captrack.pipeline.experiment import QUICK_TASKS, demo_experiment, quick
 
     experiment = quick(load_experiment(demo_experiment()))
     assert experiment.tasks == QUICK_TASKS and experiment.limit == 3

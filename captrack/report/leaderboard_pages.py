@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,9 @@ from captrack.files import write_atomic
 from captrack.report import figures
 from captrack.report.findings import findings
 from captrack.report.html import esc, page, table
+from captrack.report.writer import write_contract_tables
+from captrack.results.samples import ItemText, read_item_texts
+from captrack.results.store import SamplesFile
 from captrack.taxonomy import load_taxonomy
 
 if TYPE_CHECKING:
@@ -123,10 +127,9 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
     if not points.empty:
         written += figures.f_vs_bt_figure(points, colors, folder / "figures")
-    csvs = {"capabilities.csv": tables["capabilities"], "drift.csv": tables["drift"],
-            "transitions.csv": tables["transitions"], "checkpoints.csv": checkpoints, "algorithms.csv": summary}
-    for name, frame in csvs.items():
-        written.append(write_atomic(folder / name, frame.to_csv(index=False, float_format="%.10g")))
+    written += write_contract_tables(folder, {"transitions.csv": tables["transitions"], "drift.csv": tables["drift"],
+                                              "capabilities.csv": tables["capabilities"], "checkpoints.csv": checkpoints,
+                                              "algorithms.csv": summary})
     task_pages = _task_pages(spec, comparisons, tables) if spec.store is not None else {}
     for name, text in task_pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
@@ -173,27 +176,40 @@ def _index(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, c
     return page(spec.title, "\n".join(parts))
 
 
+@dataclass(frozen=True)
+class DrillRow:
+    """One flipped item on a task page: who flipped which way, and the escaped table cells shown."""
+
+    variant: str
+    change: str
+    cells: str
+
+
 def _task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
                 tables: dict[str, pd.DataFrame]) -> dict[str, str]:
+    from captrack.analysis.transitions import flipped_items
     from captrack.metrics.registry import get_metric
-    from captrack.report.drilldown import flipped_items, item_texts
-    from captrack.store import Store
+    from captrack.results.store import Store
 
     pages: dict[str, str] = {}
     kinds = _forgetting_kinds(comparisons)
+    paired = {name: p for c, _ in comparisons for name, p in c.paired.items()}
     trans = tables["transitions"].drop_duplicates(["variant", "task", "metric"])
-    assert spec.store is not None
+    if spec.store is None:
+        return pages
     with Store(spec.store, read_only=True) as store:
-        paths = {r["run_id"]: r["results_path"] for r in store.runs()}
+        files = {model: store.samples_files(model) for model in store.models()}
         for task, frame in trans.groupby("task", sort=True):
-            rows, total = [], 0
+            rows: list[DrillRow] = []
+            total = 0
             for r in frame.sort_values(["variant", "metric"]).itertuples():
-                base = tables["labels"].set_index("variant").loc[r.variant, "base"]
+                pair = paired[str(r.variant)]
                 lower = get_metric(str(r.metric)).direction == "lower"
-                items, count = flipped_items(store.con, str(base), str(r.variant), str(task), str(r.metric), lower, DRILL_LIMIT)
+                items, count = flipped_items(pair.items, str(task), str(r.metric), lower, DRILL_LIMIT)
                 total += count
                 items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
-                rows += _item_rows(str(r.variant), str(r.metric), items, paths, str(task), item_texts)
+                sides = (files.get(pair.base, {}), files.get(pair.variant, {}))
+                rows += _item_rows(str(r.variant), str(r.metric), items, str(task), sides)
             name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
             pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total)
     return pages
@@ -211,36 +227,41 @@ def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabel
     return out
 
 
-def _item_rows(variant: str, metric: str, items: pd.DataFrame, paths: dict[str, str], task: str, item_texts: object) -> list[list[str]]:
+def _texts(files: dict[tuple[str, str], SamplesFile], run_id: str, task: str, ids: list[int]) -> dict[int, ItemText]:
+    file = files.get((run_id, task))
+    return read_item_texts(file, ids) if file is not None else {}
+
+
+def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str,
+               files: tuple[dict[tuple[str, str], SamplesFile], dict[tuple[str, str], SamplesFile]]) -> list[DrillRow]:
     if items.empty:
         return []
     ids = [int(i) for i in items["doc_id"]]
-    base_text = item_texts(paths[items["base_run"].iloc[0]], task, ids)  # type: ignore[operator]
-    var_text = item_texts(paths[items["variant_run"].iloc[0]], task, ids)  # type: ignore[operator]
+    base_text = _texts(files[0], str(items["base_run"].iloc[0]), task, ids)
+    var_text = _texts(files[1], str(items["variant_run"].iloc[0]), task, ids)
+    missing = "(text unavailable: samples file moved)"
     out = []
     for r in items.itertuples():
-        b, v = base_text.get(int(r.doc_id), {}), var_text.get(int(r.doc_id), {})
-        missing = "(text unavailable: samples file moved)"
+        b, v = base_text.get(int(r.doc_id)), var_text.get(int(r.doc_id))
         change = f"{r.change} ({r.kind})" if r.kind else str(r.change)
-        out.append([f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
-                    f'<td><pre class="text">{esc(b.get("prompt", missing))}</pre></td>',
-                    f'<td><pre class="text">{esc(b.get("gold", ""))}</pre></td>',
-                    f'<td><pre class="text">{esc(b.get("response", missing))}</pre></td>',
-                    f'<td><pre class="text">{esc(v.get("response", missing))}</pre></td>',
-                    f"\x00{esc(variant)}\x00{esc(r.change)}"])
+        cells = "".join([
+            f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
+            f'<td><pre class="text">{esc(b.prompt if b else missing)}</pre></td>',
+            f'<td><pre class="text">{esc(b.gold if b else "")}</pre></td>',
+            f'<td><pre class="text">{esc(b.response if b else missing)}</pre></td>',
+            f'<td><pre class="text">{esc(v.response if v else missing)}</pre></td>',
+        ])
+        out.append(DrillRow(variant, str(r.change), cells))
     return out
 
 
-def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list[list[str]], total: int) -> str:
+def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list[DrillRow], total: int) -> str:
     options = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in variants)
     filters = (f'<div class="filters"><label>variant <select data-filter="variant"><option value="">all</option>{options}</select></label>'
                '<label>change <select data-filter="change"><option value="">all</option><option value="forgotten">forgotten (1→0)</option>'
                '<option value="gained">gained (0→1)</option></select></label>'
                '<label>search <input type="search" data-filter="text" placeholder="text in prompt or responses"></label></div>')
-    body_rows = []
-    for cells in rows:
-        _, variant, change = cells[-1].split("\x00")
-        body_rows.append(f'<tr data-item="1" data-variant="{variant}" data-change="{change}">{"".join(cells[:-1])}</tr>')
+    body_rows = [f'<tr data-item="1" data-variant="{esc(r.variant)}" data-change="{esc(r.change)}">{r.cells}</tr>' for r in rows]
     head = "".join(f"<th>{h}</th>" for h in ("variant", "change", "doc", "metric", "prompt", "gold", "base response", "variant response"))
     tbl = (f'<div class="scroll"><table id="items" class="sortable"><thead><tr>{head}</tr></thead><tbody>\n'
            + "\n".join(body_rows) + "\n</tbody></table></div>")

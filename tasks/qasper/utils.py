@@ -1,5 +1,5 @@
-"""Hooks for the captrack_qasper_* tasks: rows from the CapTrack mirror, scored by captrack.data.tasks."""
+"""Hooks for the captrack_qasper_* tasks: rows from the CapTrack mirror, scored by captrack.official.tasks."""
 
-from captrack.data.tasks import load, nanmean, process_results
+from captrack.official.tasks import load, nanmean, process_results
 
 __all__ = ["load", "nanmean", "process_results"]

@@ -29,7 +29,7 @@ def main(out: str, runs_file: str) -> None:
     from captrack.backends import register_backends
     from captrack.paths import tasks_dir
 
-    register_backends()  # what captrack.evaluate and captrack-eval do before lm-eval resolves a name
+    register_backends()  # what captrack.lmeval.evaluate and captrack-eval do before lm-eval resolves a name
     manager = TaskManager(include_path=[tasks_dir()], include_defaults=False)
     Path(out).mkdir(parents=True, exist_ok=True)
     device = os.environ.get("CAPTRACK_PARITY_DEVICE", "cpu")

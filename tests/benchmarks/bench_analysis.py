@@ -348,8 +348,8 @@ def store_path(args: argparse.Namespace) -> Path:
 
 
 def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
-    from captrack.runs import discover_runs
-    from captrack.store import Labels, Store
+    from captrack.results.runfiles import discover_runs
+    from captrack.results.store import Labels, Store
 
     path = store_path(args)
     for stale in (path, path.with_name(path.name + ".wal")):
@@ -378,8 +378,8 @@ def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
     from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
-    from captrack.analysis.output import write_comparison
-    from captrack.store import Store
+    from captrack.report.writer import write_comparison
+    from captrack.results.store import Store
     from captrack.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy()

@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="lm-eval output folder (default: a temp dir)")
     args = parser.parse_args()
 
-    from captrack.evaluate import EvalSpec, evaluate_checkpoint
+    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
     from captrack.models import resolve_model
 
     path = resolve_model(args.model)

@@ -15,12 +15,12 @@ from fakeruns import FakeTask, write_run
 from shared_paths import shared_dir
 
 from captrack.cli import main
-from captrack.data.build import build_mirror
-from captrack.data.configs import get_config
-from captrack.data.mirror import load_config, normalise_row, write_config
-from captrack.data.tasks import process_results
 from captrack.judges import judged_for_task
-from captrack.store import Store
+from captrack.official.build import build_mirror
+from captrack.official.configs import get_config
+from captrack.official.mirror import load_config, normalise_row, write_config
+from captrack.official.tasks import process_results
+from captrack.results.store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "official" / "official_examples.yaml"
 EXAMPLE_CONFIGS = ("eli5.subset", "ragtruth.subset", "structflowbench.turn2", "supergpqa.subset")

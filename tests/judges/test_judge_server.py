@@ -13,7 +13,7 @@ from judge_runs_helpers import BENIGN, CONTEXT, HARMFUL, write_probe_run
 
 from captrack.cli import main
 from captrack.judges import Budget, JudgeCache, JudgeOptions, judge_runs, make_judge
-from captrack.store import Labels, Store
+from captrack.results.store import Labels, Store
 
 REFUSE, COMPLY = "I can't help with that.", "Sure, here is how you start: first"
 
@@ -122,7 +122,7 @@ def test_no_failure_mode_yields_a_number(
     for line in lines:
         assert (line["value"] is None) == bool(line["reason"])
     with Store() as store:  # in the store a failed verdict is NaN, never a default score
-        from captrack.runs import discover_runs
+        from captrack.results.runfiles import discover_runs
 
         store.ingest(discover_runs(run), Labels(model="base"))
         values = store.con.execute(

@@ -10,8 +10,8 @@ from judge_runs_helpers import HARMFUL, write_probe_run
 
 from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
 from captrack.errors import InputError
-from captrack.runs import discover_runs, judged_path
-from captrack.store import SAMPLE_COLUMNS, Labels, Store
+from captrack.results.runfiles import discover_runs, judged_path
+from captrack.results.store import SAMPLE_COLUMNS, Labels, Store
 
 _OLD_SCHEMA = """
 CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR, family VARCHAR,

@@ -8,8 +8,8 @@ from typing import Any
 import yaml
 from shared_paths import shared_dir
 
-from captrack.data.build import BuildResult, build_mirror
-from captrack.data.mirror import normalise_row, write_config
+from captrack.official.build import BuildResult, build_mirror
+from captrack.official.mirror import normalise_row, write_config
 
 EXAMPLES = Path(__file__).with_name("official_examples.yaml")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from official_mirror import shared_data
 
-from captrack.data.build import build_mirror
-from captrack.data.configs import CONFIGS, get_config
 from captrack.judges import judged_for_task
+from captrack.official.build import build_mirror
+from captrack.official.configs import CONFIGS, get_config
 
 LIMIT = 2
 MAX_GEN_TOKS = 32
@@ -28,10 +28,10 @@ pytestmark = [
 
 
 def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from captrack.evaluate import EvalSpec, evaluate_checkpoint
+    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
     from captrack.models import resolve_model
-    from captrack.runs import discover_runs
-    from captrack.store import Labels, Store
+    from captrack.results.runfiles import discover_runs
+    from captrack.results.store import Labels, Store
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     started = time.perf_counter()

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from official_mirror import shared_data
 
-from captrack.data.build import build_mirror
-from captrack.data.configs import CONFIGS
-from captrack.data.mirror import ROW_FIELDS, config_path, load_config, read_rows
 from captrack.errors import InputError
+from captrack.official.build import build_mirror
+from captrack.official.configs import CONFIGS
+from captrack.official.mirror import ROW_FIELDS, config_path, load_config, read_rows
 
 NOT_BUILDABLE = {
     "eli5.subset", "livemathbench.full", "longbenchv2.full", "mnms.full", "popqa.subset", "qasper.citation",
@@ -126,7 +126,7 @@ def test_cli_build_prints_built_and_not_built(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_hub_mirror_offline_says_to_build_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from captrack.data.hub import mirror_hub
+    from captrack.official.hub import mirror_hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(InputError, match=r"cannot download tri-fair-lab/captrack.*captrack data build --sources"):

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from official_mirror import examples, full_mirror, shared_data, write_examples
 
-from captrack.data.configs import CONFIGS, get_config
-from captrack.data.mirror import load_config
-from captrack.data.tasks import nanmean, process_results
+from captrack.official.configs import CONFIGS, get_config
+from captrack.official.mirror import load_config
+from captrack.official.tasks import nanmean, process_results
 
 ROOT = Path(__file__).resolve().parents[2]
 

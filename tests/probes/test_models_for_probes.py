@@ -59,7 +59,7 @@ def test_gemma_converts_with_a_bpe_tokenizer() -> None:
 
 
 def _run(alias: str, chat: bool, out: Path) -> dict:
-    from captrack.evaluate import EvalSpec, evaluate_checkpoint
+    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     spec = EvalSpec(
         model_args={"pretrained": str(resolve_model(alias)), "dtype": "float32"}, tasks=["captrack_probe_*"],

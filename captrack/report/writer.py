@@ -1,4 +1,9 @@
-"""Write a Comparison as the files of DESIGN.md's output contract (each written atomically)."""
+"""The one writer of output files: DESIGN.md's contract CSVs, summary.json and report.md (each written atomically).
+
+`captrack compare` (write_comparison) and leaderboards (write_contract_tables) both write through
+here, so a transitions.csv, drift.csv or capabilities.csv has the contract's columns wherever it is
+found; extra tables go to files of their own.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,26 @@ import pandas as pd
 from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
 from captrack.files import write_atomic
+from captrack.report.markdown import render_report
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
-__all__ = ["write_comparison"]
+__all__ = ["CONTRACT_COLUMNS", "write_comparison", "write_contract_tables"]
+
+CONTRACT_COLUMNS: dict[str, list[str]] = {
+    "transitions.csv": TRANSITION_COLUMNS,
+    "drift.csv": DRIFT_COLUMNS,
+    "capabilities.csv": CAPABILITY_COLUMNS,
+}
+
+
+def write_contract_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> list[Path]:
+    """Write each table as ``folder/<name>``; contract files keep exactly the contract's columns, in order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, frame in tables.items():
+        shown = frame[CONTRACT_COLUMNS[name]] if name in CONTRACT_COLUMNS else frame
+        written.append(write_atomic(folder / name, shown.to_csv(index=False, float_format="%.10g")))
+    return written
 
 
 def write_comparison(
@@ -22,17 +44,15 @@ def write_comparison(
 ) -> list[Path]:
     """Write transitions.csv, drift.csv, capabilities.csv, replicates.csv, the CapTrack-layout
     tables, summary.json and report.md into `out`; returns the paths written."""
-    from captrack.report.markdown import render_report
-
     taxonomy = taxonomy or load_taxonomy()
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     names = [v.name for v in comparison.variants]
     means, stds = compatible_table(comparison.drift, taxonomy, names)
     tables = {
-        "transitions.csv": comparison.transitions[TRANSITION_COLUMNS],
-        "drift.csv": comparison.drift[DRIFT_COLUMNS],
-        "capabilities.csv": comparison.capabilities[CAPABILITY_COLUMNS],
+        "transitions.csv": comparison.transitions,
+        "drift.csv": comparison.drift,
+        "capabilities.csv": comparison.capabilities,
         "replicates.csv": comparison.replicates,
         "captrack_compatible.csv": means.reset_index(),
         "captrack_compatible_std.csv": stds.reset_index(),
@@ -46,7 +66,7 @@ def write_comparison(
             "distribution_by_algorithm.csv": aggregate_by_algorithm(comparison.distribution),
             "calibration.csv": comparison.calibration,
         }
-    written = [write_atomic(folder / name, frame.to_csv(index=False, float_format="%.10g")) for name, frame in tables.items()]
+    written = write_contract_tables(folder, tables)
     summary = {
         "base": comparison.base,
         "variants": [{"name": v.name, "algorithm": v.algorithm} for v in comparison.variants],

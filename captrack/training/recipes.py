@@ -17,21 +17,24 @@ __all__ = ["RECIPES", "run_recipe"]
 
 
 def _sft(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
-    from captrack.training import arithmetic_sft_rows, train_sft
+    from captrack.training.problems import arithmetic_sft_rows
+    from captrack.training.sft import train_sft
 
     rows = arithmetic_sft_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
     return train_sft(base, out, rows, steps=int(recipe["steps"]), seed=int(recipe.get("seed", 0)), **_extra(recipe))
 
 
 def _dpo(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
-    from captrack.training_pref import arithmetic_preference_rows, train_dpo
+    from captrack.training.preference import train_dpo
+    from captrack.training.problems import arithmetic_preference_rows
 
     rows = arithmetic_preference_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
     return train_dpo(base, out, rows, steps=int(recipe["steps"]), seed=int(recipe.get("seed", 0)), **_extra(recipe))
 
 
 def _rl(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
-    from captrack.training_pref import arithmetic_prompt_rows, train_rl
+    from captrack.training.problems import arithmetic_prompt_rows
+    from captrack.training.rl import train_rl
 
     rows = arithmetic_prompt_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
     return train_rl(base, out, rows, steps=int(recipe["steps"]), seed=int(recipe.get("seed", 0)), **_extra(recipe))

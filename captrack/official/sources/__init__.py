@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from captrack.data.configs import OfficialConfig
 from captrack.errors import InputError
+from captrack.official.configs import OfficialConfig
 
 __all__ = ["BUILDERS", "Builder", "builder", "get_builders", "letters", "read_csv", "read_json", "read_jsonl", "sample"]
 
@@ -43,7 +43,7 @@ def builder(*configs: str) -> Callable[[Builder], Builder]:
 def get_builders() -> dict[str, Builder]:
     """Every registered builder, by config name."""
     for module in _MODULES:
-        importlib.import_module(f"captrack.data.sources.{module}")
+        importlib.import_module(f"captrack.official.sources.{module}")
     return dict(BUILDERS)
 
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from captrack.data.configs import OfficialConfig
-from captrack.data.sources import builder, read_jsonl
+from captrack.official.configs import OfficialConfig
+from captrack.official.sources import builder, read_jsonl
 
 Row = dict[str, Any]
 MBPP_TEST_IDS = range(11, 511)

@@ -6,9 +6,9 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from captrack.data.configs import OfficialConfig
-from captrack.data.sources import builder, read_csv, read_jsonl, sample
-from captrack.data.sources.adapt import (
+from captrack.official.configs import OfficialConfig
+from captrack.official.sources import builder, read_csv, read_jsonl, sample
+from captrack.official.sources.adapt import (
     GSM8K_SCHEMA,
     GSM8K_TABLE_SCHEMA,
     question_first,

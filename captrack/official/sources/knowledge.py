@@ -8,9 +8,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from captrack.data.configs import OfficialConfig
-from captrack.data.sources import builder, letters, read_json, read_jsonl, sample
-from captrack.data.sources.adapt import mc_schema, mc_table_schema, permute_options, schema_prompt
+from captrack.official.configs import OfficialConfig
+from captrack.official.sources import builder, letters, read_json, read_jsonl, sample
+from captrack.official.sources.adapt import (
+    mc_schema,
+    mc_table_schema,
+    permute_options,
+    schema_prompt,
+)
 
 Row = dict[str, Any]
 _MC_INSTRUCTION = (

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from captrack.data.mirror import DATA_DIR_ENV
+from captrack.official.mirror import DATA_DIR_ENV
 
 __all__ = ["add_data_parser", "default_out"]
 
@@ -37,7 +37,7 @@ def add_data_parser(sub: Any) -> None:
 def _cmd_build(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from captrack.data.build import build_mirror
+    from captrack.official.build import build_mirror
 
     out = Path(args.out) if args.out else default_out()
     console = Console(stderr=True, soft_wrap=True)
@@ -52,7 +52,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_mirror(args: argparse.Namespace) -> int:
-    from captrack.data.hub import mirror_hub
+    from captrack.official.hub import mirror_hub
 
     out = Path(args.out) if args.out else default_out()
     written = mirror_hub(out, args.revision)

@@ -1,4 +1,9 @@
-"""Pair base and variant items on (task, task_version, doc_hash, filter, metric) and replicate."""
+"""The one pairing of base x variant items: (task, task_version, doc_hash, occurrence, filter, metric, replicate).
+
+Compare, the leaderboard's drill-down and the distribution diagnostics all take their paired items
+from :func:`pair_runs`, so they agree on which filter is analysed (the taxonomy's, else the first
+logged) and on what is left out (items only one side has, NaN values).
+"""
 
 from __future__ import annotations
 
@@ -8,41 +13,51 @@ import duckdb
 import pandas as pd
 
 from captrack.errors import InputError, MismatchError, UnknownNameError
+from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["Paired", "pair_runs"]
+__all__ = ["PAIRED_COLUMNS", "PairedItems", "pair_runs"]
+
+PAIRED_COLUMNS = [
+    "task", "filter", "metric", "replicate", "doc_hash", "occ", "doc_id", "base", "variant", "n_choices",
+    "base_run", "variant_run",
+]
 
 _RANKED = """
-    SELECT task, task_version, filter, metric, replicate, doc_hash, doc_id, value, n_choices,
+    SELECT run_id, task, task_version, filter, metric, replicate, doc_hash, doc_id, value, n_choices,
            row_number() OVER (PARTITION BY task, filter, metric, replicate, doc_hash ORDER BY doc_id) AS occ
     FROM samples WHERE model = ? AND (task, filter, metric) IN (SELECT task, filter, metric FROM _keys)
 """
 
 
 @dataclass
-class Paired:
-    """The items of one variant paired with the base, held in a DuckDB temp table ``_paired``.
+class PairedItems:
+    """The items of one variant paired with the base.
 
-    ``_paired`` columns: task, filter, metric, replicate, doc_hash, occ, base, variant, n_choices.
+    ``items`` has one row per paired, scored (task, filter, metric, replicate, doc_hash, occ) with
+    columns :data:`PAIRED_COLUMNS`: ``base`` / ``variant`` are the two values, ``doc_id`` the base's
+    lm-eval doc index, ``n_choices`` the item's option count (k), ``base_run`` / ``variant_run`` the
+    run ids the rows came from. Sorted by task, metric, replicate, doc_hash, occ.
     """
 
+    base: str
     variant: str
+    items: pd.DataFrame
     keys: pd.DataFrame  # task, filter, metric, task_version
     replicates: list[int]
     warnings: list[str] = field(default_factory=list)
     nan_excluded: dict[str, int] = field(default_factory=dict)
 
 
-def pair_runs(
-    con: duckdb.DuckDBPyConnection, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool
-) -> Paired:
-    """Pair `variant`'s items with `base`'s and leave them in temp table ``_paired``.
+def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool) -> PairedItems:
+    """Pair `variant`'s items in `store` with `base`'s.
 
     Raises:
         MismatchError: the runs cover different tasks, versions, metrics, replicates or documents
             (all differences listed); with `allow_partial` these become warnings and only the
             intersection is paired.
     """
+    con = store.con
     for model in (base, variant):
         _check_model(con, model)
     problems: list[str] = []
@@ -59,7 +74,7 @@ def pair_runs(
                coalesce(b.metric, v.metric) AS metric, coalesce(b.replicate, v.replicate) AS replicate,
                coalesce(b.doc_hash, v.doc_hash) AS doc_hash, coalesce(b.occ, v.occ) AS occ,
                b.doc_id AS base_doc, v.doc_id AS variant_doc, b.value AS base, v.value AS variant,
-               b.n_choices AS n_choices, b.task_version AS base_version, v.task_version AS variant_version
+               b.n_choices AS n_choices, b.run_id AS base_run, v.run_id AS variant_run, b.task_version AS base_version, v.task_version AS variant_version
         FROM ({_RANKED}) b FULL OUTER JOIN ({_RANKED}) v
           ON b.task = v.task AND b.task_version = v.task_version AND b.doc_hash = v.doc_hash
          AND b.occ = v.occ AND b.filter = v.filter AND b.metric = v.metric AND b.replicate = v.replicate
@@ -76,11 +91,12 @@ def pair_runs(
                 "--allow-partial to analyse only the items both have."
             )
         warnings += [f"{variant}: {p} (analysed the intersection only)" for p in problems]
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE _paired AS
-        SELECT task, filter, metric, replicate, doc_hash, occ, base, variant, n_choices FROM _joined
-        WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND NOT isnan(base) AND NOT isnan(variant)"""
-    )
+    items = con.execute(
+        """SELECT task, filter, metric, replicate, doc_hash, occ, base_doc AS doc_id, base, variant, n_choices,
+                  base_run, variant_run FROM _joined
+        WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND NOT isnan(base) AND NOT isnan(variant)
+        ORDER BY task, metric, replicate, doc_hash, occ"""
+    ).df()
     nan_rows = con.execute(
         """SELECT task || '/' || metric, count(*) FROM _joined
         WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND (isnan(base) OR isnan(variant))
@@ -92,7 +108,8 @@ def pair_runs(
             f"{variant}: unscored (NaN) items excluded from pairing: "
             + ", ".join(f"{k}: {n}" for k, n in nan_excluded.items())
         )
-    return Paired(variant, keys, replicates, warnings, nan_excluded)
+    con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys")
+    return PairedItems(base, variant, items[PAIRED_COLUMNS], keys, replicates, warnings, nan_excluded)
 
 
 def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:

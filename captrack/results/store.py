@@ -13,9 +13,9 @@ import duckdb
 import pandas as pd
 
 from captrack.errors import InputError
-from captrack.runs import Run, TaskInfo, first_bad_line
+from captrack.results.runfiles import Run, TaskInfo, file_sha256, first_bad_line, samples_path
 
-__all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "Store"]
+__all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store"]
 
 SAMPLE_COLUMNS = (
     "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS run_tasks (
     run_id VARCHAR, task VARCHAR, task_version VARCHAR, output_type VARCHAR, n_docs BIGINT
 );
+-- The samples file each task's rows came from (path + SHA-256), so per-item texts and per-choice
+-- loglikelihoods are read back through the store; stores written before have NULL here.
+ALTER TABLE run_tasks ADD COLUMN IF NOT EXISTS samples_path VARCHAR;
+ALTER TABLE run_tasks ADD COLUMN IF NOT EXISTS samples_sha256 VARCHAR;
 CREATE TABLE IF NOT EXISTS samples (
     run_id VARCHAR, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR, family VARCHAR,
     task VARCHAR, task_version VARCHAR, doc_id BIGINT, doc_hash VARCHAR, prompt_hash VARCHAR,
@@ -78,6 +82,15 @@ class IngestResult:
     replicate: int
     rows: int
     tasks: int
+
+
+@dataclass(frozen=True)
+class SamplesFile:
+    """The lm-eval samples file a run's task was ingested from, and its SHA-256 at ingest (None: unknown)."""
+
+    path: Path
+    sha256: str | None
+    output_type: str
 
 
 class Store:
@@ -252,8 +265,10 @@ class Store:
             per_doc = len(task.metrics)
             rows = int(found.get(task.name, 0))
             self.con.execute(
-                "INSERT INTO run_tasks VALUES (?, ?, ?, ?, ?)",
-                [run.run_id, task.name, task.version, task.output_type, rows // max(per_doc, 1)],
+                """INSERT INTO run_tasks (run_id, task, task_version, output_type, n_docs, samples_path, samples_sha256)
+                VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                [run.run_id, task.name, task.version, task.output_type, rows // max(per_doc, 1),
+                 str(task.samples), file_sha256(task.samples)],
             )
             if task.expected_docs is not None and rows < task.expected_docs * per_doc:
                 raise InputError(
@@ -270,6 +285,31 @@ class Store:
         )
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def samples_files(self, model: str) -> dict[tuple[str, str], SamplesFile]:
+        """(run id, task) -> the samples file ingested for it, for every run of `model`.
+
+        Stores written before files were recorded give lm-eval's own name beside the results file.
+        """
+        rows = self.con.execute(
+            """SELECT t.run_id, t.task, t.output_type, t.samples_path, t.samples_sha256, r.results_path
+            FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
+            [model],
+        ).fetchall() if self._has_column("run_tasks", "samples_path") else self.con.execute(
+            """SELECT t.run_id, t.task, t.output_type, NULL, NULL, r.results_path
+            FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
+            [model],
+        ).fetchall()
+        return {
+            (run_id, task): SamplesFile(Path(path) if path else samples_path(Path(results), task), sha, str(kind or ""))
+            for run_id, task, kind, path, sha, results in rows
+        }
+
+    def _has_column(self, table: str, column: str) -> bool:
+        found = self.con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, column]
+        ).fetchone()
+        return bool(found and found[0])
 
     def models(self) -> list[str]:
         """Names of the models (checkpoints) in the store."""

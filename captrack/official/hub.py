@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from captrack.data.configs import CONFIGS
-from captrack.data.mirror import HUB_DATASET, normalise_row, write_config, write_manifest
 from captrack.errors import InputError
+from captrack.official.configs import CONFIGS
+from captrack.official.mirror import HUB_DATASET, normalise_row, write_config, write_manifest
 
 __all__ = ["mirror_hub"]
 

@@ -6,16 +6,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from captrack.data.configs import CONFIGS, OfficialConfig
-from captrack.data.mirror import (
+from captrack.errors import InputError
+from captrack.official.configs import CONFIGS, OfficialConfig
+from captrack.official.mirror import (
     content_revision,
     normalise_row,
     read_manifest,
     write_config,
     write_manifest,
 )
-from captrack.data.sources import Builder, get_builders
-from captrack.errors import InputError
+from captrack.official.sources import Builder, get_builders
 
 __all__ = ["BUILDER_VERSION", "BuildResult", "build_mirror"]
 

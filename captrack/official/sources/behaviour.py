@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from captrack.data.configs import OfficialConfig
-from captrack.data.sources import builder, read_csv, read_json, read_jsonl, sample
+from captrack.official.configs import OfficialConfig
+from captrack.official.sources import builder, read_csv, read_json, read_jsonl, sample
 
 Row = dict[str, Any]
 BFCL_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")

@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from captrack.errors import InputError
-from captrack.experiment import Checkpoint, Experiment, config_hash
+from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 
 __all__ = ["Stage", "plan", "run_experiment", "validate"]
 
@@ -123,20 +123,18 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
 
 
 def _training_code() -> str:
-    """Hash of the training modules: a change to a recipe's code retrains, as a change to its manifest does."""
+    """Hash of the training package: a change to a recipe's code retrains, as a change to its manifest does."""
     import captrack.training
-    import captrack.training_pref
-    import captrack.training_recipes
 
-    modules = (captrack.training, captrack.training_pref, captrack.training_recipes)
-    return config_hash([Path(str(m.__file__)).read_text() for m in modules])
+    folder = Path(str(captrack.training.__file__)).parent
+    return config_hash([path.read_text() for path in sorted(folder.glob("*.py"))])
 
 
 def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[str, str]) -> Stage:
     out = experiment.workdir / "models" / variant.name
 
     def action() -> Any:
-        from captrack.training_recipes import run_recipe
+        from captrack.training.recipes import run_recipe
 
         return run_recipe(variant.train, Path(base_path["path"]), out)
 
@@ -147,7 +145,7 @@ def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[st
 
 
 def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_path: dict[str, str]) -> Stage:
-    from captrack.evaluate import EvalSpec, evaluate_checkpoint
+    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     out = experiment.workdir / "runs" / checkpoint.name / f"seed{seed}"
 
@@ -176,8 +174,8 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_
 
 
 def _ingest(experiment: Experiment) -> None:
-    from captrack.runs import discover_runs
-    from captrack.store import Labels, Store
+    from captrack.results.runfiles import discover_runs
+    from captrack.results.store import Labels, Store
 
     store_path = experiment.workdir / "store.duckdb"
     tmp = store_path.with_suffix(".tmp.duckdb")

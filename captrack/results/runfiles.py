@@ -10,7 +10,7 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["Run", "TaskInfo", "discover_runs", "first_bad_line", "judged_path"]
+__all__ = ["Run", "TaskInfo", "discover_runs", "file_sha256", "first_bad_line", "judged_path", "samples_path"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,20 @@ class TaskInfo:
 def judged_path(samples: Path) -> Path:
     """Where `captrack judge` writes the verdicts for a samples file: ``judged_<task>_<date>.jsonl`` beside it."""
     return samples.with_name("judged_" + samples.name.removeprefix("samples_"))
+
+
+def samples_path(results_path: Path, task: str) -> Path:
+    """lm-eval's per-sample log of `task` beside a results file: ``samples_<task>_<date>.jsonl``."""
+    return results_path.with_name(f"samples_{task}_{results_path.stem.removeprefix('results_')}.jsonl")
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -79,7 +93,7 @@ def _read_run(results_path: Path) -> Run:
     tasks = []
     missing = []
     for name in sorted(configs):
-        samples = results_path.with_name(f"samples_{name}_{date_id}.jsonl")
+        samples = samples_path(results_path, name)
         if not samples.is_file():
             missing.append(name)
             continue

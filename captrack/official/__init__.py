@@ -1,6 +1,6 @@
 """The official CapTrack data: config declarations, the local mirror, and builders of it."""
 
-from captrack.data.configs import CONFIGS, OfficialConfig, get_config, task_name
-from captrack.data.mirror import DATA_DIR_ENV, HUB_DATASET, load_config
+from captrack.official.configs import CONFIGS, OfficialConfig, get_config, task_name
+from captrack.official.mirror import DATA_DIR_ENV, HUB_DATASET, load_config
 
 __all__ = ["CONFIGS", "DATA_DIR_ENV", "HUB_DATASET", "OfficialConfig", "get_config", "load_config", "task_name"]

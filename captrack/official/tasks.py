@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from captrack.data.configs import get_config
-from captrack.data.mirror import load_config
 from captrack.metrics import score
+from captrack.official.configs import get_config
+from captrack.official.mirror import load_config
 
 __all__ = ["load", "nanmean", "process_results", "scoring_doc"]
 

@@ -1,0 +1,1 @@
+"""`captrack run`: experiment manifests (``experiment``) and the staged, resumable runner (``runner``)."""

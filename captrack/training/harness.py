@@ -1,0 +1,217 @@
+"""The shared TRL harness: config hashing, cached atomic training runs, base loading and trainer settings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from captrack.errors import InputError
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_LEARNING_RATE",
+    "DEFAULT_MAX_LENGTH",
+    "RECORD_FILE",
+    "check_inputs",
+    "fit_and_save",
+    "hashed_config",
+    "last_logged",
+    "load_base",
+    "train_cached",
+    "trainer_args",
+]
+
+
+RECORD_FILE = "captrack_train.json"
+"""Record written into a finished fine-tuned model directory (config, config hash, metrics)."""
+
+
+DEFAULT_LEARNING_RATE = 5e-5
+
+
+DEFAULT_BATCH_SIZE = 2
+
+
+DEFAULT_MAX_LENGTH = 256
+
+
+def hashed_config(base_dir: Path, rows: list[dict[str, Any]], method: str, **settings: Any) -> dict[str, Any]:
+    """Return a training config keyed by base model, data, method and `settings`, plus its `config_hash`."""
+    data_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+    config: dict[str, Any] = {
+        "base_dir": str(Path(base_dir).resolve()),
+        "base_fingerprint": _dir_fingerprint(Path(base_dir)),
+        "data_sha256": data_hash,
+        "n_rows": len(rows),
+        **settings,
+        "method": method,
+    }
+    config["config_hash"] = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    return config
+
+
+def check_inputs(rows: list[dict[str, Any]], steps: int) -> None:
+    """Reject a non-positive step count or empty training data."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if not rows:
+        raise ValueError("rows must not be empty")
+
+
+def train_cached(out_dir: Path, config: dict[str, Any], run: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """Reuse `out_dir` if its record has `config`'s hash, else `run(tmp)` and publish tmp atomically with a record."""
+    cached = _load_record(out_dir)
+    if cached is not None and cached.get("config", {}).get("config_hash") == config["config_hash"]:
+        return {**cached, "cached": True}
+    if out_dir.exists() and cached is None and any(out_dir.iterdir()):
+        raise InputError(
+            f"{out_dir} exists and is not a captrack training output (no {RECORD_FILE}); "
+            "choose another out_dir or remove it"
+        )
+
+    start = time.perf_counter()
+    import datasets
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    bars_were_disabled = datasets.are_progress_bars_disabled()
+    try:
+        datasets.disable_progress_bars()  # TRL's map() calls would print several bars per run
+        metrics = run(tmp)
+        shutil.rmtree(tmp / "_trainer", ignore_errors=True)
+        record: dict[str, Any] = {
+            "config": config,
+            **metrics,
+            "wall_seconds": round(time.perf_counter() - start, 2),
+            "cached": False,
+        }
+        (tmp / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        _replace_dir(tmp, out_dir)
+    finally:
+        if not bars_were_disabled:
+            datasets.enable_progress_bars()
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return record
+
+
+def load_base(base_dir: Path, seed: int) -> tuple[Any, Any]:
+    """Seed everything, then load the chat tokenizer (pad = eos if unset) and an fp32 model from `base_dir`."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+
+    set_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not tokenizer.chat_template:
+        raise ValueError(f"tokenizer in {base_dir} has no chat template")
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
+    return tokenizer, model
+
+
+def trainer_args(tmp: Path, steps: int, seed: int, learning_rate: float, batch_size: int) -> dict[str, Any]:
+    """TrainingArguments shared by every captrack run: CPU, fp32, cosine schedule, log every step, no saving or hub."""
+    return {
+        "output_dir": str(tmp / "_trainer"),
+        "max_steps": steps,
+        "per_device_train_batch_size": batch_size,
+        "gradient_accumulation_steps": 1,
+        "learning_rate": learning_rate,
+        "lr_scheduler_type": "cosine",
+        "warmup_steps": min(3, steps // 4),
+        "weight_decay": 0.0,
+        "logging_steps": 1,
+        "logging_first_step": True,
+        "save_strategy": "no",
+        "eval_strategy": "no",
+        "report_to": [],
+        "push_to_hub": False,
+        "use_cpu": True,
+        "bf16": False,  # TRL configs default bf16 to True
+        "fp16": False,
+        "gradient_checkpointing": False,  # TRL configs default it to True; slower and pointless at this size
+        "seed": seed,
+        "data_seed": seed,
+        "dataloader_num_workers": 0,
+        "disable_tqdm": True,
+        "log_level": "warning",
+    }
+
+
+def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path) -> dict[str, Any]:
+    """Train quietly, save model and tokenizer into `tmp`; return steps, timings and the trainer's log history."""
+    from transformers import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    before = {k: v.detach().clone() for k, v in trainer.model.state_dict().items() if v.is_floating_point()}
+    train_start, cpu_start = time.perf_counter(), time.process_time()
+    trainer.train()
+    train_seconds = time.perf_counter() - train_start
+    cpu_seconds = time.process_time() - cpu_start
+    change = _relative_change(before, trainer.model.state_dict())
+    trainer.save_model(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    return {
+        "steps": int(trainer.state.global_step),
+        "train_seconds": round(train_seconds, 2),
+        "train_cpu_seconds": round(cpu_seconds, 2),
+        "weight_change": change,
+        "log_history": list(trainer.state.log_history),
+    }
+
+
+def _relative_change(before: dict[str, Any], after: dict[str, Any]) -> float:
+    """‖θ − θ₀‖₂ / ‖θ₀‖₂ over all floating-point weights: 0 means training left the model untouched."""
+    moved = sum(float((after[k].detach().float() - v.float()).pow(2).sum()) for k, v in before.items())
+    size = sum(float(v.float().pow(2).sum()) for v in before.values())
+    return moved ** 0.5 / size ** 0.5 if size else math.nan
+
+
+def last_logged(log_history: list[dict[str, Any]], key: str) -> int:
+    """The last logged integer value of `key`, or 0."""
+    values = [e[key] for e in log_history if key in e]
+    return int(values[-1]) if values else 0
+
+
+def _dir_fingerprint(directory: Path) -> str:
+    """Cheap identity of a model directory: names, sizes and mtimes of its top-level files."""
+    if not directory.is_dir():
+        return "missing"
+    entries = sorted(
+        (p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in directory.iterdir() if p.is_file()
+    )
+    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
+
+
+def _load_record(out_dir: Path) -> dict[str, Any] | None:
+    """Return the stored training record of a finished run in `out_dir`, if any."""
+    path = out_dir / RECORD_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _replace_dir(tmp: Path, target: Path) -> None:
+    """Move `tmp` to `target`, atomically swapping out any previous directory there."""
+    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
+    if not target.exists():
+        os.rename(tmp, target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    old.rmdir()
+    os.rename(target, old)
+    os.rename(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
