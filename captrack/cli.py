@@ -43,7 +43,31 @@ def _parser() -> argparse.ArgumentParser:
 
     taxonomy = sub.add_parser("taxonomy", help="show the CAN/WILL/HOW taxonomy and its members")
     taxonomy.set_defaults(func=_cmd_taxonomy)
+    _add_results_parsers(sub)
 
+    from captrack.official.cli import add_data_parser
+
+    add_data_parser(sub)
+
+    from captrack.theory.cli import add_theory_parser
+
+    add_theory_parser(sub)
+    _add_plan_parser(sub)
+
+    from captrack.judges.cli import add_judge_parser
+
+    add_judge_parser(sub)
+
+    run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
+    run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
+    run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
+    run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
+    run.set_defaults(func=_cmd_run)
+    return parser
+
+
+def _add_results_parsers(sub: Any) -> None:
+    """`ingest`, `compare` and `leaderboard`."""
     ingest = sub.add_parser("ingest", help="read lm-eval runs (--log_samples) into a DuckDB store")
     ingest.add_argument("runs", nargs="+", metavar="RUN_DIR", help="lm-eval --output_path folders or results files")
     ingest.add_argument("--store", required=True, help="DuckDB file (created if missing)")
@@ -70,14 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("folder", help="e.g. leaderboards/demo")
     board.set_defaults(func=_cmd_leaderboard)
 
-    from captrack.official.cli import add_data_parser
 
-    add_data_parser(sub)
-
-    from captrack.theory.cli import add_theory_parser
-
-    add_theory_parser(sub)
-
+def _add_plan_parser(sub: Any) -> None:
+    """`plan-memory`."""
     plan = sub.add_parser("plan-memory", help="per-GPU memory of each captrack-ds mode, from a model's config")
     plan.add_argument("--model", required=True, metavar="PATH_OR_CONFIG", help="checkpoint folder or config.json")
     plan.add_argument("--gpus", type=int, default=1, help="GPUs in the launch, all nodes together (default 1)")
@@ -87,17 +106,6 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--batch-size", type=int, default=8, help="lm-eval --batch_size (default 8)")
     plan.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: min(--gpus, 8))")
     plan.set_defaults(func=_cmd_plan_memory)
-
-    from captrack.judges.cli import add_judge_parser
-
-    add_judge_parser(sub)
-
-    run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
-    run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
-    run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
-    run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
-    run.set_defaults(func=_cmd_run)
-    return parser
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:

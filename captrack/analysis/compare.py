@@ -120,15 +120,9 @@ def compare_store(
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
     boot = bootstrap_drift(items, options.bootstrap, options.seed)
-    for row in drift:
-        samples = boot.get((row["variant"], row["task"], row["metric"]))
-        row["ci_low"], row["ci_high"] = percentile_ci(samples, options.level) if samples is not None else (math.nan, math.nan)
+    _fill_cis(drift, boot, options.level)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
-    drift_df = with_membership(pd.DataFrame(drift), taxonomy) if drift else _empty_drift()
-    drift_df["direction"] = drift_df["direction_spec"].where(drift_df["direction"].isna(), drift_df["direction"])
-    drift_df["oriented_drift_pct"] = [
-        oriented_drift(r, d) for r, d in zip(drift_df["rel_drift_pct"], drift_df["direction"], strict=True)
-    ]
+    drift_df = _finish_drift(drift, taxonomy)
     with_rates = drift_df.merge(
         transitions_df[["variant", "task", "metric", "forgetting", "backward_transfer"]].drop_duplicates(),
         on=["variant", "task", "metric"], how="left",
@@ -270,6 +264,23 @@ def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame
     frame["q_value"] = bh_qvalues(frame["mcnemar_p"].to_numpy(dtype=float))
     frame["k"] = frame["k"].astype("Int64")
     return with_membership(frame, taxonomy)
+
+
+def _fill_cis(rows: list[dict[str, Any]], boot: dict[tuple[str, str, str], Any], level: float) -> None:
+    """Set each drift row's percentile CI from its bootstrap samples (NaN where none)."""
+    for row in rows:
+        samples = boot.get((row["variant"], row["task"], row["metric"]))
+        row["ci_low"], row["ci_high"] = percentile_ci(samples, level) if samples is not None else (math.nan, math.nan)
+
+
+def _finish_drift(rows: list[dict[str, Any]], taxonomy: Taxonomy) -> pd.DataFrame:
+    """Drift rows with capability membership, the direction (taxonomy's, else the MetricSpec's) and oriented drift."""
+    frame = with_membership(pd.DataFrame(rows), taxonomy) if rows else _empty_drift()
+    frame["direction"] = frame["direction_spec"].where(frame["direction"].isna(), frame["direction"])
+    frame["oriented_drift_pct"] = [
+        oriented_drift(r, d) for r, d in zip(frame["rel_drift_pct"], frame["direction"], strict=True)
+    ]
+    return frame
 
 
 def _empty_drift() -> pd.DataFrame:

@@ -46,7 +46,6 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     """
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
-    from lm_eval.utils import handle_non_serializable
 
     from captrack.backends import register_backends
     from captrack.lmeval import task_manager
@@ -81,6 +80,13 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     )
     if results is None:  # only non-zero ranks get None
         return output_path
+    return _save(tracker, results, output_path)
+
+
+def _save(tracker: Any, results: dict[str, Any], output_path: Path) -> Path:
+    """Write results_*.json and one samples_<task>_*.jsonl per task, as lm-eval's CLI does; return the results file."""
+    from lm_eval.utils import handle_non_serializable
+
     samples = results.pop("samples")
     json.dumps(results, default=handle_non_serializable)  # fail here, not half-way through saving
     tracker.save_results_aggregated(results=results, samples=samples)

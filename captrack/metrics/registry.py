@@ -1,7 +1,15 @@
-"""The MetricSpec registry: each per-sample metric is declared once, with its direction and kind."""
+"""The MetricSpec registry: each per-sample metric is declared once, with its direction and kind.
+
+Loading is explicit and acyclic: every MetricSpec is declared in ``captrack.metrics.catalog``
+(which imports nothing but this module); the modules that register scorers are listed once in
+:data:`SCORER_MODULES` and imported, in that order, the first time a scorer is looked up. The
+``@scorer`` decorator checks its metrics against the catalog only, so decorating never re-enters
+a half-imported scorer module.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -12,6 +20,7 @@ from captrack.registries import add_once
 __all__ = [
     "DIRECTIONS",
     "KINDS",
+    "SCORER_MODULES",
     "Direction",
     "Kind",
     "MetricSpec",
@@ -63,6 +72,12 @@ class MetricSpec:
         return self.kind == "binary" and self.direction != "neutral"
 
 
+SCORER_MODULES: tuple[str, ...] = (
+    "answers", "behaviour", "code", "ifeval", "instructions", "mathequiv", "official_answers",
+    "official_protocol", "protocol", "style", "tone",
+)
+"""The modules under captrack.metrics that register scorers (add a new scorer module here)."""
+
 _METRICS: dict[str, MetricSpec] = {}
 _SCORERS: dict[str, tuple[Scorer, tuple[str, ...]]] = {}
 
@@ -81,7 +96,7 @@ def get_metric(name: str) -> MetricSpec:
     Raises:
         UnknownNameError: with the closest declared names.
     """
-    _load_builtin()
+    _load_catalog()
     try:
         return _METRICS[name]
     except KeyError:
@@ -90,7 +105,7 @@ def get_metric(name: str) -> MetricSpec:
 
 def all_metrics() -> dict[str, MetricSpec]:
     """Every declared metric, by name."""
-    _load_builtin()
+    _load_catalog()
     return dict(_METRICS)
 
 
@@ -113,7 +128,7 @@ def scorer(name: str, produces: Sequence[str]) -> Callable[[F], F]:
 
 def get_scorer(name: str) -> tuple[Scorer, tuple[str, ...]]:
     """Return a registered scorer and the metric names it produces."""
-    _load_builtin()
+    _load_scorers()
     try:
         return _SCORERS[name]
     except KeyError:
@@ -131,19 +146,13 @@ def score(name: str, doc: Mapping[str, Any], response: str) -> dict[str, float |
     return values
 
 
-def _load_builtin() -> None:
-    """Import the modules that declare captrack's metrics and scorers (idempotent)."""
-    from captrack.metrics import (  # noqa: F401  # noqa: F401  (official CapTrack configs)
-        answers,
-        behaviour,
-        catalog,
-        code,
-        ifeval,
-        instructions,
-        mathequiv,
-        official_answers,
-        official_protocol,
-        protocol,
-        style,
-        tone,
-    )
+def _load_catalog() -> None:
+    """Import the metric catalog (idempotent); it declares every MetricSpec and registers no scorer."""
+    importlib.import_module("captrack.metrics.catalog")
+
+
+def _load_scorers() -> None:
+    """Import every scorer module of :data:`SCORER_MODULES` (idempotent)."""
+    _load_catalog()
+    for module in SCORER_MODULES:
+        importlib.import_module(f"captrack.metrics.{module}")

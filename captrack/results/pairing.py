@@ -68,19 +68,7 @@ def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_p
     con.unregister("_keys_df")
     replicates = _replicates(con, base, variant, problems)
     problems += _judge_problems(con, base, variant)
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _joined AS
-        SELECT coalesce(b.task, v.task) AS task, coalesce(b.filter, v.filter) AS filter,
-               coalesce(b.metric, v.metric) AS metric, coalesce(b.replicate, v.replicate) AS replicate,
-               coalesce(b.doc_hash, v.doc_hash) AS doc_hash, coalesce(b.occ, v.occ) AS occ,
-               b.doc_id AS base_doc, v.doc_id AS variant_doc, b.value AS base, v.value AS variant,
-               b.n_choices AS n_choices, b.run_id AS base_run, v.run_id AS variant_run, b.task_version AS base_version, v.task_version AS variant_version
-        FROM ({_RANKED}) b FULL OUTER JOIN ({_RANKED}) v
-          ON b.task = v.task AND b.task_version = v.task_version AND b.doc_hash = v.doc_hash
-         AND b.occ = v.occ AND b.filter = v.filter AND b.metric = v.metric AND b.replicate = v.replicate
-        WHERE coalesce(b.replicate, v.replicate) IN (SELECT unnest(?::INTEGER[]))""",
-        [base, variant, replicates],
-    )
+    _join(con, base, variant, replicates)
     problems += _unpaired_items(con, base, variant)
     if problems:
         if not allow_partial:
@@ -110,6 +98,23 @@ def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_p
         )
     con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys")
     return PairedItems(base, variant, items[PAIRED_COLUMNS], keys, replicates, warnings, nan_excluded)
+
+
+def _join(con: duckdb.DuckDBPyConnection, base: str, variant: str, replicates: list[int]) -> None:
+    """Full outer join of both sides' ranked rows into temp table ``_joined`` (the common replicates only)."""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _joined AS
+        SELECT coalesce(b.task, v.task) AS task, coalesce(b.filter, v.filter) AS filter,
+               coalesce(b.metric, v.metric) AS metric, coalesce(b.replicate, v.replicate) AS replicate,
+               coalesce(b.doc_hash, v.doc_hash) AS doc_hash, coalesce(b.occ, v.occ) AS occ,
+               b.doc_id AS base_doc, v.doc_id AS variant_doc, b.value AS base, v.value AS variant,
+               b.n_choices AS n_choices, b.run_id AS base_run, v.run_id AS variant_run, b.task_version AS base_version, v.task_version AS variant_version
+        FROM ({_RANKED}) b FULL OUTER JOIN ({_RANKED}) v
+          ON b.task = v.task AND b.task_version = v.task_version AND b.doc_hash = v.doc_hash
+         AND b.occ = v.occ AND b.filter = v.filter AND b.metric = v.metric AND b.replicate = v.replicate
+        WHERE coalesce(b.replicate, v.replicate) IN (SELECT unnest(?::INTEGER[]))""",
+        [base, variant, replicates],
+    )
 
 
 def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:

@@ -80,25 +80,29 @@ def train_dpo(
             train_dataset=datasets.Dataset.from_list(rows),
             processing_class=tokenizer,
         )
-        fit = fit_and_save(trainer, tokenizer, tmp)
-        history = [e for e in fit["log_history"] if "loss" in e and "rewards/margins" in e]
-        losses = [float(e["loss"]) for e in history]
-        margins = [float(e["rewards/margins"]) for e in history]
-        return {
-            "steps": fit["steps"],
-            "loss_first": losses[0] if losses else math.nan,
-            "loss_last": losses[-1] if losses else math.nan,
-            "losses": losses,
-            "margin_first": margins[0] if margins else math.nan,
-            "margin_last": margins[-1] if margins else math.nan,
-            "reward_margins": margins,
-            "reward_accuracies": [float(e["rewards/accuracies"]) for e in history],
-            "rewards_chosen": [float(e["rewards/chosen"]) for e in history],
-            "rewards_rejected": [float(e["rewards/rejected"]) for e in history],
-            "tokens_seen": last_logged(fit["log_history"], "num_tokens"),
-            "train_seconds": fit["train_seconds"],
-            "train_cpu_seconds": fit["train_cpu_seconds"],
-            "weight_change": fit["weight_change"],
-        }
+        return _record(fit_and_save(trainer, tokenizer, tmp))
 
     return train_cached(Path(out_dir), config, run)
+
+
+def _record(fit: dict[str, Any]) -> dict[str, Any]:
+    """The training record of a DPO run: per-step losses, reward margins and accuracies, and costs."""
+    history = [e for e in fit["log_history"] if "loss" in e and "rewards/margins" in e]
+    losses = [float(e["loss"]) for e in history]
+    margins = [float(e["rewards/margins"]) for e in history]
+    return {
+        "steps": fit["steps"],
+        "loss_first": losses[0] if losses else math.nan,
+        "loss_last": losses[-1] if losses else math.nan,
+        "losses": losses,
+        "margin_first": margins[0] if margins else math.nan,
+        "margin_last": margins[-1] if margins else math.nan,
+        "reward_margins": margins,
+        "reward_accuracies": [float(e["rewards/accuracies"]) for e in history],
+        "rewards_chosen": [float(e["rewards/chosen"]) for e in history],
+        "rewards_rejected": [float(e["rewards/rejected"]) for e in history],
+        "tokens_seen": last_logged(fit["log_history"], "num_tokens"),
+        "train_seconds": fit["train_seconds"],
+        "train_cpu_seconds": fit["train_cpu_seconds"],
+        "weight_change": fit["weight_change"],
+    }

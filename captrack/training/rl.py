@@ -130,12 +130,7 @@ def train_rl(
     `batch_size` counts prompts per optimizer step (as SFT and DPO count examples); each prompt gets
     `num_generations` sampled completions. `beta` > 0 adds a KL penalty to the frozen base.
     """
-    check_inputs(prompts, steps)
-    for row in prompts:
-        if not {"prompt", "answer"} <= row.keys():
-            raise ValueError("each RL prompt row needs 'prompt' and 'answer'")
-    if num_generations < 2:
-        raise ValueError(f"num_generations must be >= 2 for group-relative advantages, got {num_generations}")
+    _check_prompts(prompts, steps, num_generations)
     config = hashed_config(
         base_dir, prompts, "full-grpo-answer-reward", steps=steps, seed=seed, learning_rate=learning_rate,
         batch_size=batch_size, num_generations=num_generations, max_completion_length=max_completion_length,
@@ -163,28 +158,42 @@ def train_rl(
             train_dataset=datasets.Dataset.from_list(prompts),
             processing_class=tokenizer,
         )
-        fit = fit_and_save(trainer, tokenizer, tmp)
-        history = [e for e in fit["log_history"] if "reward" in e]
-
-        def series(key: str, scale: float = 1.0) -> list[float]:
-            """One logged metric per step, divided by `scale`, rounded."""
-            return [round(float(e[key]) / scale, 4) for e in history]
-
-        rewards = series("reward")
-        return {
-            "steps": fit["steps"],
-            "reward_first": rewards[0] if rewards else math.nan,
-            "reward_last": rewards[-1] if rewards else math.nan,
-            "rewards": rewards,
-            "correct_rates": series("rewards/correctness_reward/mean"),
-            "formatted_rates": series("rewards/format_reward/mean", FORMAT_BONUS),
-            "correct_step_shares": series("rewards/step_reward/mean", STEP_BONUS),
-            "completion_lengths": series("completions/mean_length"),
-            "losses": series("loss"),
-            "tokens_seen": last_logged(fit["log_history"], "num_tokens"),
-            "train_seconds": fit["train_seconds"],
-            "train_cpu_seconds": fit["train_cpu_seconds"],
-            "weight_change": fit["weight_change"],
-        }
+        return _record(fit_and_save(trainer, tokenizer, tmp))
 
     return train_cached(Path(out_dir), config, run)
+
+
+def _check_prompts(prompts: list[dict[str, Any]], steps: int, num_generations: int) -> None:
+    """Rows need a prompt and an answer; group-relative advantages need two generations or more."""
+    check_inputs(prompts, steps)
+    for row in prompts:
+        if not {"prompt", "answer"} <= row.keys():
+            raise ValueError("each RL prompt row needs 'prompt' and 'answer'")
+    if num_generations < 2:
+        raise ValueError(f"num_generations must be >= 2 for group-relative advantages, got {num_generations}")
+
+
+def _record(fit: dict[str, Any]) -> dict[str, Any]:
+    """The training record of a GRPO run: per-step rewards, their parts, lengths, losses and costs."""
+    history = [e for e in fit["log_history"] if "reward" in e]
+
+    def series(key: str, scale: float = 1.0) -> list[float]:
+        """One logged metric per step, divided by `scale`, rounded."""
+        return [round(float(e[key]) / scale, 4) for e in history]
+
+    rewards = series("reward")
+    return {
+        "steps": fit["steps"],
+        "reward_first": rewards[0] if rewards else math.nan,
+        "reward_last": rewards[-1] if rewards else math.nan,
+        "rewards": rewards,
+        "correct_rates": series("rewards/correctness_reward/mean"),
+        "formatted_rates": series("rewards/format_reward/mean", FORMAT_BONUS),
+        "correct_step_shares": series("rewards/step_reward/mean", STEP_BONUS),
+        "completion_lengths": series("completions/mean_length"),
+        "losses": series("loss"),
+        "tokens_seen": last_logged(fit["log_history"], "num_tokens"),
+        "train_seconds": fit["train_seconds"],
+        "train_cpu_seconds": fit["train_cpu_seconds"],
+        "weight_change": fit["weight_change"],
+    }
