@@ -171,9 +171,7 @@ def _answer(jobs: dict[str, _Job], judge: Judge, cache: JudgeCache, budget: Budg
     """Fill every job's reply from the cache or the judge (bounded concurrency); empty replies are not cached."""
     missing = []
     for key, job in jobs.items():
-        job.reply = cache.get(key)
-        if job.reply is not None and not job.reply.strip():
-            job.reply = None  # an empty reply cached by an earlier captrack: ask again
+        job.reply = cache.get(key)  # None also for a blank reply an earlier captrack cached: asked again
         if job.reply is None:
             missing.append(key)
     report.cache_hits = len(jobs) - len(missing)

@@ -203,3 +203,28 @@ def test_redaction_masks_credentials_and_secret_query_values() -> None:
     url = f"https://me:{KEY}@judge.example:8443/v1/?api-key={KEY}&api-version=2024-06-01"
     assert redact_url(url) == "https://judge.example:8443/v1/?api-key=***&api-version=2024-06-01"
     assert Secrets.of(url).scrub(f"401: key {KEY} refused for user me") == "401: key *** refused for user me"
+
+
+def test_a_bad_judge_url_is_refused_without_showing_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_probe_run(tmp_path, "base", {HARMFUL: [REFUSE]})
+    monkeypatch.setenv("CAPTRACK_JUDGE_URL", f"ftp://me:{KEY}@judge.example/v1")
+    assert _judge(run, tmp_path / "c.sqlite") == 1
+    message = " ".join(capsys.readouterr().err.split())
+    assert "'ftp://judge.example/v1' (CAPTRACK_JUDGE_URL): expected http(s)://" in message and KEY not in message
+    assert not list(run.rglob("judged_*"))
+
+
+def test_blank_replies_are_never_cached_and_a_blank_cached_earlier_reads_as_absent(tmp_path: Path) -> None:
+    import sqlite3
+
+    cache = JudgeCache(tmp_path / "c.sqlite")
+    cache.put("k1", "judge", "refusal@1", "  \n")
+    assert len(cache) == 0 and cache.get("k1") is None
+    cache.close()
+    with sqlite3.connect(tmp_path / "c.sqlite") as con:  # what captrack before this fix stored for content: null
+        con.execute("INSERT INTO replies VALUES ('k2', 'judge', 'refusal@1', '', 0)")
+    cache = JudgeCache(tmp_path / "c.sqlite")
+    assert cache.get("k2") is None
+    cache.close()
