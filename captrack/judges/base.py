@@ -25,10 +25,11 @@ Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content":
 
 @dataclass(frozen=True)
 class JudgeOptions:
-    """How a judge is asked: reply length, timeout per request, retries, backoff and concurrency."""
+    """How a judge is asked: reply length, deadline per request, reply-size cap, retries, backoff and concurrency."""
 
     max_tokens: int = 64
-    timeout: float = 60.0
+    timeout: float = 60.0  # seconds per attempt, all of it: connect, headers and body
+    max_reply_bytes: int = 1_000_000  # a longer HTTP reply is refused unread (NaN, reason ``too_large``)
     retries: int = 4
     backoff: float = 1.0  # first backoff in seconds; doubles per retry, with full jitter
     max_backoff: float = 30.0  # no single wait (Retry-After included) is longer

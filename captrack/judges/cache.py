@@ -1,7 +1,8 @@
 """The persistent judge cache: SQLite, one row per (judge id, prompt version, input hash) → reply text.
 
 Only replies are cached (the text the judge answered, parsable or not); a request that got no reply
-(timeout, 5xx after retries, spent budget) is not, so the next run asks again. Parsing runs on the
+(timeout, 5xx after retries, spent budget) is not, and neither is an empty or blank reply (a blank one
+stored by an earlier captrack reads as absent), so the next run asks again. Parsing runs on the
 cached text, so a fixed parser re-reads old replies without asking the judge again.
 """
 
@@ -55,13 +56,15 @@ class JudgeCache:
         self._lock = threading.Lock()
 
     def get(self, key: str) -> str | None:
-        """The cached reply, or None."""
+        """The cached reply, or None (also for a blank reply cached by an earlier captrack)."""
         with self._lock:
             row = self._con.execute("SELECT reply FROM replies WHERE key = ?", [key]).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None or not str(row[0]).strip() else str(row[0])
 
     def put(self, key: str, judge: str, prompt: str, reply: str) -> None:
-        """Store a reply (committed at once, so an interrupted run keeps what it paid for)."""
+        """Store a reply (committed at once, so an interrupted run keeps what it paid for); blank replies are not stored."""
+        if not reply.strip():
+            return
         with self._lock:
             self._con.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?)", [key, judge, prompt, reply, time.time()])
             self._con.commit()

@@ -22,7 +22,10 @@ def add_judge_parser(sub: Any) -> None:
                        help="send at most N requests (retries count); items past it are NaN with reason 'budget'")
     judge.add_argument("--judge-cache", metavar="FILE", help="SQLite reply cache (default: $CAPTRACK_JUDGE_CACHE or ~/.cache/captrack/judges.sqlite)")
     judge.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (HTTP judges)")
-    judge.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    judge.add_argument("--timeout", type=float, default=60.0,
+                       help="seconds per attempt, all of it (connect, headers and body); retries get their own")
+    judge.add_argument("--max-reply-bytes", type=int, default=1_000_000, metavar="N",
+                       help="refuse HTTP replies longer than N bytes unread (NaN, reason too_large; default 1 MB)")
     judge.add_argument("--retries", type=int, default=4, help="retries of transport errors, timeouts, 429 and 5xx")
     judge.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles, full jitter)")
     judge.add_argument("--max-tokens", type=int, default=64, help="longest judge reply, in tokens")
@@ -40,9 +43,12 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
     if args.judge_budget is not None and args.judge_budget < 0:
         raise InputError("--judge-budget must be 0 or more")
+    if args.max_reply_bytes < 1 or args.timeout <= 0:
+        raise InputError(f"--max-reply-bytes ({args.max_reply_bytes}) and --timeout ({args.timeout:g}) must be positive")
     if not args.calibrate and not args.runs:
         raise InputError("captrack judge needs RUN_DIR(s), or --calibrate")
-    options = JudgeOptions(max_tokens=args.max_tokens, timeout=args.timeout, retries=max(0, args.retries),
+    options = JudgeOptions(max_tokens=args.max_tokens, timeout=args.timeout, max_reply_bytes=args.max_reply_bytes,
+                           retries=max(0, args.retries),
                            backoff=args.backoff, concurrency=max(1, args.concurrency))
     console = Console(stderr=True, soft_wrap=True)
     judge = make_judge(args.judge, options)
@@ -56,21 +62,35 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     finally:
         judge.close()
         cache.close()
-    if not report.written:
+    if not report.written and not report.kept_files:
         from captrack.judges.catalog import all_judged
 
         declared = sorted({t for j in all_judged() for t in j.tasks})
         raise InputError(f"no task of {', '.join(args.runs)} has judged metrics"
                          + (f" matching --tasks {args.tasks}" if args.tasks else "") + f"; judged tasks: {', '.join(declared)}")
-    for t in report.tallies:
-        reasons = ", ".join(f"{code} {n}" for code, n in sorted(t.reasons.items()))
-        console.print(f"{t.model} (run {t.run}) {t.task}/{t.metric}: {t.scored}/{t.n} judged" + (f"; NaN: {reasons}" if reasons else ""), highlight=False)
-    if args.store:
+    _print_tallies(report, console)
+    if args.store and report.scored:
         _reingest(args.store, args.runs, console)
     console.print(f"judge {report.judge}: {report.unique_inputs} distinct inputs, {report.cache_hits} from the cache, "
                   f"{report.requests} request(s) sent; wrote {len(report.written)} verdict file(s). "
                   "Ingest or compare these runs to use the verdicts.", highlight=False)
+    print(f"judged {report.scored} of {report.scored + report.failed} verdict(s); failed {report.failed}")
+    if not report.scored:
+        console.print("error: nothing could be judged (see the NaN reasons above); earlier valid verdicts were kept",
+                      highlight=False)
+        return 1
     return 0
+
+
+def _print_tallies(report: Any, console: Any) -> None:
+    """One line per (run, task, metric): judged / total, NaN reasons, earlier verdicts kept."""
+    for t in report.tallies:
+        reasons = ", ".join(f"{code} {n}" for code, n in sorted(t.reasons.items()))
+        console.print(f"{t.model} (run {t.run}) {t.task}/{t.metric}: {t.scored}/{t.n} judged"
+                      + (f"; NaN: {reasons}" if reasons else "")
+                      + (f"; kept {t.kept} earlier verdict(s) instead of NaN" if t.kept else ""), highlight=False)
+    for path in report.kept_files:
+        console.print(f"{path}: left as it was (this pass judged none of its items)", highlight=False)
 
 
 def _reingest(path: str, folders: list[str], console: Any) -> None:

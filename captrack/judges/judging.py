@@ -4,7 +4,9 @@ For every task of a run that has judged metrics (captrack.judges.catalog), each 
 put to the judge through the metric's prompt file; identical inputs are asked once, cached replies
 are never asked again, and the rest go out with bounded concurrency under the request budget. The
 verdicts go to ``judged_<task>_<date>.jsonl`` next to the samples file (written atomically), which
-``captrack ingest`` and ``captrack compare`` read as extra metrics. Every row names its judge.
+``captrack ingest`` and ``captrack compare`` read as extra metrics. Every row names its judge. A pass
+that fails never overwrites earlier valid verdicts (captrack.judges.merge), and an empty reply is a
+NaN (``empty_reply``) that is not cached.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from captrack.files import write_atomic
 from captrack.judges.base import Judge, JudgeError, Message
 from captrack.judges.cache import JudgeCache, cache_key
 from captrack.judges.catalog import JudgedMetric, Sample, get_inputs, judged_for_task
+from captrack.judges.merge import merge_verdicts
 from captrack.judges.prompts import load_prompt
 from captrack.judges.retry import Budget, ask
 from captrack.judges.verdicts import Verdict, failed
@@ -40,13 +43,14 @@ class Tally:
     task: str
     metric: str
     n: int = 0
-    scored: int = 0
-    reasons: Counter[str] = field(default_factory=Counter)
+    scored: int = 0  # valid verdicts of this pass (cache hits included)
+    reasons: Counter[str] = field(default_factory=Counter)  # NaN reasons of this pass, by code
+    kept: int = 0  # earlier valid verdicts kept in place of this pass's NaNs (captrack.judges.merge)
 
 
 @dataclass
 class JudgeReport:
-    """What a `judge_runs` call did: tallies, requests sent, cache hits and files written."""
+    """What a `judge_runs` call did: tallies, requests sent, cache hits, files written and files left as they were."""
 
     judge: str
     tallies: list[Tally] = field(default_factory=list)
@@ -54,6 +58,17 @@ class JudgeReport:
     cache_hits: int = 0
     unique_inputs: int = 0
     written: list[Path] = field(default_factory=list)
+    kept_files: list[Path] = field(default_factory=list)  # this pass judged nothing: earlier verdicts left untouched
+
+    @property
+    def scored(self) -> int:
+        """Valid verdicts of this pass, all tasks together."""
+        return sum(t.scored for t in self.tallies)
+
+    @property
+    def failed(self) -> int:
+        """NaN verdicts of this pass, all tasks together."""
+        return sum(t.n - t.scored for t in self.tallies)
 
 
 @dataclass
@@ -138,7 +153,7 @@ def judge_runs(
     _answer(jobs, judge, cache, budget, report, progress)
     report.requests = budget.used
     for run, task, items in work:
-        report.written.append(_write_verdicts(run, task, items, jobs, judge, report))
+        _write_verdicts(run, task, items, jobs, judge, report)
     return report
 
 
@@ -153,10 +168,10 @@ def _check_not_logged(task: TaskInfo, specs: list[JudgedMetric]) -> None:
 
 
 def _answer(jobs: dict[str, _Job], judge: Judge, cache: JudgeCache, budget: Budget, report: JudgeReport, progress: bool) -> None:
-    """Fill every job's reply from the cache or the judge (bounded concurrency)."""
+    """Fill every job's reply from the cache or the judge (bounded concurrency); empty replies are not cached."""
     missing = []
     for key, job in jobs.items():
-        job.reply = cache.get(key)
+        job.reply = cache.get(key)  # None also for a blank reply an earlier captrack cached: asked again
         if job.reply is None:
             missing.append(key)
     report.cache_hits = len(jobs) - len(missing)
@@ -172,20 +187,25 @@ def _answer(jobs: dict[str, _Job], judge: Judge, cache: JudgeCache, budget: Budg
             key = futures[future]
             job = jobs[key]
             try:
-                job.reply = future.result()
+                reply = future.result()
             except JudgeError as exc:
                 job.error = failed(exc.code, exc.detail)
             else:
-                cache.put(key, judge.id, job.prompt, job.reply)
+                job.reply = reply
+                if reply.strip():
+                    cache.put(key, judge.id, job.prompt, reply)
+                else:  # not cached, so the next run asks again
+                    job.error = failed("empty_reply", "the judge returned no text")
             bar.advance(tracker)
 
 
 def _write_verdicts(
     run: Run, task: TaskInfo, items: list[tuple[Sample, JudgedMetric, str]], jobs: dict[str, _Job],
     judge: Judge, report: JudgeReport,
-) -> Path:
+) -> None:
+    """Write one task's verdicts, merged with the file already there (a NaN never replaces a valid verdict)."""
     tallies: dict[str, Tally] = {}
-    lines = []
+    rows = []
     for sample, spec, key in items:
         job = jobs[key]
         verdict = job.error if job.error is not None else spec.parser.parse(job.reply or "")
@@ -195,11 +215,19 @@ def _write_verdicts(
             tally.scored += 1
         else:
             tally.reasons[verdict.code] += 1
-        lines.append(json.dumps({
+        rows.append({
             "doc_id": sample.doc_id, "doc_hash": sample.doc_hash, "prompt_hash": sample.prompt_hash,
             "filter": sample.filter, "metric": spec.metric, "value": verdict.value if verdict.ok else None,
             "judge": judge.id, "prompt": job.prompt, "reason": verdict.reason, "rule": verdict.rule,
-            "reply": (job.reply or "")[:500],
-        }, ensure_ascii=False))
+            "reply": (job.reply or "")[:500], "input": key,
+        })
+    path = judged_path(task.samples)
+    merged = merge_verdicts(path, rows)
+    for row in merged.kept:
+        if row.get("metric") in tallies:
+            tallies[row["metric"]].kept += 1
     report.tallies += list(tallies.values())
-    return write_atomic(judged_path(task.samples), "\n".join(lines) + "\n")
+    if merged.rows is None:
+        report.kept_files.append(path)
+    else:
+        report.written.append(write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged.rows)))

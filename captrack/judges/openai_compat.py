@@ -3,7 +3,9 @@
 Configured by environment variables (the model comes from ``--judge openai:MODEL``):
 
 - ``CAPTRACK_JUDGE_URL``: base URL up to and including ``/v1`` (falls back to ``OPENAI_BASE_URL``,
-  then ``https://api.openai.com/v1``); requests go to ``{URL}/chat/completions``.
+  then ``https://api.openai.com/v1``); requests go to ``{URL}/chat/completions`` (a query such as
+  ``?api-version=...`` is kept). Credentials in it (``user:KEY@``, ``?api-key=KEY``) are sent but
+  never printed or stored: the judge id is ``openai:MODEL@HOST[:PORT]/PATH``.
 - ``CAPTRACK_JUDGE_API_KEY``: the key (falls back to ``OPENAI_API_KEY``; may be empty for local servers).
 - ``CAPTRACK_JUDGE_AUTH_HEADER``: ``Authorization`` (default, sent as ``Bearer KEY``) or e.g. ``api-key``
   (Azure), sent as the bare key.
@@ -16,10 +18,11 @@ import json
 import os
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from captrack.errors import InputError
 from captrack.judges.base import (
     Judge,
     JudgeError,
@@ -28,6 +31,8 @@ from captrack.judges.base import (
     RetryableError,
     judge_backend,
 )
+from captrack.judges.exchange import Reply, post_bounded
+from captrack.judges.redact import Secrets, host_and_path, redact_url
 
 __all__ = ["OpenAICompatibleJudge"]
 
@@ -41,32 +46,53 @@ def _env(*names: str, default: str = "") -> str:
 
 
 class OpenAICompatibleJudge(Judge):
-    """POST /chat/completions, greedy (temperature 0), one attempt per call."""
+    """POST /chat/completions, greedy (temperature 0), one attempt per call.
+
+    Every attempt has one deadline (``options.timeout``, connect to last byte) and a reply-size cap
+    (``options.max_reply_bytes``). Credentials in the URL or the key never reach the judge id,
+    messages or stored replies (see captrack.judges.redact).
+    """
 
     def __init__(self, model: str, options: JudgeOptions, url: str | None = None, api_key: str | None = None) -> None:
         self.model = model
         self.options = options
-        self.url = (url or _env("CAPTRACK_JUDGE_URL", "OPENAI_BASE_URL", default="https://api.openai.com/v1")).rstrip("/")
+        raw = (url or _env("CAPTRACK_JUDGE_URL", "OPENAI_BASE_URL", default="https://api.openai.com/v1")).strip()
         key = api_key if api_key is not None else _env("CAPTRACK_JUDGE_API_KEY", "OPENAI_API_KEY")
+        self._secrets = Secrets.of(raw, key)
+        parts = urlsplit(raw)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(f"judge URL {redact_url(raw)!r} (CAPTRACK_JUDGE_URL): expected http(s)://HOST[:PORT]/PATH, "
+                             "e.g. https://api.openai.com/v1")
+        path = parts.path.rstrip("/")
+        # The real URL (credentials included) is used for the request only; the query travels as params.
+        self._endpoint = urlunsplit((parts.scheme, parts.netloc, f"{path}/chat/completions", "", ""))
+        self._params = httpx.QueryParams(parts.query)
+        self.url = redact_url(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")))
+        self.id = f"openai:{model}@{host_and_path(self.url)}"
         header = _env("CAPTRACK_JUDGE_AUTH_HEADER", default="Authorization")
-        headers = {}
+        headers = {"Accept-Encoding": "identity"}  # the size cap counts bytes as they arrive: no compressed bodies
         if key:
             headers[header] = f"Bearer {key}" if header.lower() == "authorization" else key
-        parts = urlsplit(self.url)
-        self.id = f"openai:{model}@{parts.netloc}{parts.path}"
         self._client = httpx.Client(timeout=httpx.Timeout(options.timeout), headers=headers,
                                     limits=httpx.Limits(max_connections=self.concurrency))
 
     def attempt(self, messages: list[Message]) -> str:
-        """One chat-completions request; transport errors, timeouts, 408, 409, 429, 5xx and bad bodies are retryable."""
-        body = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": self.options.max_tokens}
+        """One chat-completions request; transport errors, timeouts, 408, 409, 429, 5xx and bad bodies are retryable.
+
+        Secrets are scrubbed from the reply and from every error detail.
+        """
         try:
-            response = self._client.post(f"{self.url}/chat/completions", json=body)
-        except httpx.TimeoutException as exc:
-            raise RetryableError("timeout", f"no reply within {self.options.timeout:g} s ({type(exc).__name__})") from exc
-        except httpx.TransportError as exc:
-            raise RetryableError("transport", f"{type(exc).__name__}: {exc}") from exc
-        status = response.status_code
+            return self._secrets.scrub(self._attempt(messages))
+        except RetryableError as exc:
+            raise RetryableError(exc.code, self._secrets.scrub(exc.detail), exc.retry_after) from None
+        except JudgeError as exc:
+            raise JudgeError(exc.code, self._secrets.scrub(exc.detail)) from None
+
+    def _attempt(self, messages: list[Message]) -> str:
+        body = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": self.options.max_tokens}
+        response = post_bounded(self._client, self._endpoint, body, self._params, self.options.timeout,
+                                self.options.max_reply_bytes)
+        status = response.status
         if status == 429:
             raise RetryableError("rate_limited", "HTTP 429", _retry_after(response.headers.get("retry-after")))
         if status >= 500 or status in (408, 409):  # 408 request timeout, 409 conflict: transient per OpenAI's guidance
@@ -81,17 +107,21 @@ class OpenAICompatibleJudge(Judge):
         self._client.close()
 
 
-def _content(response: httpx.Response) -> str:
-    """choices[0].message.content of a chat-completions body; anything else is a malformed reply."""
+def _content(response: Reply) -> str:
+    """choices[0].message.content of a chat-completions body; anything else is a malformed reply.
+
+    Raises:
+        JudgeError: ``empty_reply`` when the content is null or blank (never cached: the next run asks again).
+    """
     try:
-        data: Any = response.json()
+        data: Any = json.loads(response.body)
         content = data["choices"][0]["message"]["content"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
         raise RetryableError("malformed_response", f"not a chat-completions body: {response.text[:120]!r}") from exc
-    if content is None:
-        return ""
-    if not isinstance(content, str):
+    if content is not None and not isinstance(content, str):
         raise RetryableError("malformed_response", f"message content is {type(content).__name__}, not text")
+    if content is None or not content.strip():
+        raise JudgeError("empty_reply", "the message content is " + ("null" if content is None else "blank"))
     return content
 
 
