@@ -204,12 +204,13 @@ def _parse_capability(path: Path, group: str, key: str, body: Any) -> Capability
 def _parse_member(
     where: str, group: str, capability: str, facets: Mapping[str, str], raw: Any
 ) -> Member:
-    if not isinstance(raw, dict) or not {"task", "metric", "direction"} <= set(raw):
-        raise InputError(f"{where}: each member needs task, metric and direction; got {raw!r}")
-    direction = str(raw["direction"])
+    if not isinstance(raw, dict) or not {"task", "metric"} <= set(raw):
+        raise InputError(f"{where}: each member needs task and metric; got {raw!r}")
+    spec = get_metric(str(raw["metric"]))
+    # The direction is the MetricSpec's; a member may restate it, and then it must agree.
+    direction = str(raw.get("direction", spec.direction))
     if direction not in DIRECTIONS:
         raise InputError(f"{where}: member {raw['task']}/{raw['metric']}: direction must be one of {DIRECTIONS}")
-    spec = get_metric(str(raw["metric"]))
     if spec.direction != direction:
         raise InputError(
             f"{where}: member {raw['task']}/{raw['metric']} says direction {direction!r} but metric "

@@ -1,1 +1,1 @@
-"""Human-readable outputs: Markdown reports (and, later, leaderboard pages and figures)."""
+"""Outputs: the one writer of contract files (``writer``), Markdown reports, figures and leaderboard pages."""
