@@ -50,7 +50,9 @@ from pathlib import Path
 from captrack.errors import CaptrackError
 from captrack.metrics.sandbox_process import Outcome, run_contained
 
-__all__ = ["FALLBACK_ENV", "SandboxResult", "SandboxUnavailable", "run_batch", "run_program", "sandbox_kind"]
+__all__ = [
+    "FALLBACK_ENV", "SandboxResult", "SandboxUnavailable", "bwrap_problem", "run_batch", "run_program", "sandbox_kind",
+]
 
 TIMEOUT_S = 10.0
 MEMORY_BYTES = 1 << 30
@@ -96,7 +98,7 @@ def sandbox_kind() -> str:
         SandboxUnavailable: bubblewrap is missing or cannot create namespaces, and
             ``CAPTRACK_UNSAFE_CODE_FALLBACK`` is not ``1``; the message names the fix.
     """
-    problem = _bwrap_problem(shutil.which("bwrap"))
+    problem = bwrap_problem()
     if problem is None:
         return "bwrap"
     if os.environ.get(FALLBACK_ENV) == "1":
@@ -109,6 +111,11 @@ def sandbox_kind() -> str:
         f"started with them); or set {FALLBACK_ENV}=1 to accept the weaker fallback (no file-system or "
         "network isolation), which is recorded with every result."
     )
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot sandbox a program here (missing, or no user namespaces), or None when it can."""
+    return _bwrap_problem(shutil.which("bwrap"))
 
 
 @functools.cache
@@ -196,16 +203,17 @@ def run_program(program: str, tests: str = "", timeout: float = TIMEOUT_S, memor
            "memory": memory, "file_bytes": FILE_BYTES, "open_files": OPEN_FILES,
            "processes": PROCESSES if kind == "bwrap" else None}
     harness = ["-c", _HARNESS.read_text(encoding="utf-8"), "captrack-sandbox"]
-    limits = {"timeout": timeout, "keep": KEEP_BYTES, "output_limit": OUTPUT_LIMIT}
     stdin = json.dumps(job).encode("utf-8")
     try:
         if kind == "bwrap":
             command = [*_bwrap_command(shutil.which("bwrap") or "bwrap"), *harness]
-            outcome = run_contained(command, stdin, report, env=_environment("/tmp"), cwd="/", **limits)
+            outcome = run_contained(command, stdin, report, env=_environment("/tmp"), cwd="/", timeout=timeout,
+                                    keep=KEEP_BYTES, output_limit=OUTPUT_LIMIT)
         else:
             with tempfile.TemporaryDirectory(prefix="captrack-sandbox-") as workdir:
                 command = [_interpreter(), *_interpreter_flags(), *harness]
-                outcome = run_contained(command, stdin, report, env=_environment(workdir), cwd=workdir, **limits)
+                outcome = run_contained(command, stdin, report, env=_environment(workdir), cwd=workdir,
+                                        timeout=timeout, keep=KEEP_BYTES, output_limit=OUTPUT_LIMIT)
     except OSError as exc:
         return SandboxResult("error", f"cannot start the sandbox: {exc}", kind)
     return _verdict(outcome, token, timeout, kind)

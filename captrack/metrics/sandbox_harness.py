@@ -11,6 +11,8 @@ processes, no ptrace, no namespaces), runs the program and then the tests in one
 ending (an exception, SystemExit, ``os._exit``, a signal) leaves no valid pass report.
 """
 
+from __future__ import annotations
+
 import builtins
 import ctypes
 import json
@@ -19,6 +21,8 @@ import resource
 import struct
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 _ALLOW = 0x7FFF0000
 _KILL_PROCESS = 0x80000000
@@ -45,11 +49,11 @@ _SYSCALLS = {
 }
 
 
-def _bpf(code, k, jt=0, jf=0):
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def _filter(machine):
+def _filter(machine: str) -> list[bytes]:
     """The seccomp BPF program for this machine (raises KeyError for an unknown machine)."""
     arch, denied, clone, clone3, x32 = _SYSCALLS[machine]
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -70,7 +74,7 @@ class _Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
-def _seccomp():
+def _seccomp() -> None:
     """Install the filter: from here on this process cannot start processes or open sockets."""
     prog = _filter(os.uname().machine)
     fprog = _Fprog(len(prog), b"".join(prog))
@@ -82,50 +86,55 @@ def _seccomp():
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
 
 
-def _limits(job):
+def _limits(job: dict[str, Any]) -> None:
     for name, value in (("CPU", job["cpu_s"]), ("AS", job["memory"]), ("FSIZE", job["file_bytes"]),
                         ("NOFILE", job["open_files"]), ("NPROC", job["processes"]), ("CORE", 0)):
         if value is None:
             continue
         limit = getattr(resource, "RLIMIT_" + name)
-        soft, hard = resource.getrlimit(limit)
+        hard = resource.getrlimit(limit)[1]
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(limit, (value, value))
 
 
-def _report(fd, message):
-    data = (json.dumps(message) + "\n").encode()
+def _report(fd: int, message: dict[str, str], dumps: Callable[..., str] = json.dumps,
+            write: Callable[[int, bytes], int] = os.write) -> None:
+    # dumps and write are bound when the harness starts: the program's patches to json or os do not reach here.
+    data = (dumps(message) + "\n").encode()
     while data:
-        data = data[os.write(fd, data):]
+        data = data[write(fd, data):]
 
 
-def _run(job, token, fd, run=exec, build=compile, exc_info=sys.exc_info):
-    saved_builtins = dict(builtins.__dict__)
+def _run(
+    job: dict[str, Any], token: str, fd: int, run: Callable[..., Any] = exec, build: Callable[..., Any] = compile,
+    settrace: Callable[..., None] = sys.settrace, setprofile: Callable[..., None] = sys.setprofile,
+) -> int:
+    builtins_dict = builtins.__dict__
+    saved_builtins = dict(builtins_dict)
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     stage = "program"
     try:
         run(build(job.pop("program"), "program.py", "exec"), namespace)
         # Undo what the program did to the interpreter before the tests run.
-        sys.settrace(None)
-        sys.setprofile(None)
-        builtins.__dict__.clear()
-        builtins.__dict__.update(saved_builtins)
+        settrace(None)
+        setprofile(None)
+        builtins_dict.clear()
+        builtins_dict.update(saved_builtins)
         namespace["__builtins__"] = builtins
         stage = "tests"
         run(build(job.pop("tests"), "tests.py", "exec"), namespace)
     except SystemExit as exc:
         _report(fd, {"status": "failed", "detail": f"the {stage} exited early (SystemExit({exc.code!r}))"})
         return 1
-    except BaseException:
-        kind, value = exc_info()[:2]
+    except BaseException as exc:  # any exception of the program or the tests is a failure
         traceback.print_exc()
-        _report(fd, {"status": "failed", "detail": f"the {stage} raised {kind.__name__}: {value}"[:500]})
+        _report(fd, {"status": "failed", "detail": f"the {stage} raised {type(exc).__name__}: {exc}"[:500]})
         return 1
     _report(fd, {"token": token, "status": "passed"})
     return 0
 
 
-def _main():
+def _main() -> None:
     job = json.loads(sys.stdin.buffer.read())
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
@@ -141,9 +150,10 @@ def _main():
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BaseException:
+        except BaseException:  # the program may have replaced or closed the stream
             pass
     os._exit(status)  # no atexit handlers, no finalizers: nothing of the program's runs after this
 
 
-_main()
+if __name__ == "__main__":
+    _main()

@@ -123,18 +123,31 @@ def _supervise(
         if tails[child.stdout.fileno()].total + tails[child.stderr.fileno()].total > output_limit:
             flooded = True
             break
-    selector.close()
     if not (timed_out or flooded):
         try:  # every pipe is closed: give the child a moment to exit on its own and report its status
             child.wait(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
             pass
     _kill(child)
+    _drain(selector, open_reads)
+    selector.close()
     out, err = tails[child.stdout.fileno()], tails[child.stderr.fileno()]
     return Outcome(
         returncode=child.returncode, stdout=out.value(), stderr=err.value(), report=tails[report].value(),
         output_bytes=out.total + err.total, timed_out=timed_out, flooded=flooded,
     )
+
+
+def _drain(selector: selectors.BaseSelector, open_reads: int, grace: float = 10.0) -> None:
+    """After the kill, read (and drop) until every pipe is closed: then nothing inside is left alive."""
+    deadline = time.monotonic() + grace
+    while open_reads and time.monotonic() < deadline:
+        for key, _ in selector.select(max(0.0, deadline - time.monotonic())):
+            if key.events & selectors.EVENT_WRITE:
+                selector.unregister(key.fd)
+            elif not os.read(int(key.fd), _CHUNK):
+                selector.unregister(key.fd)
+                open_reads -= 1
 
 
 def _feed(child: subprocess.Popen[bytes], selector: selectors.BaseSelector, pending: memoryview) -> memoryview:
