@@ -63,6 +63,7 @@ PROCESSES = 64
 KEEP_BYTES = 64 << 10
 OUTPUT_LIMIT = 16 << 20
 FALLBACK_ENV = "CAPTRACK_UNSAFE_CODE_FALLBACK"
+HARNESS_MARKER = "captrack-sandbox-harness"  # the harness's argv[1]: lets tests find sandboxed processes
 _SANDBOX_UID = "65534"
 _HARNESS = Path(__file__).with_name("sandbox_harness.py")
 _LOG = logging.getLogger(__name__)
@@ -202,7 +203,7 @@ def run_program(program: str, tests: str = "", timeout: float = TIMEOUT_S, memor
     job = {"token": token, "report_fd": report[1], "program": program, "tests": tests, "cpu_s": int(timeout) + 1,
            "memory": memory, "file_bytes": FILE_BYTES, "open_files": OPEN_FILES,
            "processes": PROCESSES if kind == "bwrap" else None}
-    harness = ["-c", _HARNESS.read_text(encoding="utf-8"), "captrack-sandbox"]
+    harness = ["-c", _HARNESS.read_text(encoding="utf-8"), HARNESS_MARKER]
     stdin = json.dumps(job).encode("utf-8")
     try:
         if kind == "bwrap":

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from captrack.metrics.code import code_metrics, run_tests
-from captrack.metrics.sandbox import SandboxResult, bwrap_problem
+from captrack.metrics.sandbox import HARNESS_MARKER, SandboxResult, bwrap_problem
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bubblewrap sandbox: {bwrap_problem()}")
 
@@ -31,11 +31,11 @@ WRONG = "def add(a, b):\n    return 0\n"
 
 
 def _sandbox_processes() -> set[int]:
-    """Processes on this machine running the sandbox harness (its argv carries `captrack-sandbox`)."""
+    """Processes on this machine running the sandbox harness (an argument is exactly HARNESS_MARKER)."""
     found = set()
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"captrack-sandbox" in (entry / "cmdline").read_bytes():
+            if entry.name.isdigit() and HARNESS_MARKER.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
                 found.add(int(entry.name))
         except OSError:
             continue
