@@ -12,7 +12,7 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: test test-slow demo lint bench clean browser
+.PHONY: test test-slow demo lint bench clean browser sandbox
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +33,16 @@ browser:
 	  { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; } || \
 	  echo "chromium/chromedriver missing and not root: browser tests will be skipped"
 
+# HumanEval/MBPP run model-written code only inside bubblewrap; install it when missing and we may
+# (root), else say so (code scoring then refuses to run, its tests skip).
+sandbox:
+	@command -v bwrap >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null; } || \
+	  echo "bubblewrap (bwrap) missing and not root: apt-get install bubblewrap; code-sandbox tests will be skipped"
+
 # The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data):
 # about 2 minutes of tests on 2 CPU cores (the slow ones about 8). CI (.ci/run) runs both.
-test: lint browser
+test: lint browser sandbox
 	$(BIN)/pytest -q -m "not slow"
 
 # Gemma-3-270M base (GGUF in four parts), the probe suite's second reference model: slow tests only.

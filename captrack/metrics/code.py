@@ -1,23 +1,26 @@
 """C1 code generation (HumanEval, MBPP): pass@1 of the model's program against the unit tests.
 
-The program is run by :mod:`captrack.metrics.sandbox`, in a separate locked-down process; it is
-never executed in the evaluating process. A program that times out, runs out of memory or tries to
-reach the network, spawn processes or touch files outside its folder scores 0, and the reason is
-logged (warning) with the doc id.
+The program and the tests are run by :mod:`captrack.metrics.sandbox` (bubblewrap namespaces, a
+read-only file system, rlimits and a seccomp filter); never in the evaluating process. A pass is
+reported by the sandbox's harness after the tests returned, never read from an exit status. A program
+that fails, exits early, times out, runs out of memory or tries to reach the network, spawn processes
+or touch files outside the sandbox scores 0; the reason and the sandbox that ran it (``bwrap`` or the
+opt-in ``fallback``) are logged with the doc id. Where bubblewrap cannot run, scoring refuses
+(:class:`captrack.metrics.sandbox.SandboxUnavailable`) unless the fallback was asked for.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from captrack.metrics import extract
 from captrack.metrics.registry import scorer
-from captrack.metrics.sandbox import SandboxResult, run_program
+from captrack.metrics.sandbox import TIMEOUT_S, SandboxResult, run_batch, run_program
 
-__all__ = ["code_metrics", "extract_program", "run_tests"]
+__all__ = ["code_metrics", "extract_program", "run_tests", "run_tests_batch"]
 
 _LOG = logging.getLogger(__name__)
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
@@ -37,16 +40,25 @@ def extract_program(doc: Mapping[str, Any], response: str) -> str:
     return code
 
 
-def run_tests(doc: Mapping[str, Any], response: str) -> SandboxResult:
-    """Run the response's program followed by the doc's tests (``gold``) in the sandbox."""
-    program = f"{extract_program(doc, response)}\n\n{doc['gold']}"
-    return run_program(program)
+def run_tests(doc: Mapping[str, Any], response: str, timeout: float = TIMEOUT_S) -> SandboxResult:
+    """Run the response's program, then the doc's tests (``gold``) in its namespace, in the sandbox."""
+    return run_program(extract_program(doc, response), str(doc["gold"]), timeout=timeout)
+
+
+def run_tests_batch(docs: Sequence[Mapping[str, Any]], responses: Sequence[str]) -> list[SandboxResult]:
+    """:func:`run_tests` for many items at once, in parallel sandboxes (at most one per CPU core)."""
+    jobs = [(extract_program(doc, response), str(doc["gold"])) for doc, response in zip(docs, responses, strict=True)]
+    return run_batch(jobs)
 
 
 @scorer("code_tests", produces=("pass_at_1",))
 def code_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """1 when the (single, greedy) program passes every test of the item."""
     result = run_tests(doc, response)
-    if result.status in ("blocked", "timeout", "error"):
-        _LOG.warning("doc %s: program %s (%s); scored 0", doc.get("id", "?"), result.status, result.detail)
+    if not result.passed:
+        level = logging.DEBUG if result.status == "failed" and result.sandbox == "bwrap" else logging.WARNING
+        _LOG.log(level, "doc %s: program %s in the %s sandbox (%s); scored 0",
+                 doc.get("id", "?"), result.status, result.sandbox, result.detail.splitlines()[0] if result.detail else "")
+    elif result.sandbox != "bwrap":
+        _LOG.warning("doc %s: passed in the %s sandbox (weaker than bubblewrap)", doc.get("id", "?"), result.sandbox)
     return {"pass_at_1": float(result.passed)}
