@@ -103,10 +103,9 @@ def compare_store(
     """
     taxonomy = taxonomy or load_taxonomy()
     warnings: list[str] = []
-    transitions, drift, replicates = [], [], []
+    transitions, drift, replicates, pairs = [], [], [], []
     items: Items = {}
     counts: dict[str, Any] = {}
-    pairs: list[PairedItems] = []
     for variant in variants:
         paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
         pairs.append(paired)

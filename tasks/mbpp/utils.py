@@ -2,9 +2,9 @@
 
 from typing import Any
 
+from captrack.metrics.sandbox import sandbox_kind
 from captrack.official.tasks import load as _load
 from captrack.official.tasks import nanmean, process_results
-from captrack.metrics.sandbox import sandbox_kind
 
 __all__ = ["load", "nanmean", "process_results"]
 
