@@ -197,4 +197,4 @@ declare_judged(JudgedMetric("coverage", ("captrack_eli5_subset", "captrack_ragtr
                             "request_response"))
 declare_judged(JudgedMetric("overreach", ("captrack_eli5_subset", "captrack_ragtruth_subset"), "overreach", OVERREACHED, "W2",
                             "context_response"))
-# FollowBench `pass_fraction` (H1) has no judge prompt yet: the task logs it as NaN with its reason (captrack/data/configs.py).
+# FollowBench `pass_fraction` (H1) has no judge prompt yet: the task logs it as NaN with its reason (captrack/official/configs.py).

@@ -40,7 +40,7 @@ declare(MetricSpec("rating", "higher", "score", "judge rating of the response, s
 declare(MetricSpec("citation_format", "higher", "binary", "citations follow the requested format"))
 declare(MetricSpec("citation_source", "higher", "score", "share of citations that point at a supporting source"))
 
-# Official CapTrack configs (captrack/data/configs.py): metrics beyond the ones above.
+# Official CapTrack configs (captrack/official/configs.py): metrics beyond the ones above.
 declare(MetricSpec("pass_all_loose", "higher", "binary", "as pass_all, accepting IFEval's loose forms of the response"))
 declare(MetricSpec("pass_fraction_loose", "higher", "score", "as pass_fraction, accepting IFEval's loose forms of the response"))
 declare(MetricSpec("sentence_count", "neutral", "count", "response length in sentences"))

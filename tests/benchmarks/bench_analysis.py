@@ -308,7 +308,7 @@ def phase_generate(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # phase: floor
 
-CAPTRACK_MAX_OBJECT = 1073741824  # what captrack/store.py passes to read_json
+CAPTRACK_MAX_OBJECT = 1073741824  # what captrack/results/store.py passes to read_json
 FLOOR_COLUMNS = {
     "doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR",
     "acc": "JSON", "filtered_resps": "JSON",
