@@ -1,4 +1,4 @@
-"""The `captrack` command: tasks, ingest, compare, judge, taxonomy, demo."""
+"""The `captrack` command: tasks, ingest, import, compare, judge, taxonomy, demo."""
 
 from __future__ import annotations
 
@@ -87,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--batch-size", type=int, default=8, help="lm-eval --batch_size (default 8)")
     plan.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: min(--gpus, 8))")
     plan.set_defaults(func=_cmd_plan_memory)
+
+    from captrack.imports.cli import add_import_parser
+
+    add_import_parser(sub)
 
     from captrack.judges.cli import add_judge_parser
 

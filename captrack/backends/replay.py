@@ -103,7 +103,7 @@ def _key(doc_key: str | None, doc_id: int | None) -> str:
     return str(doc_key) if doc_key is not None else f"#{int(doc_id or 0)}"
 
 
-class ReplayLM(LM):  # type: ignore[misc]
+class ReplayLM(LM):
     """lm-eval model `captrack-replay`: recorded responses, matched to documents by id."""
 
     def __init__(self, responses: str, id_field: str = "id", pretrained: str = "imported", **provenance: Any) -> None:
