@@ -20,7 +20,7 @@ from typing import Any
 
 from captrack.backends.replay import ReplayRecord, missing_message, write_replay
 from captrack.errors import InputError, UnknownNameError
-from captrack.imports.formats import read_source
+from captrack.imports.formats import Source, read_source
 
 __all__ = ["REPLAY_FILE", "ImportResult", "Matched", "import_run", "source_sha256"]
 
@@ -146,7 +146,7 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
     return _write_run(source, target, matched, provenance, id_field, name or source.name)
 
 
-def _write_run(source: Any, target: Path, matched: list[Matched], provenance: dict[str, Any],
+def _write_run(source: Source, target: Path, matched: list[Matched], provenance: dict[str, Any],
                id_field: str, name: str) -> ImportResult:
     """Run lm-eval with the replay backend into a temporary sibling of `target`, then rename it."""
     from captrack.evaluate import EvalSpec, evaluate_checkpoint
