@@ -89,3 +89,14 @@ def test_import_reproduces_the_scorer_on_generated_text(source: Path, full_rows:
     got = _verdicts(tmp_path / "run")
     assert got == direct
     assert 0 < sum(got.values()) < len(got)  # both verdicts occur, so the comparison can fail
+
+
+@pytest.mark.slow
+def test_a_whole_file_reproduces_the_scorer_item_by_item(full_rows: dict[str, dict[str, Any]], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    source = next(p for p in OUTPUTS if p.name == "model_outputs_Meta-Llama-3_1-8B-Instruct_5shots.zip")
+    _mirror(tmp_path, monkeypatch, list(full_rows.values()))
+    import_run(source, "mmlu-pro", tmp_path / "run")
+    direct = {f"mmlu_pro-{int(i['question_id'])}": score("mc_letter", scoring_doc(full_rows[f"mmlu_pro-{int(i['question_id'])}"]),
+                                                          i["generated_text"])["acc"] for i in _items(source)}
+    assert _verdicts(tmp_path / "run") == direct and len(direct) == 12032
