@@ -1,4 +1,4 @@
-"""The `captrack` command: tasks, ingest, compare, judge, taxonomy, demo."""
+"""The `captrack` command: tasks, ingest, import, compare, judge, taxonomy, demo."""
 
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_theory_parser(sub)
     _add_plan_parser(sub)
+
+    from captrack.imports.cli import add_import_parser
+
+    add_import_parser(sub)
 
     from captrack.judges.cli import add_judge_parser
 

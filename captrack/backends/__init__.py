@@ -5,7 +5,10 @@ from __future__ import annotations
 __all__ = ["BACKENDS", "register_backends"]
 
 # lm-eval model name -> "module:class", registered lazily: deepspeed is imported on first use only.
-BACKENDS = {"captrack-ds": "captrack.backends.deepspeed_lm:DeepSpeedLM"}
+BACKENDS = {
+    "captrack-ds": "captrack.backends.deepspeed_lm:DeepSpeedLM",
+    "captrack-replay": "captrack.backends.replay:ReplayLM",  # generations made elsewhere (`captrack import`)
+}
 
 
 def register_backends() -> list[str]:

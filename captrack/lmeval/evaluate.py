@@ -27,6 +27,7 @@ class EvalSpec:
     metadata: dict[str, Any] = field(default_factory=dict)
     device: str | None = None  # None: cuda when available, else cpu
     gen_kwargs: str | None = None  # lm-eval --gen_kwargs, e.g. "max_gen_toks=32" (overrides every task's)
+    samples: dict[str, list[int]] | None = None  # lm-eval --samples: only these doc indices per task (not with limit)
 
 
 def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | None = None) -> Path:
@@ -77,6 +78,7 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
         fewshot_random_seed=spec.seed,
         metadata=spec.metadata or None,
         gen_kwargs=spec.gen_kwargs,
+        samples=spec.samples,
     )
     if results is None:  # only non-zero ranks get None
         return output_path

@@ -44,7 +44,7 @@ def build_mirror(sources: str | Path, out: str | Path, configs: Iterable[str] | 
     Args:
         sources: folder of original benchmark files (laid out as ``gsm8k/test.jsonl``, ...).
         out: the mirror root (``<out>/data/<config>/data.parquet`` and ``<out>/manifest.json``).
-        configs: only these configs (default: all 37).
+        configs: only these configs (default: every config, the hub's 37 and captrack's own).
         progress: called with each config name before it is built.
 
     Raises:

@@ -1,9 +1,11 @@
-"""The 37 configs of the official CapTrack suite: how each is scored and how it is built offline.
+"""The 37 configs of the official CapTrack suite (plus local ones): how each is scored and built offline.
 
 One record per config, declared once. The lm-eval task of config ``gsm8k.subset`` is
 ``captrack_gsm8k_subset``; its capability membership lives in taxonomy/captrack.yaml. ``size`` and
 ``seed`` fix the deterministic sample a subset draws from the original files (``None``: every row
 the builder keeps); ``reason`` says why a config cannot be built from the original public files.
+A config with ``hub=False`` is captrack's own, not one of the hub dataset's 37: only `captrack data
+build` makes it (``mmlu_pro.full``, every MMLU-Pro test item, for scoring imported generations).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class OfficialConfig:
         size: rows sampled from the source when building offline (None: all rows kept).
         seed: seed of that sample.
         reason: why it cannot be built from the original files ("" when it can).
+        hub: whether the hub dataset ``tri-fair-lab/captrack`` has it (False: built offline only).
     """
 
     name: str
@@ -38,6 +41,7 @@ class OfficialConfig:
     size: int | None = None
     seed: int = 1234
     reason: str = ""
+    hub: bool = True
 
     @property
     def task(self) -> str:
@@ -83,6 +87,7 @@ _ALL = (
     OfficialConfig("math.subset", ("math_answer",)),
     OfficialConfig("mbpp.full", ("code_tests",)),
     OfficialConfig("mgsm.subset", ("numeric_answer",), size=275),
+    OfficialConfig("mmlu_pro.full", ("mc_letter",), hub=False),
     OfficialConfig("mmlu_pro.subset", ("mc_letter",), size=500),
     OfficialConfig("mmlu_pro.rephrased", ("mc_letter",), size=500),
     OfficialConfig("mmlu_pro.schema", ("json_schema",), size=500),

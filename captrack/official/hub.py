@@ -32,7 +32,7 @@ def mirror_hub(out: str | Path, revision: str | None = None, repo_id: str = HUB_
             "build the mirror with `captrack data build --sources DIR`"
         ) from exc
     root, written = Path(out), {}
-    for name in CONFIGS:
+    for name in (n for n, c in CONFIGS.items() if c.hub):  # local configs are built, never downloaded
         path = local / "data" / name / "data.parquet"
         if not path.is_file():
             raise InputError(f"{repo_id}@{sha} has no data/{name}/data.parquet")

@@ -28,14 +28,26 @@ def _options_block(options: list[str]) -> str:
     return "\n".join(f"{letter}. {text}" for letter, text in zip(letters(len(options)), options, strict=True))
 
 
-@builder("mmlu_pro.subset", "mmlu_pro.rephrased", "mmlu_pro.schema", "mmlu_pro.table_schema")
+def _mmlu_pro_gold(item: dict[str, Any], form: str) -> int:
+    """The gold option index; `full` trusts the gold letter, which MMLU-Pro scores against (qid 3983's index is off)."""
+    if form != "full":
+        return int(item["answer_index"])
+    index = ord(str(item["answer"]).strip().upper()) - ord("A")
+    if not 0 <= index < len(item["options"]):
+        raise ValueError(f"mmlu_pro/test.jsonl question_id {item['question_id']}: answer {item['answer']!r} names no option")
+    return index
+
+
+@builder("mmlu_pro.full", "mmlu_pro.subset", "mmlu_pro.rephrased", "mmlu_pro.schema", "mmlu_pro.table_schema")
 def mmlu_pro(sources: Path, config: OfficialConfig) -> list[Row]:
-    """MMLU-Pro test questions (up to ten options); every form draws the same sample."""
+    """MMLU-Pro test questions (up to ten options); every sampled form draws the same sample, `full` all 12,032."""
     form = config.name.split(".")[1]
     rows = []
     for item in sample(read_jsonl(sources / "mmlu_pro" / "test.jsonl"), config.size, config.seed):
-        options, gold = [str(o) for o in item["options"]], int(item["answer_index"])
+        options, gold = [str(o) for o in item["options"]], _mmlu_pro_gold(item, form)
         meta: dict[str, Any] = {"question_id": item["question_id"], "category": item.get("category"), "form": form}
+        if form == "full":
+            meta["src"] = item.get("src")
         question = item["question"].strip()
         schema: dict[str, Any] | None = None
         if form == "rephrased":
@@ -47,7 +59,7 @@ def mmlu_pro(sources: Path, config: OfficialConfig) -> list[Row]:
             )
         else:
             task = f"Question: {question}\n{_options_block(options)}"
-            if form == "subset":
+            if form in ("subset", "full"):
                 prompt = f"{_MC_INSTRUCTION}\n\n{task}"
             else:
                 labels = letters(len(options))

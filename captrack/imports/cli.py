@@ -1,0 +1,42 @@
+"""`captrack import SRC --format ... --out RUN_DIR`: generations made elsewhere into an lm-eval run folder."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+__all__ = ["add_import_parser"]
+
+
+def add_import_parser(sub: Any) -> None:
+    """Add the `import` command to the `captrack` parser."""
+    from captrack.imports.formats import ADAPTERS
+
+    cmd = sub.add_parser("import", help="score generations made elsewhere (MMLU-Pro outputs, CapTrack model_responses, JSONL)")
+    cmd.add_argument("src", metavar="SRC", help="the source file or folder")
+    cmd.add_argument("--format", required=True, choices=sorted(ADAPTERS), help="how SRC is laid out (see README)")
+    cmd.add_argument("--task", help="the captrack task the responses answer (jsonl: required; mmlu-pro: default captrack_mmlu_pro_full)")
+    cmd.add_argument("--out", required=True, metavar="RUN_DIR", help="new folder for the lm-eval run (must not exist or be empty)")
+    cmd.add_argument("--name", help="model name to file the run under (default: from the source's name)")
+    cmd.add_argument("--allow-partial", action="store_true", help="score the documents both the source and the task have")
+    cmd.add_argument("--response-column", default="outputs", help="response column of --format captrack files (default: outputs)")
+    cmd.set_defaults(func=_cmd_import)
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from captrack.imports.run import import_run
+
+    console = Console(stderr=True, soft_wrap=True)
+    started = time.perf_counter()
+    with console.status(f"importing {args.src}"):
+        result = import_run(args.src, args.format, args.out, task=args.task, name=args.name,
+                            allow_partial=args.allow_partial, response_column=args.response_column,
+                            log=lambda line: console.print(line, highlight=False))
+    for m in result.matched:
+        print(f"{m.task}: {len(m.indices)} of {m.n_docs} documents scored")
+    print(f"wrote {result.results_file} in {time.perf_counter() - started:.1f} s "
+          f"(sha256 {result.provenance['sha256'][:12]} of {result.provenance['source']})")
+    return 0

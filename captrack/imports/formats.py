@@ -1,0 +1,200 @@
+"""Adapters from generations made elsewhere to replay records, one per `captrack import --format`.
+
+- ``mmlu-pro``: the MMLU-Pro authors' ``model_outputs_<model>_5shots`` files (a JSON list, or a zip
+  holding one): ``question_id`` -> the document ``mmlu_pro-<question_id>``, ``generated_text`` the
+  response. Default task ``captrack_mmlu_pro_full``. The files keep no prompt.
+- ``captrack``: CapTrack's ``model_responses/<model>/`` folder (SRC is the ``<model>`` folder), one file
+  per task named after the config or the task (``gsm8k.subset.jsonl``, ``captrack_gsm8k_subset.parquet``),
+  as JSON Lines, Parquet or CSV, with ``id`` (or ``doc_id``), the response column (``outputs``) and
+  optionally ``prompt``.
+- ``jsonl``: one JSON object a line with ``id`` (the document's own id, e.g. ``HumanEval-0``) or
+  ``doc_id`` (lm-eval's integer index), ``response`` and optionally ``prompt``; needs ``--task``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import zipfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from captrack.backends.replay import ReplayRecord
+from captrack.errors import InputError, UnknownNameError
+from captrack.registries import add_once
+
+__all__ = ["ADAPTERS", "MMLU_PRO_TASK", "Source", "adapter", "read_source"]
+
+MMLU_PRO_TASK = "captrack_mmlu_pro_full"
+TABLE_SUFFIXES = (".jsonl", ".parquet", ".csv")
+
+
+@dataclass(frozen=True)
+class Source:
+    """What an adapter read: the records, and the model name the source suggests."""
+
+    records: list[ReplayRecord]
+    name: str
+
+
+Adapter = Callable[[Path, "str | None", str], Source]
+ADAPTERS: dict[str, Adapter] = {}
+
+
+def adapter(name: str) -> Callable[[Adapter], Adapter]:
+    """Register the reader of one `--format`."""
+
+    def register(function: Adapter) -> Adapter:
+        add_once(ADAPTERS, name, function, "import format")
+        return function
+
+    return register
+
+
+def read_source(fmt: str, src: Path, task: str | None, response_column: str = "outputs") -> Source:
+    """Read `src` in format `fmt` into replay records (for `task` only, when given).
+
+    Raises:
+        UnknownNameError: an unknown format.
+        InputError: the source is missing or malformed (file, line and field named).
+    """
+    if fmt not in ADAPTERS:
+        raise UnknownNameError("import format", fmt, ADAPTERS)
+    if not src.exists():
+        raise InputError(f"{src}: no such file or folder")
+    return ADAPTERS[fmt](src, task, response_column)
+
+
+def _record(where: str, task: str, row: Mapping[str, Any], response_key: str) -> ReplayRecord:
+    """One record from a row with ``id`` or ``doc_id``, the response and an optional prompt."""
+    if response_key not in row:
+        raise InputError(f"{where}: no {response_key!r} field (fields: {', '.join(map(str, row))})")
+    response = row[response_key]
+    if response is None:
+        raise InputError(f"{where}: {response_key!r} is null; every document needs its generated text")
+    has_id, has_index = row.get("id") not in (None, ""), row.get("doc_id") not in (None, "")
+    if has_id == has_index:
+        raise InputError(f"{where}: give exactly one of 'id' (the document's own id) and 'doc_id' (lm-eval's index)")
+    prompt = row.get("prompt")
+    try:
+        doc_id = int(row["doc_id"]) if has_index else None
+    except ValueError as exc:
+        raise InputError(f"{where}: doc_id {row['doc_id']!r} is not an integer") from exc
+    return ReplayRecord(task=task, response=str(response), id=str(row["id"]) if has_id else None, doc_id=doc_id,
+                        prompt=None if prompt in (None, "") else str(prompt))
+
+
+def _json_rows(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(where, row) of a JSON Lines file, where = ``path:line``."""
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}:{line_no}: not JSON ({exc})") from exc
+            if not isinstance(row, dict):
+                raise InputError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
+            yield f"{path}:{line_no}", row
+
+
+def _table_rows(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(where, row) of a JSON Lines, Parquet or CSV file."""
+    if path.suffix == ".jsonl":
+        yield from _json_rows(path)
+    elif path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(path).to_pylist()):
+            yield f"{path} row {i}", row
+    else:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            for line_no, row in enumerate(csv.DictReader(handle), start=2):
+                yield f"{path}:{line_no}", dict(row)
+
+
+@adapter("jsonl")
+def read_jsonl(src: Path, task: str | None, response_column: str) -> Source:
+    """A generic JSON Lines file: ``id`` or ``doc_id``, ``response``, optional ``prompt``."""
+    if task is None:
+        raise InputError(f"{src}: --format jsonl needs --task (the captrack task its ids belong to)")
+    if not src.is_file():
+        raise InputError(f"{src}: --format jsonl expects a file")
+    return Source([_record(where, task, row, "response") for where, row in _json_rows(src)], src.stem)
+
+
+def _mmlu_pro_items(src: Path) -> list[dict[str, Any]]:
+    """The list of dicts in an MMLU-Pro outputs JSON file, or in the one JSON file of a zip."""
+    if src.suffix == ".zip":
+        with zipfile.ZipFile(src) as archive:
+            members = [m for m in archive.namelist() if m.endswith(".json")]
+            if len(members) != 1:
+                raise InputError(f"{src}: expected one .json file inside, found {members or 'none'}")
+            text = archive.read(members[0]).decode("utf-8")
+    else:
+        text = src.read_text(encoding="utf-8")
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{src}: not JSON ({exc}); expected MMLU-Pro's model_outputs list") from exc
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise InputError(f"{src}: expected a JSON list of objects (MMLU-Pro's model_outputs file)")
+    return items
+
+
+@adapter("mmlu-pro")
+def read_mmlu_pro(src: Path, task: str | None, response_column: str) -> Source:
+    """MMLU-Pro's published outputs: ``question_id`` and ``generated_text`` of every item."""
+    if not src.is_file():
+        raise InputError(f"{src}: --format mmlu-pro expects a model_outputs_*.json or .zip file")
+    target = task or MMLU_PRO_TASK
+    records = []
+    for i, item in enumerate(_mmlu_pro_items(src)):
+        where = f"{src} item {i}"
+        if "question_id" not in item:
+            raise InputError(f"{where}: no 'question_id'")
+        try:
+            question = int(item["question_id"])
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{where}: question_id {item['question_id']!r} is not an integer") from exc
+        records.append(_record(where, target, {"id": f"mmlu_pro-{question}", **_no_id(item)}, "generated_text"))
+    name = re.sub(r"^model_outputs_|_\d+shots$", "", src.stem)
+    return Source(records, name)
+
+
+def _no_id(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k not in ("id", "doc_id", "prompt")}
+
+
+def _task_of(path: Path) -> str:
+    """The captrack task a model_responses file stands for: its name is the config or the task."""
+    from captrack.official.configs import get_config
+
+    stem = path.name.removesuffix(path.suffix)
+    return stem if stem.startswith("captrack_") else get_config(stem).task
+
+
+@adapter("captrack")
+def read_captrack(src: Path, task: str | None, response_column: str) -> Source:
+    """CapTrack's ``model_responses/<model>/``: one file per task, response column ``outputs``."""
+    if not src.is_dir():
+        raise InputError(f"{src}: --format captrack expects the folder model_responses/<model>/")
+    files = sorted(p for p in src.iterdir() if p.suffix in TABLE_SUFFIXES)
+    if not files:
+        raise InputError(f"{src}: no task files (<config or task>{'|'.join(TABLE_SUFFIXES)}); point at model_responses/<model>/")
+    by_task: dict[str, Path] = {}
+    for path in files:
+        name = _task_of(path)
+        if name in by_task:
+            raise InputError(f"{src}: task {name} has two files, {by_task[name].name} and {path.name}; keep one")
+        by_task[name] = path
+    if task is not None:
+        if task not in by_task:
+            raise UnknownNameError(f"task file in {src}", task, by_task)
+        by_task = {task: by_task[task]}
+    records = [_record(where, name, row, response_column) for name, path in by_task.items() for where, row in _table_rows(path)]
+    return Source(records, src.name)

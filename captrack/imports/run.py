@@ -1,0 +1,190 @@
+"""`captrack import`: score generations made elsewhere with captrack's tasks, into an ordinary lm-eval run.
+
+The source is read by its format's adapter, matched document by document to the task's docs (by the
+document's id, or lm-eval's index), then lm-eval runs the task with the `captrack-replay` backend.
+Everything is written to a temporary sibling of RUN_DIR that is renamed at the end, so a failed
+import (a missing or duplicated id, a refused task) leaves RUN_DIR untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from captrack.backends.replay import ReplayRecord, missing_message, write_replay
+from captrack.errors import InputError, UnknownNameError
+from captrack.imports.formats import Source, read_source
+
+__all__ = ["REPLAY_FILE", "ImportResult", "Matched", "import_run", "source_sha256"]
+
+REPLAY_FILE = "replay.jsonl"  # the records replayed, kept in RUN_DIR beside lm-eval's files
+
+
+@dataclass(frozen=True)
+class Matched:
+    """One task's match of source records to its docs: the doc indices scored and what did not match."""
+
+    task: str
+    indices: list[int]
+    n_docs: int
+    source_only: list[str] = field(default_factory=list)
+    task_only: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What `import_run` wrote."""
+
+    out: Path
+    results_file: Path
+    matched: list[Matched]
+    provenance: dict[str, Any]
+
+
+def source_sha256(src: Path) -> str:
+    """SHA-256 of the source file; of a folder, of its files' relative paths and SHA-256s in order."""
+    if src.is_file():
+        return _file_sha(src)
+    digest = hashlib.sha256()
+    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(src).as_posix()}\t{_file_sha(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def _file_sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_duplicates(src: Path, records: list[ReplayRecord]) -> None:
+    counts = Counter((r.task, r.id if r.id is not None else f"#{r.doc_id}") for r in records)
+    twice = [f"{task}/{key}" for (task, key), n in counts.items() if n > 1]
+    if twice:
+        raise InputError(missing_message(f"{src}: documents with more than one response", twice,
+                                         "keep one response per document; nothing was written"))
+
+
+def _task_docs(tasks: list[str]) -> dict[str, list[Any]]:
+    """Each task's documents in lm-eval's order (their index is lm-eval's doc_id)."""
+    from captrack.lmeval import task_manager
+
+    manager = task_manager(include_defaults=False)
+    unknown = [t for t in tasks if not manager.match_tasks([t])]
+    if unknown:
+        raise UnknownNameError("captrack task", unknown[0], manager.match_tasks(["captrack_*"]))
+    loaded = manager.load(tasks)["tasks"]
+    return {t: list(loaded[t].eval_docs) for t in tasks}
+
+
+def _match(task: str, docs: list[Any], records: list[ReplayRecord], id_field: str) -> Matched:
+    """Map each record to its doc index; list the records no doc has and the docs no record has."""
+    index = {str(d[id_field]): i for i, d in enumerate(docs) if isinstance(d, dict) and d.get(id_field) is not None}
+    if any(r.id is not None for r in records) and not index:
+        raise InputError(f"task {task}: its documents have no {id_field!r} field; key the source by doc_id (lm-eval's index)")
+    found: set[int] = set()
+    source_only = []
+    for r in records:
+        i = index.get(r.id) if r.id is not None else r.doc_id
+        if i is None or not 0 <= i < len(docs):
+            source_only.append(r.id if r.id is not None else f"#{r.doc_id}")
+        else:
+            found.add(i)
+    label = {i: key for key, i in index.items()}
+    task_only = [label.get(i, f"#{i}") for i in range(len(docs)) if i not in found]
+    return Matched(task, sorted(found), len(docs), source_only, task_only)
+
+
+def _refuse_mismatch(matched: list[Matched], allow_partial: bool) -> None:
+    problems = []
+    for m in matched:
+        if m.source_only:
+            problems.append(missing_message(f"in the source but not in task {m.task}", m.source_only, "check the ids"))
+        if m.task_only:
+            problems.append(missing_message(f"in task {m.task} but not in the source", m.task_only, "add their responses"))
+        if not m.indices:
+            raise InputError(f"no document of task {m.task} has a response in the source; nothing was written. "
+                             + " | ".join(problems))
+    if problems and not allow_partial:
+        raise InputError(" | ".join(problems) + " | nothing was written; --allow-partial scores the intersection")
+
+
+def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = None, name: str | None = None,
+               allow_partial: bool = False, response_column: str = "outputs", id_field: str = "id",
+               log: Callable[[str], None] | None = None) -> ImportResult:
+    """Score the generations in `src` with captrack's task(s) and write an lm-eval run folder at `out`.
+
+    Raises:
+        InputError: `out` exists and is not empty, the source is malformed, ids are duplicated, or
+            source and task disagree on the documents (without `allow_partial`); `out` is untouched.
+    """
+    source_path, target = Path(src).resolve(), Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise InputError(f"{target} already exists and is not empty; choose a new RUN_DIR")
+    source = read_source(fmt, source_path, task, response_column)
+    _check_duplicates(source_path, source.records)
+    tasks = sorted({r.task for r in source.records})
+    if not tasks:
+        raise InputError(f"{source_path}: holds no responses")
+    docs = _task_docs(tasks)
+    matched = [_match(t, docs[t], [r for r in source.records if r.task == t], id_field) for t in tasks]
+    _refuse_mismatch(matched, allow_partial)
+    for m in matched:
+        if log and (m.source_only or m.task_only):
+            log(f"{m.task}: scoring {len(m.indices)} of {m.n_docs} documents; {len(m.task_only)} have no response, "
+                f"{len(m.source_only)} responses match no document")
+    provenance = {"source": str(source_path), "format": fmt, "sha256": source_sha256(source_path)}
+    return _write_run(source, target, matched, provenance, id_field, name or source.name)
+
+
+def _write_run(source: Source, target: Path, matched: list[Matched], provenance: dict[str, Any],
+               id_field: str, name: str) -> ImportResult:
+    """Run lm-eval with the replay backend into a temporary sibling of `target`, then rename it."""
+    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.import-", dir=target.parent))
+    try:
+        replay = write_replay(work / REPLAY_FILE, source.records)
+        complete = all(len(m.indices) == m.n_docs for m in matched)
+        spec = EvalSpec(
+            model="captrack-replay",
+            model_args={"pretrained": name, "responses": str(replay), "id_field": id_field, **provenance},
+            tasks=[m.task for m in matched], batch_size=1, apply_chat_template=False, device="cpu",
+            samples=None if complete else {m.task: m.indices for m in matched},
+        )
+        results = evaluate_checkpoint(spec, work)
+        _record_import(results, work, target, provenance, matched)
+        if target.exists():
+            target.rmdir()  # an empty folder the user made beforehand
+        work.rename(target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return ImportResult(target, target / results.relative_to(work), matched, provenance)
+
+
+def _record_import(results: Path, work: Path, target: Path, provenance: dict[str, Any], matched: list[Matched]) -> None:
+    """Say in the results file that its responses were imported, and from what (atomic rewrite)."""
+    data = json.loads(results.read_text(encoding="utf-8"))
+    args = data.setdefault("config", {}).setdefault("model_args", {})
+    if isinstance(args, dict):
+        args["responses"] = str(target / REPLAY_FILE)  # where the replay file lands after the rename
+    data["captrack_import"] = {
+        **provenance,
+        "replay_file": REPLAY_FILE,
+        "tasks": {m.task: {"scored": len(m.indices), "documents": m.n_docs, "without_response": m.task_only,
+                           "matching_no_document": m.source_only} for m in matched},
+    }
+    temp = results.with_suffix(".json.tmp")
+    temp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    temp.replace(results)
