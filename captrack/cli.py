@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
 
     tasks = sub.add_parser("tasks", help="list captrack's lm-eval tasks (or print their folder)")
     tasks.add_argument("--path", action="store_true", help="print the folder to pass to lm-eval --include_path")
+    tasks.add_argument("--full", action="store_true",
+                       help="with --path: the folder of the opt-in full-size tasks (e.g. captrack_mmlu_pro_full)")
     tasks.set_defaults(func=_cmd_tasks)
 
     taxonomy = sub.add_parser("taxonomy", help="show the CAN/WILL/HOW taxonomy and its members")
@@ -113,10 +115,10 @@ def _add_plan_parser(sub: Any) -> None:
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
-    from captrack.paths import tasks_dir
+    from captrack.paths import full_tasks_dir, tasks_dir
 
     if args.path:
-        print(tasks_dir())
+        print(full_tasks_dir() if args.full else tasks_dir())
         return 0
     from captrack.taxonomy import load_taxonomy
 

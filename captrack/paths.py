@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "tasks_dir", "taxonomy_path"]
+__all__ = ["cache_dir", "full_task_names", "full_tasks_dir", "tasks_dir", "taxonomy_path"]
 
 _PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT = _PACKAGE.parent
@@ -28,6 +28,21 @@ def _resource(checkout_name: str, installed_name: str) -> Path:
 def tasks_dir() -> str:
     """Folder holding captrack's lm-eval task YAMLs (pass it to lm-eval's --include_path)."""
     return str(_resource("tasks", "_tasks"))
+
+
+def full_tasks_dir() -> str:
+    """Folder of the opt-in full-size official tasks (e.g. captrack_mmlu_pro_full); not on the default include path."""
+    return str(_PACKAGE / "official" / "full_tasks")
+
+
+def full_task_names() -> set[str]:
+    """Names of the opt-in full-size tasks (the ``task:`` line of each YAML under full_tasks_dir())."""
+    names = set()
+    for path in Path(full_tasks_dir()).glob("*/*.yaml"):
+        for line in path.read_text().splitlines():
+            if line.startswith("task:"):
+                names.add(line.split(":", 1)[1].strip())
+    return names
 
 
 def taxonomy_path() -> Path:

@@ -89,3 +89,13 @@ def test_stock_lm_eval_cli_lists_the_suite_without_duplicates() -> None:
     for path in YAMLS:
         assert f"captrack_{path.stem}" in out.stdout
     assert "Duplicate" not in out.stdout + out.stderr
+
+
+def test_full_size_tasks_are_opt_in(manager) -> None:  # type: ignore[no-untyped-def]
+    """`captrack_*` never pulls the 12,032-item MMLU-Pro set in; naming its folder (or the task, in captrack) does."""
+    from captrack.paths import full_task_names
+
+    assert full_task_names() == {"captrack_mmlu_pro_full"}
+    assert "captrack_mmlu_pro_full" not in manager.match_tasks(["captrack_*"])
+    assert "captrack_mmlu_pro_full" not in manager.match_tasks(["captrack"])
+    assert task_manager(full=True, include_defaults=False).match_tasks(["captrack_mmlu_pro_full"]) == ["captrack_mmlu_pro_full"]

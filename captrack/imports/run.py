@@ -78,7 +78,7 @@ def _task_docs(tasks: list[str]) -> dict[str, list[Any]]:
     """Each task's documents in lm-eval's order (their index is lm-eval's doc_id)."""
     from captrack.lmeval import task_manager
 
-    manager = task_manager(include_defaults=False)
+    manager = task_manager(full=True, include_defaults=False)
     unknown = [t for t in tasks if not manager.match_tasks([t])]
     if unknown:
         raise UnknownNameError("captrack task", unknown[0], manager.match_tasks(["captrack_*"]))

@@ -50,11 +50,14 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
 
     from captrack.backends import register_backends
     from captrack.lmeval import task_manager
+    from captrack.paths import full_task_names
 
     register_backends()  # so spec.model may name a captrack backend such as captrack-ds
     # Indexing lm-eval's thousands of built-in tasks costs ~10 s per process: skip it when only ours are asked for.
     only_ours = all(str(t).startswith("captrack") for t in spec.tasks)
-    manager = task_manager(metadata=spec.metadata or None, include_defaults=not only_ours)
+    # The opt-in full-size tasks join only when named exactly (a glob never selects them).
+    full = bool(full_task_names() & {str(t) for t in spec.tasks})
+    manager = task_manager(metadata=spec.metadata or None, include_defaults=not only_ours, full=full)
     names = manager.match_tasks(list(spec.tasks))
     if not names:
         raise InputError(f"no lm-eval task matches {list(spec.tasks)}; see `captrack tasks`")

@@ -7,15 +7,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from captrack.paths import tasks_dir
+from captrack.paths import full_tasks_dir, tasks_dir
 
 __all__ = ["main", "task_manager"]
 
-def task_manager(extra_paths: Sequence[str] = (), **kwargs: Any) -> Any:
-    """An lm-eval TaskManager that sees captrack's tasks (plus `extra_paths`)."""
+def task_manager(extra_paths: Sequence[str] = (), full: bool = False, **kwargs: Any) -> Any:
+    """An lm-eval TaskManager that sees captrack's tasks (plus `extra_paths`; `full`: the opt-in full-size tasks)."""
     from lm_eval.tasks import TaskManager
 
-    return TaskManager(include_path=[tasks_dir(), *extra_paths], **kwargs)
+    paths = [tasks_dir(), *([full_tasks_dir()] if full else []), *extra_paths]
+    return TaskManager(include_path=paths, **kwargs)
 
 
 def _with_include_path(argv: list[str]) -> list[str]:
