@@ -22,13 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from captrack.official.build import build_mirror
-from captrack.official.mirror import read_rows
-from captrack.official.tasks import scoring_doc
 from shared_paths import shared_dir
 
 from captrack.imports import import_run
 from captrack.metrics import score
+from captrack.official.build import build_mirror
+from captrack.official.mirror import read_rows
+from captrack.official.tasks import scoring_doc
 
 
 def _verdicts(samples: Path) -> dict[str, float]:

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from captrack.official.mirror import normalise_row, write_config
-from captrack.results.runfiles import discover_runs
-from captrack.results.store import Labels, Store
 
 from captrack.cli import main
 from captrack.errors import InputError
 from captrack.imports import import_run
+from captrack.official.mirror import normalise_row, write_config
+from captrack.results.runfiles import discover_runs
+from captrack.results.store import Labels, Store
 
 TASK = "captrack_mmlu_pro_full"
 GOLD = {"mmlu_pro-1": "A", "mmlu_pro-2": "B", "mmlu_pro-3": "C"}

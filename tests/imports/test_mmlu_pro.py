@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from captrack.official.configs import CONFIGS
-from captrack.official.mirror import normalise_row, write_config
-from captrack.official.sources import get_builders
-from captrack.official.tasks import scoring_doc
 from shared_paths import shared_dir
 
 from captrack.imports import import_run
 from captrack.metrics import score
+from captrack.official.configs import CONFIGS
+from captrack.official.mirror import normalise_row, write_config
+from captrack.official.sources import get_builders
+from captrack.official.tasks import scoring_doc
 
 DATA = shared_dir() / "data"
 OUTPUTS = sorted((DATA / "mmlu_pro_outputs").glob("model_outputs_*.zip"))
