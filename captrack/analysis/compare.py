@@ -18,7 +18,7 @@ from captrack.analysis.drift import (
     with_membership,
 )
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
-from captrack.analysis.transitions import Transitions, count_transitions
+from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems, pair_runs
@@ -169,19 +169,23 @@ def _distribution(
 
 
 def _per_replicate(paired: PairedItems) -> pd.DataFrame:
-    """Per replicate, task and metric: n, means, transition counts, whether binary, and k (the modal option count)."""
+    """Per replicate, task and metric: n, means, transition counts, whether binary, k (the modal option count),
+    the range of the items' k and the chance weight mean_i 1/(k_i − 1) (captrack.analysis.transitions.chance_weight)."""
     rows = []
     for (task, metric, replicate), frame in paired.items.groupby(["task", "metric", "replicate"], sort=True):
         base, variant = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
         t = count_transitions(base, variant)
+        ks = frame["n_choices"].to_numpy(dtype=float)
         k = frame["n_choices"].dropna().mode()
         rows.append({
             "replicate": replicate, "task": task, "metric": metric, "n": t.n, "base_value": base.mean(),
             "variant_value": variant.mean(), "n_11": t.n_11, "n_10": t.n_10, "n_01": t.n_01, "n_00": t.n_00,
             "is_binary": bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()),
-            "k": float(k.iloc[0]) if len(k) else math.nan,
+            "k": float(k.iloc[0]) if len(k) else math.nan, "k_min": float(np.nanmin(ks)) if len(k) else math.nan,
+            "k_max": float(np.nanmax(ks)) if len(k) else math.nan, "chance_weight": chance_weight(ks),
         })
-    columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k"]
+    columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k",
+               "k_min", "k_max", "chance_weight"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["rel_drift_pct"] = [relative_drift(b, v) for b, v in zip(frame["base_value"], frame["variant_value"], strict=True)]
     frame["forgetting"] = frame["n_10"] / frame["n"]
@@ -224,6 +228,9 @@ def _variant_rows(
         binary = bool(frame["is_binary"].all())
         if (spec.tracks_transitions if spec else binary) and binary:
             transitions.append(_transition_row(variant, str(task), str(metric), frame, spec))
+            if transitions[-1]["k"] is not None and frame["k_min"].min() != frame["k_max"].max():
+                warnings.append(f"{variant.name}: {task}/{metric}: items have {frame['k_min'].min():.0f} to "
+                                f"{frame['k_max'].max():.0f} options; k reports the most common, E uses each item's own k")
     if zero_base:
         warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
     return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
@@ -248,7 +255,9 @@ def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.Data
         n11, n10, n01, n00 = n00, n01, n10, n11
     k_values = frame["k"].dropna()
     k = int(k_values.iloc[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
-    t = Transitions(n11, n10, n01, n00, k=k)
+    # Items with different k: E is the mean of the per-item expectations (weight = mean_i 1/(k_i − 1)).
+    weight = float((frame["chance_weight"] * frame["n"]).sum() / frame["n"].sum()) if k is not None else None
+    t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
     return {
         "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
         "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,
