@@ -17,6 +17,8 @@ from captrack.analysis.drift import (
     relative_drift,
     with_membership,
 )
+from captrack.analysis.power import POWER_COLUMNS, power_table
+from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.errors import UnknownNameError
@@ -86,6 +88,9 @@ class Comparison:
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
     judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
     paired: dict[str, PairedItems] = field(default_factory=dict)  # variant -> its paired items (drill-down pages)
+    power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))  # MDE per (variant, task, metric)
+    contrasts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CONTRAST_COLUMNS))  # algorithm vs algorithm
+    aggregate_only: bool = False  # scores without items: no CIs, transitions or MDE can be computed
 
 
 def compare_store(
@@ -123,10 +128,11 @@ def compare_store(
     _fill_cis(drift, boot, options.level)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
     drift_df = _finish_drift(drift, taxonomy)
+    power = power_table(items)
     with_rates = drift_df.merge(
         transitions_df[["variant", "task", "metric", "forgetting", "backward_transfer"]].drop_duplicates(),
         on=["variant", "task", "metric"], how="left",
-    )
+    ).merge(power[["variant", "task", "metric", "mde_pct"]], on=["variant", "task", "metric"], how="left")
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
@@ -148,6 +154,8 @@ def compare_store(
         calibration=calib,
         judged=store.judged_summary([base, *(v.name for v in variants)]),
         paired={p.variant: p for p in pairs},
+        power=power,
+        contrasts=algorithm_contrasts(with_rates, boot, taxonomy, options.level, base),
     )
 
 
