@@ -129,10 +129,7 @@ def compare_store(
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
     drift_df = _finish_drift(drift, taxonomy)
     power = power_table(items)
-    with_rates = drift_df.merge(
-        transitions_df[["variant", "task", "metric", "forgetting", "backward_transfer"]].drop_duplicates(),
-        on=["variant", "task", "metric"], how="left",
-    ).merge(power[["variant", "task", "metric", "mde_pct"]], on=["variant", "task", "metric"], how="left")
+    with_rates = _with_rates(drift_df, transitions_df, power)
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
@@ -157,6 +154,13 @@ def compare_store(
         power=power,
         contrasts=algorithm_contrasts(with_rates, boot, taxonomy, options.level, base),
     )
+
+
+def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFrame) -> pd.DataFrame:
+    """Drift rows with their task's F, BT and MDE beside them (what capability aggregates average)."""
+    keys = ["variant", "task", "metric"]
+    rates = transitions[[*keys, "forgetting", "backward_transfer"]].drop_duplicates()
+    return drift.merge(rates, on=keys, how="left").merge(power[[*keys, "mde_pct"]], on=keys, how="left")
 
 
 def _distribution(
