@@ -31,6 +31,7 @@ class FakeTask:
     choice_lls: Mapping[int, Sequence[float]] = field(default_factory=dict)  # multiple_choice: per-option loglik
     revision: str | None = None  # the dataset revision each doc carries (official tasks do)
     docs: Mapping[int, dict] = field(default_factory=dict)  # the full doc per doc id (e.g. a generated probe item)
+    targets: Mapping[int, object] = field(default_factory=dict)  # lm-eval's logged target per doc id (default "0")
 
 
 def _hash(text: str) -> str:
@@ -58,10 +59,11 @@ def write_run(
                     resps: list = [[str(float(x)), "False"] for x in lls]
                 else:
                     resps = [task.responses.get(doc_id, f"response to {doc_id}")]
+                target = task.targets.get(doc_id, "0")
                 line = {
                     "doc_id": doc_id,
                     "doc": doc,
-                    "target": "0",
+                    "target": target,
                     "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " A"}},
                     "resps": [resps],
                     "filtered_resps": resps,
@@ -69,7 +71,7 @@ def write_run(
                     "metrics": list(task.values),
                     "doc_hash": _hash(json.dumps(doc, indent=2)),
                     "prompt_hash": _hash(prompt),
-                    "target_hash": _hash("0"),
+                    "target_hash": _hash(str(target)),
                 }
                 line.update({m: vals[row] for m, vals in task.values.items()})
                 handle.write(json.dumps(line) + "\n")

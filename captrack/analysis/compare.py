@@ -17,8 +17,10 @@ from captrack.analysis.drift import (
     relative_drift,
     with_membership,
 )
+from captrack.analysis.power import POWER_COLUMNS, power_table
+from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
-from captrack.analysis.transitions import Transitions, count_transitions
+from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems, pair_runs
@@ -86,6 +88,9 @@ class Comparison:
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
     judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
     paired: dict[str, PairedItems] = field(default_factory=dict)  # variant -> its paired items (drill-down pages)
+    power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))  # MDE per (variant, task, metric)
+    contrasts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CONTRAST_COLUMNS))  # algorithm vs algorithm
+    aggregate_only: bool = False  # scores without items: no CIs, transitions or MDE can be computed
 
 
 def compare_store(
@@ -122,10 +127,8 @@ def compare_store(
     _fill_cis(drift, boot, options.level)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
     drift_df = _finish_drift(drift, taxonomy)
-    with_rates = drift_df.merge(
-        transitions_df[["variant", "task", "metric", "forgetting", "backward_transfer"]].drop_duplicates(),
-        on=["variant", "task", "metric"], how="left",
-    )
+    power = power_table(items)
+    with_rates = _with_rates(drift_df, transitions_df, power)
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
@@ -147,7 +150,16 @@ def compare_store(
         calibration=calib,
         judged=store.judged_summary([base, *(v.name for v in variants)]),
         paired={p.variant: p for p in pairs},
+        power=power,
+        contrasts=algorithm_contrasts(with_rates, boot, taxonomy, options.level, base),
     )
+
+
+def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFrame) -> pd.DataFrame:
+    """Drift rows with their task's F, BT and MDE beside them (what capability aggregates average)."""
+    keys = ["variant", "task", "metric"]
+    rates = transitions[[*keys, "forgetting", "backward_transfer"]].drop_duplicates()
+    return drift.merge(rates, on=keys, how="left").merge(power[[*keys, "mde_pct"]], on=keys, how="left")
 
 
 def _distribution(
@@ -168,19 +180,23 @@ def _distribution(
 
 
 def _per_replicate(paired: PairedItems) -> pd.DataFrame:
-    """Per replicate, task and metric: n, means, transition counts, whether binary, and k (the modal option count)."""
+    """Per replicate, task and metric: n, means, transition counts, whether binary, k (the modal option count),
+    the range of the items' k and the chance weight mean_i 1/(k_i − 1) (captrack.analysis.transitions.chance_weight)."""
     rows = []
     for (task, metric, replicate), frame in paired.items.groupby(["task", "metric", "replicate"], sort=True):
         base, variant = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
         t = count_transitions(base, variant)
+        ks = frame["n_choices"].to_numpy(dtype=float)
         k = frame["n_choices"].dropna().mode()
         rows.append({
             "replicate": replicate, "task": task, "metric": metric, "n": t.n, "base_value": base.mean(),
             "variant_value": variant.mean(), "n_11": t.n_11, "n_10": t.n_10, "n_01": t.n_01, "n_00": t.n_00,
             "is_binary": bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()),
-            "k": float(k.iloc[0]) if len(k) else math.nan,
+            "k": float(k.iloc[0]) if len(k) else math.nan, "k_min": float(np.nanmin(ks)) if len(k) else math.nan,
+            "k_max": float(np.nanmax(ks)) if len(k) else math.nan, "chance_weight": chance_weight(ks),
         })
-    columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k"]
+    columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k",
+               "k_min", "k_max", "chance_weight"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["rel_drift_pct"] = [relative_drift(b, v) for b, v in zip(frame["base_value"], frame["variant_value"], strict=True)]
     frame["forgetting"] = frame["n_10"] / frame["n"]
@@ -223,6 +239,9 @@ def _variant_rows(
         binary = bool(frame["is_binary"].all())
         if (spec.tracks_transitions if spec else binary) and binary:
             transitions.append(_transition_row(variant, str(task), str(metric), frame, spec))
+            if transitions[-1]["k"] is not None and frame["k_min"].min() != frame["k_max"].max():
+                warnings.append(f"{variant.name}: {task}/{metric}: items have {frame['k_min'].min():.0f} to "
+                                f"{frame['k_max'].max():.0f} options; k reports the most common, E uses each item's own k")
     if zero_base:
         warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
     return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
@@ -247,7 +266,9 @@ def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.Data
         n11, n10, n01, n00 = n00, n01, n10, n11
     k_values = frame["k"].dropna()
     k = int(k_values.iloc[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
-    t = Transitions(n11, n10, n01, n00, k=k)
+    # Items with different k: E is the mean of the per-item expectations (weight = mean_i 1/(k_i − 1)).
+    weight = float((frame["chance_weight"] * frame["n"]).sum() / frame["n"].sum()) if k is not None else None
+    t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
     return {
         "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
         "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from captrack.analysis.power import combined_mde
 from captrack.taxonomy import Taxonomy
 
 __all__ = [
@@ -71,13 +72,16 @@ def aggregate_capabilities(
 
     Args:
         drift: rows with variant, algorithm, task, metric, capability, group, and `value`;
-            optional forgetting / backward_transfer columns are averaged alongside.
+            optional forgetting / backward_transfer columns are averaged alongside, and an optional
+            mde_pct column (per-metric minimum detectable effect) is combined as √(Σ mde²)/m over the
+            members with a drift (captrack.analysis.power.combined_mde); NaN without it.
         boot: optional bootstrap samples of the drift per (variant, task, metric), all of one
             length; capability and group CIs come from the same resample index across members.
     """
     rows: list[dict[str, object]] = []
     for (variant, algorithm), frame in drift.groupby(["variant", "algorithm"], sort=False):
         cap_means: dict[str, float] = {}
+        cap_mde: dict[str, float] = {}
         cap_boot: dict[str, NDArray[np.float64]] = {}
         for cap in taxonomy.capabilities:
             members = frame[frame["capability"] == cap.key]
@@ -85,13 +89,14 @@ def aggregate_capabilities(
             finite = values[~np.isnan(values)]
             mean = float(finite.mean()) if finite.size else math.nan
             cap_means[cap.key] = mean
+            cap_mde[cap.key] = _member_mde(members[~np.isnan(values)])
             samples = _member_boot(boot, variant, members)
             if samples is not None:
                 cap_boot[cap.key] = samples
             rows.append(
                 _row(variant, algorithm, "capability", cap.key, mean,
                      float(finite.std(ddof=0)) if finite.size else math.nan,
-                     samples, members, int(finite.size))
+                     samples, members, int(finite.size)) | {"mde_pct": cap_mde[cap.key]}
             )
         for group in taxonomy.groups:
             means = np.array([cap_means[c.key] for c in group.capabilities])
@@ -99,19 +104,28 @@ def aggregate_capabilities(
             stacked = [cap_boot[c.key] for c in group.capabilities if c.key in cap_boot]
             samples = _nanmean_rows(stacked) if stacked else None
             members = frame[frame["group"] == group.key]
+            scored = [cap_mde[c.key] for c in group.capabilities if not math.isnan(cap_means[c.key])]
             rows.append(
                 _row(variant, algorithm, "group", group.key,
                      float(finite.mean()) if finite.size else math.nan,
                      float(finite.std(ddof=0)) if finite.size else math.nan,
                      samples, members, int((~np.isnan(members[value].to_numpy(dtype=float))).sum()))
+                | {"mde_pct": combined_mde(scored)}
             )
     return pd.DataFrame(rows, columns=CAPABILITY_COLUMNS)
 
 
 CAPABILITY_COLUMNS = [
     "variant", "algorithm", "level", "key", "mean_rel_drift_pct", "std_rel_drift_pct",
-    "ci_low", "ci_high", "forgetting", "backward_transfer", "n_metrics",
+    "ci_low", "ci_high", "forgetting", "backward_transfer", "n_metrics", "mde_pct",
 ]
+
+
+def _member_mde(members: pd.DataFrame) -> float:
+    """A capability's MDE from its scored members' (NaN when the frame has no mde_pct column)."""
+    if "mde_pct" not in members or members.empty:
+        return math.nan
+    return combined_mde(members["mde_pct"].to_numpy(dtype=float))
 
 
 def _member_boot(

@@ -95,8 +95,10 @@ def compare_scores(frame: pd.DataFrame, taxonomy: Taxonomy | None = None) -> Com
         drift=drift,
         capabilities=aggregate_capabilities(drift, taxonomy),
         replicates=pd.DataFrame(columns=REPLICATE_COLUMNS),
-        warnings=warnings,
+        warnings=[*warnings, "aggregate scores only: no per-item data, so no confidence intervals, transitions, "
+                             "minimum detectable effects or rankings can be computed"],
         counts={"rows": len(frame), "variants": len(variants)},
+        aggregate_only=True,
     )
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["Transitions", "chance_expected", "count_transitions", "flipped_items"]
+__all__ = ["Transitions", "chance_expected", "chance_weight", "count_transitions", "flipped_items"]
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,9 @@ class Transitions:
     """Counts of paired binary outcomes and the rates derived from them.
 
     ``k`` is the number of options for multiple choice (None for free-form answers, where
-    guessing explains nothing and the adjusted rates equal the raw ones).
+    guessing explains nothing and the adjusted rates equal the raw ones). When the items' option
+    counts differ, ``weight`` is the mean over items of 1/(k_i − 1) (see :func:`chance_weight`) and
+    is used instead of 1/(k − 1); ``k`` is then only the count reported.
     """
 
     n_11: int
@@ -25,6 +27,7 @@ class Transitions:
     n_01: int
     n_00: int
     k: int | None = None
+    weight: float | None = None
 
     @property
     def n(self) -> int:
@@ -53,7 +56,11 @@ class Transitions:
 
     @property
     def expected_by_chance(self) -> float:
-        """E = (1 − acc_pre)(1 − acc_post) / (k − 1): flips random guessing explains."""
+        """E = (1 − acc_pre)(1 − acc_post) / (k − 1) (per-item k: times the mean of 1/(k_i − 1))."""
+        if self.weight is not None:
+            if math.isnan(self.acc_pre) or math.isnan(self.acc_post):
+                return 0.0
+            return (1.0 - self.acc_pre) * (1.0 - self.acc_post) * self.weight
         return chance_expected(self.acc_pre, self.acc_post, self.k)
 
     @property
@@ -82,6 +89,22 @@ def chance_expected(acc_pre: float, acc_post: float, k: int | None) -> float:
     if k is None or k < 2 or math.isnan(acc_pre) or math.isnan(acc_post):
         return 0.0
     return (1.0 - acc_pre) * (1.0 - acc_post) / (k - 1)
+
+
+def chance_weight(k: NDArray[np.float64]) -> float:
+    """Mean over items of 1/(k_i − 1): an item without options (k NaN) or with k < 2 adds 0.
+
+    E for items with different option counts is the mean of the per-item expectations,
+    E = mean_i (1 − acc_pre)(1 − acc_post)/(k_i − 1) = (1 − acc_pre)(1 − acc_post) · chance_weight(k);
+    with one k for every item this is (1 − acc_pre)(1 − acc_post)/(k − 1). NaN for no items.
+    """
+    values = np.asarray(k, dtype=float)
+    if values.size == 0:
+        return math.nan
+    usable = np.isfinite(values) & (values >= 2)
+    inverse = np.zeros(values.size)
+    inverse[usable] = 1.0 / (values[usable] - 1.0)
+    return float(inverse.mean())
 
 
 def _ceiling(acc: float, k: int | None) -> float:

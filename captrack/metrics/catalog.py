@@ -9,7 +9,9 @@ __all__: list[str] = []
 # lm-eval built-ins captrack tasks log per sample.
 declare(MetricSpec("acc", "higher", "binary", "the highest-likelihood option is the gold one (or the answer is correct)", chance_from_choices=True))
 declare(MetricSpec("acc_norm", "higher", "binary", "as acc, with length-normalised option likelihoods", chance_from_choices=True))
-declare(MetricSpec("exact_match", "higher", "binary", "the extracted answer equals the gold answer"))
+# chance_from_choices: k comes from each item's own options (the doc's ``choices``); items without options
+# (a free-form number or phrase) get no chance term, so declaring it for a shared metric name is safe.
+declare(MetricSpec("exact_match", "higher", "binary", "the extracted answer equals the gold answer", chance_from_choices=True))
 
 # CAN: latent competence.
 declare(MetricSpec("pass_at_1", "higher", "binary", "the first generated program passes the unit tests"))

@@ -51,7 +51,8 @@ class MetricSpec:
         direction: ``higher`` / ``lower`` is better, or ``neutral`` (a style that has no good side).
         kind: ``binary`` (0/1 per item: transitions apply), ``score`` (in [0, 1]) or ``count``.
         description: one line a report reader understands.
-        chance_from_choices: True when guessing among the item's k options scores 1/k.
+        chance_from_choices: True when guessing among the item's k options scores 1/k (k read per item
+            from the doc's ``choices`` at ingest; an item without options gets no chance term).
     """
 
     name: str

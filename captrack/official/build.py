@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from captrack.errors import InputError
@@ -38,7 +38,7 @@ class BuildResult:
 
 
 def build_mirror(sources: str | Path, out: str | Path, configs: Iterable[str] | None = None,
-                 progress: Callable[[str], None] | None = None) -> list[BuildResult]:
+                 progress: Callable[[str], None] | None = None, full: bool = False) -> list[BuildResult]:
     """Build every config the files under `sources` can feed; report the others and why.
 
     Args:
@@ -46,6 +46,8 @@ def build_mirror(sources: str | Path, out: str | Path, configs: Iterable[str] | 
         out: the mirror root (``<out>/data/<config>/data.parquet`` and ``<out>/manifest.json``).
         configs: only these configs (default: every config, the hub's 37 and captrack's own).
         progress: called with each config name before it is built.
+        full: also build each sampled config from every row of its source, as subset ``full``
+            (task metadata ``{"subset": "full"}``); reported as ``<config> (full)``.
 
     Raises:
         InputError: `sources` is not a folder, or an unknown config is asked for.
@@ -63,6 +65,9 @@ def build_mirror(sources: str | Path, out: str | Path, configs: Iterable[str] | 
         if progress:
             progress(name)
         results.append(_build_one(source_dir, root, CONFIGS[name], builders))
+        if full and CONFIGS[name].size is not None and results[-1].built:
+            whole = _build_one(source_dir, root, replace(CONFIGS[name], size=None), builders, "full")
+            results.append(replace(whole, config=f"{name} (full)"))
     entries = read_manifest(root).get("configs", {}) if root.is_dir() else {}
     entries |= {r.config: {"rows": r.rows, "revision": r.revision, "reason": r.reason} for r in results}
     write_manifest(root, {
@@ -74,7 +79,7 @@ def build_mirror(sources: str | Path, out: str | Path, configs: Iterable[str] | 
     return results
 
 
-def _build_one(sources: Path, root: Path, config: OfficialConfig, builders: dict[str, Builder]) -> BuildResult:
+def _build_one(sources: Path, root: Path, config: OfficialConfig, builders: dict[str, Builder], subset: str = "sample") -> BuildResult:
     if config.reason:
         return BuildResult(config.name, reason=config.reason)
     try:
@@ -86,5 +91,5 @@ def _build_one(sources: Path, root: Path, config: OfficialConfig, builders: dict
     revision = content_revision(rows, BUILDER_VERSION)
     for row in rows:
         row["revision"] = revision
-    write_config(root, config.name, rows)
+    write_config(root, config.name, rows, subset)
     return BuildResult(config.name, rows=len(rows), revision=revision)

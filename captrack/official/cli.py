@@ -27,6 +27,8 @@ def add_data_parser(sub: Any) -> None:
     build.add_argument("--sources", required=True, help="folder of original benchmark files (gsm8k/, mmlu_pro/, ...)")
     build.add_argument("--out", help=f"mirror folder (default: ${DATA_DIR_ENV} or ~/.cache/captrack/data)")
     build.add_argument("--config", action="append", help="only this config (repeatable), e.g. gsm8k.subset")
+    build.add_argument("--full", action="store_true",
+                       help="also build every sampled config from its whole source (task metadata {\"subset\": \"full\"})")
     build.set_defaults(func=_cmd_build)
     mirror = actions.add_parser("mirror", help="copy the hub dataset tri-fair-lab/captrack (needs network)")
     mirror.add_argument("--out", help=f"mirror folder (default: ${DATA_DIR_ENV} or ~/.cache/captrack/data)")
@@ -42,12 +44,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out()
     console = Console(stderr=True, soft_wrap=True)
     with console.status("building") as status:
-        results = build_mirror(args.sources, out, args.config, progress=lambda n: status.update(f"building {n}"))
+        results = build_mirror(args.sources, out, args.config, progress=lambda n: status.update(f"building {n}"), full=args.full)
     for r in results:
-        line = f"  built      {r.config:24s} {r.rows:5d} rows  {r.revision}" if r.built else f"  not built  {r.config:24s} {r.reason}"
+        line = f"  built      {r.config:24s} {r.rows:6d} rows  {r.revision}" if r.built else f"  not built  {r.config:24s} {r.reason}"
         print(line)
-    built = sum(r.built for r in results)
-    print(f"{built} of {len(results)} configs built into {out}; set {DATA_DIR_ENV}={out} for the tasks to read it")
+    samples = [r for r in results if not r.config.endswith(" (full)")]
+    built = sum(r.built for r in samples)
+    full = f" (and {len(results) - len(samples)} full subsets)" if len(results) > len(samples) else ""
+    print(f"{built} of {len(samples)} configs built{full} into {out}; set {DATA_DIR_ENV}={out} for the tasks to read it")
     return 0
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "DATA_DIR_ENV",
     "HUB_DATASET",
     "ROW_FIELDS",
+    "SUBSETS",
     "config_path",
     "content_revision",
     "data_dir",
@@ -63,9 +64,16 @@ def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return root
 
 
-def config_path(root: Path, config: str) -> Path:
-    """Where one config's rows live in a mirror."""
-    return root / "data" / config / "data.parquet"
+SUBSETS = ("sample", "full")
+
+
+def config_path(root: Path, config: str, subset: str = "sample") -> Path:
+    """Where one config's rows live in a mirror: the seeded sample (the hub's), or ``full``, every row of
+    the source (``captrack data build --full``; ``<dir>/data/<config>/full/data.parquet``)."""
+    if subset not in SUBSETS:
+        raise InputError(f"subset {subset!r} is not one of {SUBSETS} (task metadata 'subset')")
+    folder = root / "data" / config
+    return folder / "full" / "data.parquet" if subset == "full" else folder / "data.parquet"
 
 
 def normalise_row(raw: Mapping[str, Any], config: str) -> dict[str, Any]:
@@ -102,7 +110,7 @@ def content_revision(rows: Sequence[Mapping[str, Any]], builder_version: str) ->
     return f"local-{builder_version}-{digest.hexdigest()[:12]}"
 
 
-def write_config(root: Path, config: str, rows: Sequence[Mapping[str, Any]]) -> Path:
+def write_config(root: Path, config: str, rows: Sequence[Mapping[str, Any]], subset: str = "sample") -> Path:
     """Write one config's rows atomically (temp file, then rename); returns the parquet path."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -110,7 +118,7 @@ def write_config(root: Path, config: str, rows: Sequence[Mapping[str, Any]]) -> 
     fields = [*ROW_FIELDS, *_EXTRA_FIELDS]
     schema = pa.schema([(f, pa.list_(pa.string()) if f == "choices" else pa.string()) for f in fields])
     table = pa.Table.from_pylist([{f: r[f] for f in fields} for r in rows], schema=schema)
-    target = config_path(root, config)
+    target = config_path(root, config, subset)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".tmp", delete=False) as handle:
         temp = Path(handle.name)
@@ -145,15 +153,21 @@ def write_manifest(root: Path, manifest: Mapping[str, Any]) -> Path:
     return path
 
 
-def read_rows(root: Path, config: str) -> list[dict[str, Any]]:
-    """One config's rows as dicts.
+def read_rows(root: Path, config: str, subset: str = "sample") -> list[dict[str, Any]]:
+    """One config's rows as dicts (``subset="full"``: the whole source where the mirror was built with it).
 
     Raises:
         InputError: the config is missing from the mirror (with the builder's reason when it has one).
     """
     import pyarrow.parquet as pq
 
-    path = config_path(root, config)
+    path = config_path(root, config, subset)
+    if subset == "full" and not path.is_file():
+        if config_path(root, config).is_file() and _is_whole_source(config):
+            path = config_path(root, config)  # its sample already is every row of the source
+        else:
+            raise InputError(f"config {config} has no full subset in {root} ({path} is missing); build it offline with "
+                             "`captrack data build --sources <files> --out DIR --full` (the hub holds only the samples)")
     if not path.is_file():
         entry = read_manifest(root).get("configs", {}).get(config, {})
         why = f" (the builder could not build it: {entry['reason']})" if entry.get("reason") else ""
@@ -172,8 +186,9 @@ def load_config(config: str, **metadata: Any) -> Any:
 
     Args:
         config: the CapTrack config (``gsm8k.subset``).
-        metadata: the task metadata; ``data_dir`` is the mirror root (default: $CAPTRACK_DATA_DIR)
-            and ``dataset_revision``, when set, the revision every row must carry.
+        metadata: the task metadata; ``data_dir`` is the mirror root (default: $CAPTRACK_DATA_DIR),
+            ``dataset_revision``, when set, the revision every row must carry, and ``subset``
+            ``sample`` (default) or ``full`` (every row of the source, see :func:`config_path`).
 
     Raises:
         InputError: no mirror, a missing config, or a revision other than the pinned one.
@@ -182,7 +197,7 @@ def load_config(config: str, **metadata: Any) -> Any:
 
     root = data_dir(metadata.get("data_dir"))
     dataset_revision = metadata.get("dataset_revision")
-    rows = read_rows(root, config)
+    rows = read_rows(root, config, str(metadata.get("subset") or "sample"))
     fallback = str(read_manifest(root).get("revision") or "unknown")
     for row in rows:
         row.setdefault("config", config)
@@ -194,3 +209,10 @@ def load_config(config: str, **metadata: Any) -> Any:
             f"metadata.dataset_revision {dataset_revision}; rebuild the mirror or change the pin"
         )
     return datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)})
+
+
+def _is_whole_source(config: str) -> bool:
+    from captrack.official.configs import CONFIGS
+
+    found = CONFIGS.get(config)
+    return found is not None and found.size is None

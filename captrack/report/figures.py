@@ -42,12 +42,14 @@ def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     return paths
 
 
-def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, color_cap: float = 15.0) -> list[Path]:
+def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, color_cap: float = 15.0,
+                   with_cis: bool = True) -> list[Path]:
     """CapTrack-style heatmap: rows capabilities (and group means), columns variants, values in %.
 
     Args:
         matrix: drift in percent, index = row labels (e.g. ``C1 Parametric knowledge``), columns = variants.
         significant: same shape, True where the bootstrap CI excludes 0 (marked with ``*``).
+        with_cis: False for aggregate scores: no ``*`` anywhere and the title says there are no CIs.
     """
     import seaborn as sns
 
@@ -60,7 +62,7 @@ def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, c
     height = min(1.2 + 0.32 * data.shape[0], 80.0)
     fig, ax = plt.subplots(figsize=(max(width, 6.0), max(height, 3.0)))
     labels = np.vectorize(lambda v, s: "" if np.isnan(v) else f"{v:+.1f}{'*' if s else ''}")(
-        data.to_numpy(dtype=float), marks.to_numpy(dtype=bool)
+        data.to_numpy(dtype=float), marks.to_numpy(dtype=bool) & with_cis
     )
     sns.heatmap(
         data.astype(float), ax=ax, cmap="RdBu", center=0.0, vmin=-color_cap, vmax=color_cap,
@@ -72,7 +74,8 @@ def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, c
     ax.tick_params(axis="x", rotation=45 if not transpose else 0)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right" if not transpose else "center")
-    ax.set_title("Capability drift vs base (%; * = 95% CI excludes 0)", loc="left")
+    title = "* = 95% CI excludes 0" if with_cis else "aggregate scores: no CIs"
+    ax.set_title(f"Capability drift vs base (%; {title})", loc="left")
     return _save(fig, out, "heatmap")
 
 

@@ -1,8 +1,10 @@
 """The leaderboard's short text: what drifted, per variant and per algorithm, in plain sentences.
 
-Every sentence is computed from the capability table (relative drift with its bootstrap CI) and the
-checkpoint table (chance-adjusted forgetting F_adj and backward transfer BT_adj). A drift counts as
-"clear" only when its 95% CI excludes zero; everything else is reported as within noise.
+Every sentence is computed from the capability table (relative drift with its bootstrap CI), the
+checkpoint table (chance-adjusted forgetting F_adj and backward transfer BT_adj) and the algorithm
+contrasts (captrack.analysis.ranking: a paired bootstrap CI on the difference of mean |drift|). A drift
+counts as "beyond noise" only when its 95% CI exists and excludes zero; algorithms are ranked only
+where the CI of their difference excludes zero; aggregate-only sources get no such words at all.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import math
 
 import pandas as pd
 
-__all__ = ["EXPECTATION", "findings"]
+__all__ = ["EXPECTATION", "findings", "ranking_sentence"]
 
 EXPECTATION = ("published expectation (CapTrack; Balasubramanian & Kasiviswanathan 2026): SFT drifts most, "
                "preference optimisation (DPO) and RL are more conservative")
@@ -26,14 +28,21 @@ def _clear(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[(rows["ci_low"] > 0) | (rows["ci_high"] < 0)]
 
 
-def _variant_sentence(name: str, algorithm: str, rows: pd.DataFrame, point: pd.Series | None) -> str:
+def _variant_sentence(name: str, algorithm: str, rows: pd.DataFrame, point: pd.Series | None, aggregate_only: bool) -> str:
     scored = rows.dropna(subset=["mean_rel_drift_pct"])
     if scored.empty:
         return f"{name} ({algorithm or 'no algorithm'}): no capability could be scored."
-    clear = _clear(scored)
-    drops, rises = clear[clear["mean_rel_drift_pct"] < 0], clear[clear["mean_rel_drift_pct"] > 0]
     text = (f"{name} ({algorithm or 'no algorithm'}): mean |drift| {scored['mean_rel_drift_pct'].abs().mean():.1f}% "
-            f"over {len(scored)} capabilities; {len(drops)} fell and {len(rises)} rose beyond noise")
+            f"over {len(scored)} capabilities")
+    with_ci = scored.dropna(subset=["ci_low", "ci_high"])
+    if aggregate_only or with_ci.empty:
+        reason = "aggregate scores only" if aggregate_only else "no bootstrap"
+        return text + f"; no confidence intervals ({reason}), so no drift can be told apart from noise."
+    clear = _clear(with_ci)
+    drops, rises = clear[clear["mean_rel_drift_pct"] < 0], clear[clear["mean_rel_drift_pct"] > 0]
+    text += f"; {len(drops)} fell and {len(rises)} rose beyond noise (a 95% CI that excludes 0)"
+    if len(with_ci) < len(scored):
+        text += f", {len(scored) - len(with_ci)} without a CI"
     if not drops.empty:
         worst = drops.loc[drops["mean_rel_drift_pct"].idxmin()]
         text += f"; largest drop {worst['key']} {_pct(worst['mean_rel_drift_pct'])}"
@@ -46,25 +55,47 @@ def _variant_sentence(name: str, algorithm: str, rows: pd.DataFrame, point: pd.S
     return text + "."
 
 
-def _algorithm_sentence(caps: pd.DataFrame) -> str | None:
-    """Rank algorithms by mean |capability drift| and compare with the published expectation."""
-    scored = caps.dropna(subset=["mean_rel_drift_pct"]).assign(magnitude=lambda f: f["mean_rel_drift_pct"].abs())
-    by_algorithm = scored[scored["algorithm"].astype(bool)].groupby("algorithm")["magnitude"].mean().sort_values(ascending=False)
-    if "SFT" not in by_algorithm.index or len(by_algorithm) < 2:
+def ranking_sentence(a: str, b: str, difference: float, low: float, high: float) -> str:
+    """Whether the data rank algorithm `a` against `b` by mean |drift| (only a CI that excludes 0 ranks them)."""
+    if any(math.isnan(float(x)) for x in (difference, low, high)):
+        return f"The data cannot rank {a} and {b}: there is no confidence interval for their difference."
+    if low > 0 or high < 0:
+        more, less = (a, b) if difference > 0 else (b, a)
+        return (f"{more} drifts more than {less}: mean |drift| {abs(difference):.1f} points higher "
+                f"(95% CI of {a} − {b} [{low:+.1f}, {high:+.1f}] excludes 0).")
+    return (f"The data cannot rank {a} and {b}: mean |drift| {a} − {b} = {difference:+.1f} points, "
+            f"95% CI [{low:+.1f}, {high:+.1f}] includes 0.")
+
+
+def _expectation_sentence(contrasts: pd.DataFrame) -> str | None:
+    """Whether SFT's contrasts test the published expectation: it needs a CI that excludes 0 against every other algorithm."""
+    rows = contrasts[(contrasts["algorithm_a"] == "SFT") | (contrasts["algorithm_b"] == "SFT")]
+    if rows.empty:
         return None
-    ranking = ", ".join(f"{a} {m:.1f}%" for a, m in by_algorithm.items())
-    verdict = "agrees with" if by_algorithm.index[0] == "SFT" else "does not agree with"
-    return (f"Mean |drift| by algorithm: {ranking}. This {verdict} the {EXPECTATION}. With few items per "
-            "capability, treat the ranking as indicative unless the capability CIs above exclude zero.")
+    verdicts = []
+    for r in rows.itertuples():
+        sign = 1.0 if r.algorithm_a == "SFT" else -1.0
+        low, high = sorted((sign * float(r.ci_low), sign * float(r.ci_high)))
+        verdicts.append("more" if low > 0 else "less" if high < 0 else "unknown")
+    if all(v == "more" for v in verdicts):
+        return f"SFT drifts more than every other algorithm here with CIs that exclude 0: this agrees with the {EXPECTATION}."
+    if "less" in verdicts:
+        return f"SFT drifts less than another algorithm with a CI that excludes 0: this contradicts the {EXPECTATION}."
+    return (f"The data cannot test the {EXPECTATION}, because not every difference between SFT and another algorithm "
+            "has a CI that excludes 0.")
 
 
-def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame) -> list[str]:
-    """Sentences saying what drifted: one per variant, then one comparing algorithms (when SFT and another exist).
+def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame, contrasts: pd.DataFrame | None = None,
+             aggregate_only: bool = False) -> list[str]:
+    """Sentences saying what drifted: one per variant, then what the data say about ranking algorithms.
 
     Args:
         caps: the leaderboard's capability table (level, key, variant, algorithm, mean_rel_drift_pct,
             ci_low, ci_high).
         checkpoints: the leaderboard's checkpoint table (variant, forgetting_adj, backward_transfer_adj).
+        contrasts: algorithm contrasts (captrack.analysis.ranking.CONTRAST_COLUMNS); None or empty: no CI
+            on any difference, so algorithms are not ranked.
+        aggregate_only: the numbers are aggregate scores (no items): no CI, so no claim beyond the point values.
     """
     capability_rows = caps[caps["level"] == "capability"]
     points = checkpoints.set_index("variant") if not checkpoints.empty else pd.DataFrame()
@@ -72,8 +103,18 @@ def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame) -> list[str]:
     for name, rows in capability_rows.groupby("variant", sort=False):
         algorithm = str(rows["algorithm"].iloc[0] or "")
         point = points.loc[name] if name in points.index else None
-        sentences.append(_variant_sentence(str(name), algorithm, rows, point))
-    comparison = _algorithm_sentence(capability_rows)
-    if comparison:
-        sentences.append(comparison)
+        sentences.append(_variant_sentence(str(name), algorithm, rows, point, aggregate_only))
+    algorithms = {str(a) for a in capability_rows["algorithm"] if a}
+    if len(algorithms) < 2:
+        return sentences
+    if aggregate_only or contrasts is None or contrasts.empty:
+        sentences.append(f"The data cannot rank the algorithms ({', '.join(sorted(algorithms))}): "
+                         "there is no confidence interval on any difference between them"
+                         + (" (aggregate scores only)." if aggregate_only else "."))
+        return sentences
+    sentences += [ranking_sentence(r.algorithm_a, r.algorithm_b, r.difference, r.ci_low, r.ci_high)
+                  for r in contrasts.itertuples()]
+    expectation = _expectation_sentence(contrasts)
+    if expectation:
+        sentences.append(expectation)
     return sentences

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,16 +16,12 @@ from captrack.report import figures
 from captrack.report.findings import findings
 from captrack.report.html import esc, page, table
 from captrack.report.writer import write_contract_tables
-from captrack.results.samples import ItemText, read_item_texts
-from captrack.results.store import SamplesFile
 from captrack.taxonomy import load_taxonomy
 
 if TYPE_CHECKING:
     from captrack.report.leaderboard import LeaderboardSpec, VariantLabels
 
-__all__ = ["write_pages"]
-
-DRILL_LIMIT = 50
+__all__ = ["AGGREGATE_NOTE", "write_pages"]
 
 
 def _num(value: float, pct: bool = True, signed: bool = True) -> str:
@@ -50,7 +45,10 @@ def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> d
     caps = caps.drop(columns="label_algorithm")
     drift = pd.concat([c.drift for c, _ in comparisons], ignore_index=True)
     trans = pd.concat([c.transitions for c, _ in comparisons], ignore_index=True)
-    return {"capabilities": caps, "drift": drift, "transitions": trans, "labels": label_frame}
+    power = pd.concat([c.power for c, _ in comparisons], ignore_index=True)
+    contrasts = pd.concat([c.contrasts for c, _ in comparisons], ignore_index=True)
+    return {"capabilities": caps, "drift": drift, "transitions": trans, "labels": label_frame, "power": power,
+            "contrasts": contrasts}
 
 
 def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -74,14 +72,16 @@ def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]
     return matrix, marks
 
 
-def _algorithm_summary(caps: pd.DataFrame) -> pd.DataFrame:
-    """Per algorithm and capability: mean drift over variants, a CI, and mean F / BT."""
+def _algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.DataFrame:
+    """Per algorithm and capability: mean drift over variants, a CI (none for aggregate scores), and mean F / BT."""
     out = []
     rows = caps[(caps["level"] == "capability") & caps["mean_rel_drift_pct"].notna()]
     for (algorithm, key), frame in rows.groupby(["algorithm", "key"], sort=True):
         values = frame["mean_rel_drift_pct"].to_numpy(dtype=float)
         mean = float(values.mean())
-        if len(values) >= 2:
+        if aggregate_only:
+            low, high = math.nan, math.nan
+        elif len(values) >= 2:
             half = 1.96 * float(values.std(ddof=1)) / math.sqrt(len(values))
             low, high = mean - half, mean + half
         else:
@@ -112,183 +112,200 @@ def _checkpoints(tables: dict[str, pd.DataFrame], variants: list[str]) -> pd.Dat
     return pd.DataFrame(out)
 
 
+@dataclass(frozen=True)
+class Board:
+    """Everything the index page and README of a leaderboard show."""
+
+    spec: LeaderboardSpec
+    matrix: pd.DataFrame
+    summary: pd.DataFrame
+    checkpoints: pd.DataFrame
+    capabilities: pd.DataFrame
+    per_task: pd.DataFrame
+    scoring: pd.DataFrame
+    said: list[str]
+    aggregate_only: bool
+
+
+AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so no confidence intervals, no item "
+                  "transitions (F/BT), no minimum detectable effects, no ranking of algorithms and no drill-down can be "
+                  "computed. None of these drifts can be told apart from noise: every number is a point estimate of unknown precision.")
+NOISE_NOTE = ("A drift is beyond noise (marked *) only where its 95% paired bootstrap CI exists and excludes 0. "
+              "MDE: the smallest relative drift the items detect with 80% power (two-sided α = 0.05, paired; "
+              "planned from n and the base rate).")
+
+
+def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per variant, task and metric: base, variant, n, drift, CI and MDE (n and MDE NaN without items)."""
+    drift = tables["drift"].drop_duplicates(["variant", "task", "metric"])
+    power = tables["power"][["variant", "task", "metric", "n", "mde_pct"]]
+    merged = drift.merge(power, on=["variant", "task", "metric"], how="left")
+    columns = ["variant", "task", "metric", "base_value", "variant_value", "n", "rel_drift_pct", "ci_low", "ci_high", "mde_pct"]
+    return merged[columns].sort_values(["variant", "task", "metric"]).reset_index(drop=True)
+
+
+def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Capability rows with the paired items behind each (summed over member tasks; NaN without items)."""
+    caps = tables["capabilities"]
+    caps = caps[(caps["level"] == "capability") & (caps["n_metrics"] > 0)]
+    drift = tables["drift"][tables["drift"]["rel_drift_pct"].notna()].merge(
+        tables["power"][["variant", "task", "metric", "n"]], on=["variant", "task", "metric"], how="left")
+    items = {(str(v), str(c)): float(f.drop_duplicates("task")["n"].sum(min_count=1))
+             for (v, c), f in drift.groupby(["variant", "capability"]) if c}
+    return caps.assign(items=[items.get((str(v), str(k)), math.nan) for v, k in zip(caps["variant"], caps["key"], strict=True)])
+
+
 def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> list[Path]:
     """Write every output of the leaderboard into ``spec.folder``; returns the paths."""
+    from captrack.report.drilldown import scoring_table, task_pages
+
     folder = spec.folder
     tables = _tables(comparisons)
+    aggregate_only = all(c.aggregate_only for c, _ in comparisons)
     variants = [v.name for c, _ in comparisons for v in c.variants]
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
     matrix, marks = _heatmap_data(tables["capabilities"], variants, spec.capabilities)
-    summary = _algorithm_summary(tables["capabilities"])
+    summary = _algorithm_summary(tables["capabilities"], aggregate_only)
     checkpoints = _checkpoints(tables, variants)
-    written = figures.heatmap_figure(matrix, marks, folder / "figures")
+    written = figures.heatmap_figure(matrix, marks, folder / "figures", with_cis=not aggregate_only)
     if not summary.empty:
         written += figures.algorithm_summary_figure(summary, colors, folder / "figures")
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
     if not points.empty:
         written += figures.f_vs_bt_figure(points, colors, folder / "figures")
-    written += write_contract_tables(folder, {"transitions.csv": tables["transitions"], "drift.csv": tables["drift"],
-                                              "capabilities.csv": tables["capabilities"], "checkpoints.csv": checkpoints,
-                                              "algorithms.csv": summary})
-    task_pages = _task_pages(spec, comparisons, tables) if spec.store is not None else {}
-    for name, text in task_pages.items():
+    csvs = {"transitions.csv": tables["transitions"], "drift.csv": tables["drift"], "capabilities.csv": tables["capabilities"],
+            "checkpoints.csv": checkpoints, "algorithms.csv": summary}
+    if not aggregate_only:
+        csvs |= {"power.csv": tables["power"], "rankings.csv": tables["contrasts"]}
+    written += write_contract_tables(folder, csvs)
+    scoring = scoring_table(spec, comparisons)
+    pages = task_pages(spec, comparisons, tables["transitions"], scoring) if spec.store is not None else {}
+    for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
-    said = findings(tables["capabilities"], checkpoints)
-    written.append(write_atomic(folder / "index.html", _index(spec, matrix, summary, checkpoints, sorted(task_pages), written, said)))
-    written.append(write_atomic(folder / "README.md", _readme(spec, matrix, summary, checkpoints, said)))
+    said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only)
+    board = Board(spec, matrix, summary, checkpoints, _capability_rows(tables), _per_task(tables), scoring, said, aggregate_only)
+    written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
+    written.append(write_atomic(folder / "README.md", _readme(board)))
     return written
 
 
-def _index(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, checkpoints: pd.DataFrame,
-           task_pages: list[str], written: list[Path], said: list[str]) -> str:
-    names = {p.name for p in written}
+def _ci_cells(low: float, high: float) -> str:
+    return _num(low) + _num(high)
+
+
+def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
+    spec = board.spec
     parts = [f"<h1>{esc(spec.title)}</h1>", f"<p>{esc(spec.description)}</p>"]
     if spec.source_note:
         parts.append(f'<p class="note">Source: {esc(spec.source_note)}</p>')
-    if said:
+    parts.append(f'<p class="note" id="precision">{esc(AGGREGATE_NOTE if board.aggregate_only else NOISE_NOTE)}</p>')
+    if board.said:
         parts.append('<h2 id="findings">What drifted</h2><ul id="findings-list">'
-                     + "".join(f"<li>{esc(s)}</li>" for s in said) + "</ul>")
+                     + "".join(f"<li>{esc(s)}</li>" for s in board.said) + "</ul>")
     parts.append('<h2 id="heatmap">Capability drift</h2><figure><img src="figures/heatmap.png" alt="capability drift heatmap" width="900"></figure>')
-    header = ["capability", *matrix.columns]
-    rows = [[_td(label), *(_num(v) for v in matrix.loc[label])] for label in matrix.index]
+    header = ["capability", *board.matrix.columns]
+    rows = [[_td(label), *(_num(v) for v in board.matrix.loc[label])] for label in board.matrix.index]
     parts.append(table(header, rows, "capability-table"))
+    parts += _detail_tables(board)
     if "algorithms.png" in names:
         parts.append('<h2 id="algorithms">By post-training algorithm</h2><figure><img src="figures/algorithms.png" alt="drift by algorithm" width="700"></figure>')
         rows = [[_td(r.algorithm), _td(r.key), f'<td class="num">{r.n_variants}</td>', _num(r.mean_rel_drift_pct),
-                 _num(r.ci_low), _num(r.ci_high), _num(100 * r.forgetting, signed=False), _num(100 * r.backward_transfer, signed=False)]
-                for r in summary.itertuples()]
+                 _ci_cells(r.ci_low, r.ci_high), _num(100 * r.forgetting, signed=False), _num(100 * r.backward_transfer, signed=False)]
+                for r in board.summary.itertuples()]
         parts.append(table(["algorithm", "capability", "variants", "mean drift", "CI low", "CI high", "F", "BT"], rows, "algorithm-table"))
     if "f_vs_bt.png" in names:
         parts.append('<h2 id="f-bt">Forgetting vs backward transfer</h2><figure><img src="figures/f_vs_bt.png" alt="forgetting vs backward transfer" width="560"></figure>')
     rows = [[_td(r.variant), _td(r.base), _td(r.family), _td(r.size), _td(r.algorithm), _td(r.data),
              _num(r.CAN), _num(r.WILL), _num(r.HOW), _num(100 * r.forgetting_adj, signed=False),
-             _num(100 * r.backward_transfer_adj, signed=False), f'<td class="num">{r.significant_tasks} / {r.tasks}</td>']
-            for r in checkpoints.itertuples()]
+             _num(100 * r.backward_transfer_adj, signed=False),
+             f'<td class="num">{f"{r.significant_tasks} / {r.tasks}" if r.tasks else "n/a"}</td>']
+            for r in board.checkpoints.itertuples()]
     parts.append('<h2 id="checkpoints">Checkpoints</h2><p class="muted">Click a column header to sort.</p>')
     parts.append(table(["variant", "base", "family", "size", "algorithm", "data", "CAN", "WILL", "HOW", "F_adj",
                         "BT_adj", "significant tasks"], rows, "checkpoint-table"))
+    parts.append(_scoring_html(board))
     if task_pages:
         links = "".join(f'<li><a href="tasks/{esc(p)}">{esc(p.removesuffix(".html"))}</a></li>' for p in task_pages)
         parts.append(f'<h2 id="tasks">Forgotten and gained items, per task</h2><ul>{links}</ul>')
-    parts.append('<p class="muted">Data: capabilities.csv, drift.csv, transitions.csv, checkpoints.csv, algorithms.csv. '
+    extra = "" if board.aggregate_only else ", power.csv, rankings.csv"
+    parts.append(f'<p class="muted">Data: capabilities.csv, drift.csv, transitions.csv, checkpoints.csv, algorithms.csv{extra}. '
                  'Generated by captrack.</p>')
     return page(spec.title, "\n".join(parts))
 
 
-@dataclass(frozen=True)
-class DrillRow:
-    """One flipped item on a task page: who flipped which way, and the escaped table cells shown."""
-
-    variant: str
-    change: str
-    cells: str
-
-
-def _task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
-                tables: dict[str, pd.DataFrame]) -> dict[str, str]:
-    from captrack.analysis.transitions import flipped_items
-    from captrack.metrics.registry import get_metric
-    from captrack.results.store import Store
-
-    pages: dict[str, str] = {}
-    kinds = _forgetting_kinds(comparisons)
-    paired = {name: p for c, _ in comparisons for name, p in c.paired.items()}
-    trans = tables["transitions"].drop_duplicates(["variant", "task", "metric"])
-    if spec.store is None:
-        return pages
-    with Store(spec.store, read_only=True) as store:
-        files = {model: store.samples_files(model) for model in store.models()}
-        for task, frame in trans.groupby("task", sort=True):
-            rows: list[DrillRow] = []
-            total = 0
-            for r in frame.sort_values(["variant", "metric"]).itertuples():
-                pair = paired[str(r.variant)]
-                lower = get_metric(str(r.metric)).direction == "lower"
-                items, count = flipped_items(pair.items, str(task), str(r.metric), lower, DRILL_LIMIT)
-                total += count
-                items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
-                sides = (files.get(pair.base, {}), files.get(pair.variant, {}))
-                rows += _item_rows(str(r.variant), str(r.metric), items, str(task), sides)
-            name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
-            pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total)
-    return pages
+def _scoring_html(board: Board) -> str:
+    if board.aggregate_only or board.scoring.empty:
+        return ('<h2 id="scoring">How each metric was scored</h2><p id="scoring-note">By the source, as published: '
+                "captrack holds only its aggregate values, with no record of each item's scoring.</p>")
+    rows = [[_td(r.task), _td(r.metric), _td(r.scored_by)] for r in board.scoring.itertuples()]
+    return '<h2 id="scoring">How each metric was scored</h2>' + table(["task", "metric", "scored by"], rows, "scoring-table")
 
 
-def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[tuple[str, str, str], str]:
-    """(variant, task, doc_hash) -> collapse / drift / shift for forgotten multiple-choice items."""
-    out: dict[tuple[str, str, str], str] = {}
-    for comparison, _ in comparisons:
-        items = comparison.distribution_items
-        if items.empty:
-            continue
-        for r in items[items["transition"] == "10"].itertuples():
-            out[(str(r.variant), str(r.task), str(r.doc_hash))] = str(r.forgetting_kind)
-    return out
+def _detail_tables(board: Board) -> list[str]:
+    """Capability and per-task drift with CI, MDE and item counts (aggregate-only: base, variant and drift only)."""
+    caps, tasks = board.capabilities, board.per_task
+    if board.aggregate_only:
+        rows = [[_td(r.variant), _td(r.key), _num(r.mean_rel_drift_pct), f'<td class="num">{int(r.n_metrics)}</td>']
+                for r in caps.itertuples()]
+        task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), f'<td class="num">{r.base_value:.4g}</td>',
+                      f'<td class="num">{r.variant_value:.4g}</td>', '<td class="num">n/a</td>', _num(r.rel_drift_pct)]
+                     for r in tasks.itertuples()]
+        return ['<h2 id="capability-details">Per capability</h2>', table(["variant", "capability", "drift", "metrics"], rows, "capability-details"),
+                '<h2 id="per-task">Per task: base, variant, n</h2>',
+                table(["variant", "task", "metric", "base", "variant score", "n", "drift"], task_rows, "task-table")]
+    rows = [[_td(r.variant), _td(r.key), _num(r.mean_rel_drift_pct), _ci_cells(r.ci_low, r.ci_high), _td(_mark(r.ci_low, r.ci_high)),
+             _num(r.mde_pct, signed=False), f'<td class="num">{int(r.n_metrics)}</td>', _count(r.items)] for r in caps.itertuples()]
+    task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), f'<td class="num">{r.base_value:.4g}</td>',
+                  f'<td class="num">{r.variant_value:.4g}</td>', _count(r.n), _num(r.rel_drift_pct), _ci_cells(r.ci_low, r.ci_high),
+                  _td(_mark(r.ci_low, r.ci_high)), _num(r.mde_pct, signed=False)] for r in tasks.itertuples()]
+    return ['<h2 id="capability-details">Per capability</h2>',
+            table(["variant", "capability", "drift", "CI low", "CI high", "*", "MDE", "metrics", "items"], rows, "capability-details"),
+            '<h2 id="per-task">Per task: base, variant, n</h2>',
+            table(["variant", "task", "metric", "base", "variant score", "n", "drift", "CI low", "CI high", "*", "MDE"], task_rows, "task-table")]
 
 
-def _texts(files: dict[tuple[str, str], SamplesFile], run_id: str, task: str, ids: list[int]) -> dict[int, ItemText]:
-    file = files.get((run_id, task))
-    return read_item_texts(file, ids) if file is not None else {}
+def _mark(low: float, high: float) -> str:
+    """``*`` where a CI exists and excludes 0."""
+    return "*" if not (math.isnan(low) or math.isnan(high)) and (low > 0 or high < 0) else ""
 
 
-def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str,
-               files: tuple[dict[tuple[str, str], SamplesFile], dict[tuple[str, str], SamplesFile]]) -> list[DrillRow]:
-    if items.empty:
-        return []
-    ids = [int(i) for i in items["doc_id"]]
-    base_text = _texts(files[0], str(items["base_run"].iloc[0]), task, ids)
-    var_text = _texts(files[1], str(items["variant_run"].iloc[0]), task, ids)
-    missing = "(text unavailable: samples file moved)"
-    out = []
-    for r in items.itertuples():
-        b, v = base_text.get(int(r.doc_id)), var_text.get(int(r.doc_id))
-        change = f"{r.change} ({r.kind})" if r.kind else str(r.change)
-        cells = "".join([
-            f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
-            f'<td><pre class="text">{esc(b.prompt if b else missing)}</pre></td>',
-            f'<td><pre class="text">{esc(b.gold if b else "")}</pre></td>',
-            f'<td><pre class="text">{esc(b.response if b else missing)}</pre></td>',
-            f'<td><pre class="text">{esc(v.response if v else missing)}</pre></td>',
-        ])
-        out.append(DrillRow(variant, str(r.change), cells))
-    return out
+def _count(value: float) -> str:
+    return '<td class="num">n/a</td>' if value is None or math.isnan(value) else f'<td class="num">{int(value)}</td>'
 
 
-def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list[DrillRow], total: int) -> str:
-    options = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in variants)
-    filters = (f'<div class="filters"><label>variant <select data-filter="variant"><option value="">all</option>{options}</select></label>'
-               '<label>change <select data-filter="change"><option value="">all</option><option value="forgotten">forgotten (1→0)</option>'
-               '<option value="gained">gained (0→1)</option></select></label>'
-               '<label>search <input type="search" data-filter="text" placeholder="text in prompt or responses"></label></div>')
-    body_rows = [f'<tr data-item="1" data-variant="{esc(r.variant)}" data-change="{esc(r.change)}">{r.cells}</tr>' for r in rows]
-    head = "".join(f"<th>{h}</th>" for h in ("variant", "change", "doc", "metric", "prompt", "gold", "base response", "variant response"))
-    tbl = (f'<div class="scroll"><table id="items" class="sortable"><thead><tr>{head}</tr></thead><tbody>\n'
-           + "\n".join(body_rows) + "\n</tbody></table></div>")
-    note = f'<p class="muted">Showing <span id="shown">{len(rows)}</span> of {total} flipped items (at most {DRILL_LIMIT} per variant and metric).</p>'
-    nav = '<nav><a href="../index.html">&larr; leaderboard</a></nav>'
-    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{note}{filters}{tbl}", nav)
-
-
-def _readme(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, checkpoints: pd.DataFrame,
-            said: list[str]) -> str:
+def _readme(board: Board) -> str:
     def fmt(v: float, signed: bool = True) -> str:
         return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else (f"{v:+.1f}%" if signed else f"{v:.1f}%")
 
+    spec, matrix = board.spec, board.matrix
     lines = [f"# {spec.title}", "", spec.description, ""]
     if spec.source_note:
         lines += [f"Source: {spec.source_note}", ""]
-    if said:
-        lines += ["## What drifted", "", *(f"- {s}" for s in said), ""]
+    lines += [AGGREGATE_NOTE if board.aggregate_only else NOISE_NOTE, ""]
+    if board.said:
+        lines += ["## What drifted", "", *(f"- {s}" for s in board.said), ""]
     lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
     lines += ["| capability | " + " | ".join(matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]
+    lines += ["", "## Per task", ""]
+    if board.aggregate_only:
+        lines += ["| variant | task | metric | base | variant score | n | drift |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.variant} | {r.task} | {r.metric} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {fmt(r.rel_drift_pct)} |"
+                  for r in board.per_task.itertuples()]
+    else:
+        lines += ["| variant | task | metric | base | variant score | n | drift | 95% CI | MDE |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.variant} | {r.task} | {r.metric} | {r.base_value:.4g} | {r.variant_value:.4g} | "
+                  f"{'n/a' if math.isnan(r.n) else int(r.n)} | {fmt(r.rel_drift_pct)} | "
+                  f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} |"
+                  for r in board.per_task.itertuples()]
     lines += ["", "## Checkpoints", "", "| variant | family | size | algorithm | CAN | WILL | HOW | F_adj | BT_adj |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r.variant} | {r.family} | {r.size} | {r.algorithm} | {fmt(r.CAN)} | {fmt(r.WILL)} | {fmt(r.HOW)} | "
-              f"{fmt(100 * r.forgetting_adj, False)} | {fmt(100 * r.backward_transfer_adj, False)} |" for r in checkpoints.itertuples()]
-    if not summary.empty:
+              f"{fmt(100 * r.forgetting_adj, False)} | {fmt(100 * r.backward_transfer_adj, False)} |" for r in board.checkpoints.itertuples()]
+    if not board.summary.empty:
         lines += ["", "## By algorithm (mean over variants)", "", "| algorithm | capability | variants | drift | 95% CI |", "|---|---|---|---|---|"]
-        lines += [f"| {r.algorithm} | {r.key} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | [{fmt(r.ci_low)}, {fmt(r.ci_high)}] |"
-                  for r in summary.itertuples()]
+        lines += [f"| {r.algorithm} | {r.key} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
+                  + ("n/a" if board.aggregate_only else f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]") + " |"
+                  for r in board.summary.itertuples()]
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]
     return "\n".join(lines)

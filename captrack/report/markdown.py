@@ -8,9 +8,14 @@ from typing import Any
 import pandas as pd
 
 from captrack.analysis.compare import Comparison
+from captrack.report.findings import ranking_sentence
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["render_report"]
+__all__ = ["AGGREGATE_ONLY", "render_report"]
+
+AGGREGATE_ONLY = ("Aggregate scores only: there is no per-item data, so no confidence intervals, no item "
+                  "transitions (F/BT), no minimum detectable effects and no ranking of algorithms can be computed. "
+                  "None of these drifts can be told apart from noise: each number is a point estimate of unknown precision.")
 
 
 def _pct(value: Any, signed: bool = True) -> str:
@@ -43,12 +48,18 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
     lines = [f"# captrack comparison against `{comparison.base}`", ""]
     lines += [
         "Relative drift is CapTrack's 100·(variant − base)/base per metric, averaged per capability "
-        "(± is the spread across member metrics). CI: paired bootstrap over items; `*` marks a CI "
-        "that excludes 0. F = share of items forgotten (1→0), BT = share gained (0→1).",
+        "(± is the spread across member metrics).",
+        "",
+        AGGREGATE_ONLY if comparison.aggregate_only else
+        "CI: paired bootstrap over items; `*` marks a CI that excludes 0 (\"beyond noise\"), and nothing else is "
+        "called a change. MDE: the smallest relative drift this many items detect with 80% power (two-sided "
+        "α = 0.05, paired; planned from n and the base rate, see README's Definitions). "
+        "F = share of items forgotten (1→0), BT = share gained (0→1).",
         "",
     ]
     for variant in comparison.variants:
         lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)
+    lines += _ranking_section(comparison)
     lines += _distribution_section(comparison)
     lines += _judged_section(comparison)
     if comparison.warnings:
@@ -115,18 +126,47 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
     lines.append("")
     rows = []
     by_key = caps[caps["level"] == "capability"].set_index("key")
+    items = _capability_items(comparison, name)
     for cap in taxonomy.capabilities:
         row = by_key.loc[cap.key]
         if row["n_metrics"] == 0:
             continue
-        rows.append([
-            f"{cap.key} {cap.name}", _pct(row["mean_rel_drift_pct"]),
-            _pct(row["std_rel_drift_pct"], signed=False), _ci(row["ci_low"], row["ci_high"]),
-            _share(row["forgetting"]), _share(row["backward_transfer"]), str(int(row["n_metrics"])),
-        ])
-    lines += [*_table(["capability", "drift", "±", "95% CI", "F", "BT", "metrics"], rows), ""]
+        cells = [f"{cap.key} {cap.name}", _pct(row["mean_rel_drift_pct"]), _pct(row["std_rel_drift_pct"], signed=False)]
+        if not comparison.aggregate_only:
+            cells += [_ci(row["ci_low"], row["ci_high"]), _pct(row["mde_pct"], signed=False),
+                      _share(row["forgetting"]), _share(row["backward_transfer"])]
+        rows.append([*cells, str(int(row["n_metrics"])), items.get(cap.key, "n/a")])
+    header = ["capability", "drift", "±"]
+    if not comparison.aggregate_only:
+        header += ["95% CI", "MDE", "F", "BT"]
+    lines += [*_table([*header, "metrics", "items (n)"], rows), ""]
     lines += _task_table(comparison, name)
     return lines
+
+
+def _capability_items(comparison: Comparison, name: str) -> dict[str, str]:
+    """Per capability: the paired items behind it (summed over its member tasks), as text."""
+    power = comparison.power[comparison.power["variant"] == name].drop_duplicates(["task", "metric"])
+    drift = comparison.drift[(comparison.drift["variant"] == name) & comparison.drift["rel_drift_pct"].notna()]
+    merged = drift.merge(power[["task", "metric", "n"]], on=["task", "metric"])
+    return {str(cap): str(int(frame.drop_duplicates("task")["n"].sum()))
+            for cap, frame in merged.groupby("capability") if cap}
+
+
+def _ranking_section(comparison: Comparison) -> list[str]:
+    """Algorithms ranked by mean |capability drift| only where the paired bootstrap CI of the difference excludes 0."""
+    if comparison.aggregate_only or comparison.contrasts.empty:
+        return []
+    rows, said = [], []
+    for r in comparison.contrasts.itertuples():
+        rows.append([f"{r.algorithm_a} − {r.algorithm_b}", f"{r.mean_abs_drift_a:.1f}% − {r.mean_abs_drift_b:.1f}%",
+                     _pct(r.difference), _ci(r.ci_low, r.ci_high) or "n/a", str(int(r.n_capabilities))])
+        said.append(ranking_sentence(r.algorithm_a, r.algorithm_b, r.difference, r.ci_low, r.ci_high))
+    intro = ("Mean |capability drift| per algorithm (over its variants and the capabilities all variants have), "
+             "and the paired bootstrap 95% CI of the difference. An algorithm is said to drift more only where that CI excludes 0.")
+    header = ["algorithms", "mean |drift|", "difference", "95% CI", "capabilities"]
+    return ["## Ranking algorithms", "", intro, "", *_table(header, rows), "", *(f"- {s}" for s in said), ""]
+
 
 
 def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str) -> list[str]:
@@ -138,8 +178,13 @@ def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str) -> list[st
     top = rows.reindex(rows["mean_rel_drift_pct"].abs().sort_values(ascending=False).index).head(3)
     parts = []
     for r in top.itertuples():
-        sure = "CI excludes 0" if (r.ci_low > 0 or r.ci_high < 0) else "within noise"
+        if math.isnan(r.ci_low) or math.isnan(r.ci_high):
+            sure = "no CI"
+        else:
+            sure = "CI excludes 0" if (r.ci_low > 0 or r.ci_high < 0) else "CI includes 0: within noise"
         parts.append(f"{r.key} {taxonomy.capability(str(r.key)).name} {_pct(r.mean_rel_drift_pct)} ({sure})")
+    if comparison.aggregate_only:
+        return ["Largest drifts: " + "; ".join(parts) + ".", ""]
     trans = comparison.transitions[comparison.transitions["variant"] == name].drop_duplicates(["task", "metric"])
     forgotten, gained = int(trans["n_10"].sum()), int(trans["n_01"].sum())
     significant = int((trans["q_value"] < 0.05).sum())
@@ -153,18 +198,25 @@ def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str) -> list[st
 
 def _task_table(comparison: Comparison, name: str) -> list[str]:
     drift = comparison.drift[comparison.drift["variant"] == name].drop_duplicates(["task", "metric"])
+    if comparison.aggregate_only:
+        rows = [[str(r.task), str(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}", "n/a", _pct(r.rel_drift_pct)]
+                for r in drift.sort_values(["task", "metric"]).itertuples()]
+        return ["### Per task", "", *_table(["task", "metric", "base", "variant", "n", "drift"], rows), ""]
     trans = comparison.transitions[comparison.transitions["variant"] == name].drop_duplicates(["task", "metric"])
+    power = comparison.power[comparison.power["variant"] == name][["task", "metric", "n", "mde_pct"]]
     merged = drift.merge(trans, on=["task", "metric"], how="left", suffixes=("", "_t"))
+    merged = merged.drop(columns=["n"], errors="ignore").merge(power, on=["task", "metric"], how="left")
     rows = []
     for r in merged.sort_values(["task", "metric"]).itertuples():
         significant = "yes" if isinstance(r.q_value, float) and r.q_value < 0.05 else ""
         rows.append([
             str(r.task), str(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}",
-            _pct(r.rel_drift_pct), _ci(r.ci_low, r.ci_high),
+            "n/a" if pd.isna(r.n) else str(int(r.n)), _pct(r.rel_drift_pct), _ci(r.ci_low, r.ci_high),
+            _pct(r.mde_pct, signed=False),
             "" if pd.isna(r.n_10) else f"{int(r.n_10)} / {int(r.n_01)}",
             "" if pd.isna(r.forgetting_adj) else f"{_share(r.forgetting_adj)} / {_share(r.backward_transfer_adj)}",
             "" if pd.isna(r.q_value) else f"{r.q_value:.3g}", significant,
         ])
-    header = ["task", "metric", "base", "variant", "drift", "95% CI", "1→0 / 0→1",
+    header = ["task", "metric", "base", "variant", "n", "drift", "95% CI", "MDE", "1→0 / 0→1",
               "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05"]
     return ["### Per task", "", *_table(header, rows), ""]

@@ -43,7 +43,7 @@ def write_comparison(
     comparison: Comparison, out: str | Path, inputs: dict[str, Any], taxonomy: Taxonomy | None = None
 ) -> list[Path]:
     """Write transitions.csv, drift.csv, capabilities.csv, replicates.csv, the CapTrack-layout
-    tables, summary.json and report.md into `out`; returns the paths written."""
+    tables, power.csv and rankings.csv (items only), summary.json and report.md into `out`; returns the paths written."""
     taxonomy = taxonomy or load_taxonomy()
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -57,6 +57,8 @@ def write_comparison(
         "captrack_compatible.csv": means.reset_index(),
         "captrack_compatible_std.csv": stds.reset_index(),
     }
+    if not comparison.aggregate_only:  # per-item statistics: none exist for aggregate scores
+        tables |= {"power.csv": comparison.power, "rankings.csv": comparison.contrasts}
     if not comparison.distribution.empty:
         from captrack.analysis.distribution import aggregate_by_algorithm
 

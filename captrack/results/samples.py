@@ -7,8 +7,11 @@ each run's task came from; these functions read that file, and refuse one that c
 
 from __future__ import annotations
 
+import ast
 import json
-from dataclasses import dataclass
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,18 +22,32 @@ import pandas as pd
 from captrack.results.runfiles import file_sha256
 from captrack.results.store import SamplesFile
 
-__all__ = ["ItemText", "read_choice_rows", "read_item_texts", "unavailable_reason"]
+__all__ = ["GOLD_FIELDS", "ItemText", "gold_text", "option_list", "read_choice_rows", "read_item_texts", "unavailable_reason"]
 
 _MAX_OBJECT = 1 << 30
 
 
 @dataclass(frozen=True)
 class ItemText:
-    """What a page shows of one item: the prompt, the gold answer and the model's response."""
+    """What a page shows of one item: the prompt, the gold answer as text, the model's response, the
+    item's options (empty for free-form answers) and the logged doc (for scorers' extraction helpers).
+
+    ``gold`` is "B. Paris" for an option given by index or letter, the option itself when the gold is
+    its text (yes / no), else the target lm-eval logged, else the doc's reference field
+    (``gold``, ``answer``, else a named :data:`GOLD_FIELDS` one: "call: {...}"); "" only when the doc
+    holds no reference at all.
+    """
 
     prompt: str
     gold: str
     response: str
+    options: tuple[str, ...] = ()
+    doc: Mapping[str, Any] = field(default_factory=dict)
+
+
+# Doc fields that hold what a generation item expects, in the order they are looked for (official rows:
+# gold; generated probes: answer, a tool call, records to format, points to cover, sources to cite, ...).
+GOLD_FIELDS = ("gold", "answer", "call", "records", "points", "support", "constraints", "claims")
 
 
 @lru_cache(maxsize=512)
@@ -54,14 +71,15 @@ def read_item_texts(file: SamplesFile, doc_ids: list[int]) -> dict[int, ItemText
     if not doc_ids or unavailable_reason(file) is not None:
         return {}
     rows = duckdb.execute(
-        f"""SELECT doc_id, target, arguments, filtered_resps
+        f"""SELECT doc_id, target, arguments, filtered_resps, doc
         FROM read_json(?, format='newline_delimited',
-                       columns={{'doc_id': 'BIGINT', 'target': 'JSON', 'arguments': 'JSON', 'filtered_resps': 'JSON'}},
+                       columns={{'doc_id': 'BIGINT', 'target': 'JSON', 'arguments': 'JSON', 'filtered_resps': 'JSON',
+                                'doc': 'JSON'}},
                        maximum_object_size={_MAX_OBJECT})
         WHERE doc_id IN (SELECT unnest(?::BIGINT[]))""",
         [str(file.path), doc_ids],
     ).fetchall()
-    return {int(doc_id): _text(target, arguments, resps) for doc_id, target, arguments, resps in rows}
+    return {int(doc_id): _text(target, arguments, resps, doc) for doc_id, target, arguments, resps, doc in rows}
 
 
 def read_choice_rows(file: SamplesFile) -> pd.DataFrame:
@@ -83,20 +101,65 @@ def read_choice_rows(file: SamplesFile) -> pd.DataFrame:
     ).df()[columns]
 
 
-def _text(target: Any, arguments: Any, resps: Any) -> ItemText:
+def option_list(value: Any) -> tuple[str, ...]:
+    """A doc's options: a list, or its JSON / Python-literal text (generated probes log "['a', 'b']"); () if none."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.startswith("["):
+            return ()
+        try:
+            value = json.loads(text)
+        except ValueError:
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                return ()
+    if isinstance(value, (list, tuple)) and len(value) >= 2:
+        return tuple(str(v) for v in value)
+    return ()
+
+
+def _letter(i: int) -> str:
+    return string.ascii_uppercase[i] if i < 26 else str(i)
+
+
+def gold_text(target: Any, doc: Mapping[str, Any], options: tuple[str, ...]) -> str:
+    """The gold answer as a reader wants it: "B. Paris" for an option index or letter, see :class:`ItemText`."""
+    raw = next((v for v in (target, doc.get("gold"), doc.get("answer")) if v not in (None, "", [], {})), None)
+    if options and raw is not None and not isinstance(raw, list):
+        key = str(raw).strip()
+        if key.isdigit() and int(key) < len(options):
+            return f"{_letter(int(key))}. {options[int(key)]}"
+        if len(key) == 1 and key.upper() in string.ascii_uppercase[: len(options)]:
+            index = string.ascii_uppercase.index(key.upper())
+            return f"{key.upper()}. {options[index]}"
+        if key in options:
+            return key
+    if raw not in (None, "", [], {}):
+        return raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    for name in GOLD_FIELDS[2:]:
+        value = doc.get(name)
+        if value not in (None, "", "[]", [], {}):
+            return f"{name}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
+    return ""
+
+
+def _text(target: Any, arguments: Any, resps: Any, doc_json: Any = None) -> ItemText:
     args = json.loads(arguments) if isinstance(arguments, str) else arguments or {}
     gold = json.loads(target) if isinstance(target, str) else target
     filtered = json.loads(resps) if isinstance(resps, str) else resps or []
+    doc = json.loads(doc_json) if isinstance(doc_json, str) else doc_json or {}
+    doc = doc if isinstance(doc, dict) else {}
     requests = [args[k] for k in sorted(args, key=lambda k: int(k.rsplit("_", 1)[-1]))]
     prompt = str(requests[0].get("arg_0", "")) if requests else ""
     is_choice = len(requests) > 1 and all(isinstance(r, list) and len(r) == 2 for r in filtered)
+    options = option_list(doc.get("choices"))
     if is_choice:
-        choices = [str(r.get("arg_1", "")) for r in requests]
+        options = tuple(str(r.get("arg_1", "")).strip() for r in requests)
         scores = [float(r[0]) for r in filtered]
-        response = choices[max(range(len(scores)), key=scores.__getitem__)]
-        if isinstance(gold, int) and 0 <= gold < len(choices):
-            gold = choices[gold]
-        prompt += "\n\nOptions: " + " | ".join(c.strip() for c in choices)
+        best = max(range(len(scores)), key=scores.__getitem__)
+        response = f"{_letter(best)}. {options[best]}"
+        prompt += "\n\nOptions: " + " | ".join(f"{_letter(i)}. {c}" for i, c in enumerate(options))
     else:
         response = filtered[0] if isinstance(filtered, list) and filtered else filtered
-    return ItemText(prompt, str(gold), str(response))
+    return ItemText(prompt, gold_text(gold, doc, options), str(response), options, doc)

@@ -171,13 +171,17 @@ class Store:
         self.con.execute("CREATE OR REPLACE TEMP TABLE _logged AS SELECT * FROM _logged_df")
         self.con.unregister("_logged_df")
         # The dataset revision a task's docs carry (official tasks: the mirror's; NULL where none).
+        # k (n_choices): the doc's own options wherever it lists them (a generated answer letter or yes/no
+        # counts as much as a loglikelihood choice); else, for multiple_choice, the options scored.
         columns = {"doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR",
-                   "doc": "STRUCT(revision VARCHAR)"}
+                   "doc": "STRUCT(revision VARCHAR, choices JSON)"}
         columns |= {m: "JSON" for m in metrics}
-        choices = "NULL::INTEGER"
+        scored = "NULL::INTEGER"
         if multiple_choice:
             columns["filtered_resps"] = "JSON"
-            choices = "json_array_length(filtered_resps)::INTEGER"
+            scored = "json_array_length(filtered_resps)::INTEGER"
+        choices = (f"CASE WHEN json_type(doc.choices) = 'ARRAY' AND json_array_length(doc.choices) >= 2 "
+                   f"THEN json_array_length(doc.choices)::INTEGER ELSE {scored} END")
         struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
         unpivot = ", ".join(f"({_quote_literal(m)}, {_VALUE.format(col=_quote_ident(m))})" for m in metrics)
         files = [str(t.samples) for t in tasks]

@@ -20,7 +20,7 @@ from captrack.cli import main
 GOLDEN = Path(__file__).parent / "golden"
 CONTRACT = ["transitions.csv", "drift.csv", "capabilities.csv", "replicates.csv",
             "captrack_compatible.csv", "captrack_compatible_std.csv", "distribution.csv",
-            "distribution_items.csv", "calibration.csv", "distribution_by_algorithm.csv"]
+            "distribution_items.csv", "calibration.csv", "distribution_by_algorithm.csv", "power.csv", "rankings.csv"]
 
 
 def _tasks(model: str, seed: int) -> list[FakeTask]:

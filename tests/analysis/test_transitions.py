@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+from fakeruns import FakeTask, write_run
 
+from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact
-from captrack.analysis.transitions import Transitions, count_transitions
+from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.results.runfiles import discover_runs
+from captrack.results.store import Labels, Store
 
 BASE = [1, 1, 1, 0, 0, 0, 1, 0]
 VARIANT = [1, 0, 0, 1, 0, 0, 1, 1]  # n11=2 (items 0, 6), n10=2 (1, 2), n01=2 (3, 7), n00=2 (4, 5)
@@ -81,3 +86,42 @@ def test_benjamini_hochberg_by_hand() -> None:
     q = bh_qvalues(np.array([0.01, 0.04, 0.03, 0.2, np.nan]))
     np.testing.assert_allclose(q[:4], [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
     assert math.isnan(q[4])
+
+
+# Items with different option counts (README, Definitions): E = mean_i (1 − acc_pre)(1 − acc_post)/(k_i − 1).
+# BASE / VARIANT above: acc_pre = acc_post = 1/2, F = BT = 2/8. With k = 2, 2, 4, 4, 4, 4, 10, 10:
+# mean_i 1/(k_i − 1) = (1 + 1 + 4·(1/3) + 2·(1/9)) / 8 = (32/9) / 8 = 4/9, so
+# E = (1/2)(1/2)·(4/9) = 1/9 and F_adj = BT_adj = 1/4 − 1/9 = 5/36 (the modal k = 4 alone would give 1/6).
+MIXED_K = [2, 2, 4, 4, 4, 4, 10, 10]
+
+
+def test_chance_weight_is_the_mean_of_per_item_inverses() -> None:
+    assert chance_weight(np.array(MIXED_K, float)) == pytest.approx(4 / 9)
+    assert chance_weight(np.array([4.0] * 5)) == pytest.approx(1 / 3)  # one k: 1/(k − 1)
+    assert chance_weight(np.array([4.0, np.nan])) == pytest.approx(1 / 6)  # an item without options adds 0
+    assert math.isnan(chance_weight(np.array([])))
+
+
+def test_chance_adjustment_with_per_item_k_by_hand() -> None:
+    t = count_transitions(np.array(BASE, float), np.array(VARIANT, float), k=4)
+    mixed = Transitions(t.n_11, t.n_10, t.n_01, t.n_00, k=4, weight=chance_weight(np.array(MIXED_K, float)))
+    assert mixed.expected_by_chance == pytest.approx(1 / 9)
+    assert mixed.forgetting_adj == pytest.approx(5 / 36) and mixed.backward_transfer_adj == pytest.approx(5 / 36)
+    assert t.forgetting_adj == pytest.approx(1 / 6)  # one k = 4 for every item: E = 1/12
+
+
+def test_generated_answer_letters_are_chance_adjusted_with_each_items_k(tmp_path: Path) -> None:
+    # A generation task (answer letter in text) whose docs list 2 to 10 options: k comes from doc["choices"].
+    task = "captrack_mmlu_pro_subset"
+    docs = {i: {"prompt": f"question {i}", "choices": [f"option {j}" for j in range(k)], "gold": "A"}
+            for i, k in enumerate(MIXED_K)}
+    for name, values in (("base", BASE), ("v", VARIANT)):
+        write_run(tmp_path / name, name, [FakeTask(task, {"acc": values}, output_type="generate_until", docs=docs)])
+    with Store() as store:
+        for name in ("base", "v"):
+            store.ingest(discover_runs(tmp_path / name), Labels(model=name))
+        comparison = compare_store(store, "base", [VariantSpec("v")], CompareOptions(bootstrap=0, distribution=False))
+    row = comparison.transitions.iloc[0]
+    assert (row["n"], row["n_10"], row["n_01"], row["k"]) == (8, 2, 2, 4)  # k reported: the most common
+    assert row["forgetting_adj"] == pytest.approx(5 / 36) and row["backward_transfer_adj"] == pytest.approx(5 / 36)
+    assert any("items have 2 to 10 options" in w for w in comparison.warnings)

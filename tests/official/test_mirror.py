@@ -133,3 +133,19 @@ def test_hub_mirror_offline_says_to_build_instead(tmp_path: Path, monkeypatch: p
     with pytest.raises(InputError, match=r"cannot download tri-fair-lab/captrack.*captrack data build --sources"):
         mirror_hub(tmp_path)
     assert not (tmp_path / "manifest.json").exists()
+
+
+@needs_data
+def test_full_subset_runs_the_whole_source_where_the_build_has_it(tmp_path: Path) -> None:
+    source = shared_data()
+    assert source is not None
+    results = build_mirror(source, tmp_path, ["boolq.subset", "humaneval.full"], full=True)
+    assert [(r.config, r.rows) for r in results] == [("boolq.subset", 500), ("boolq.subset (full)", 3270), ("humaneval.full", 164)]
+    assert load_config("boolq.subset", data_dir=str(tmp_path))["train"].num_rows == 500
+    assert load_config("boolq.subset", data_dir=str(tmp_path), subset="full")["train"].num_rows == 3270
+    assert load_config("humaneval.full", data_dir=str(tmp_path), subset="full")["train"].num_rows == 164  # already whole
+    build_mirror(source, tmp_path / "sampled", ["boolq.subset"])
+    with pytest.raises(InputError, match="--full"):
+        load_config("boolq.subset", data_dir=str(tmp_path / "sampled"), subset="full")
+    with pytest.raises(InputError, match="not one of"):
+        load_config("boolq.subset", data_dir=str(tmp_path), subset="everything")

@@ -1,0 +1,202 @@
+"""Task drill-down pages of a leaderboard: every forgotten and gained item with its prompt, its gold
+answer as text, the answer captrack's extraction helpers read from each response beside the response,
+and how each metric on the page was scored (rule-based, LLM judge, sandbox, option likelihood).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from captrack.analysis.compare import Comparison
+from captrack.errors import UnknownNameError
+from captrack.metrics import extract, text
+from captrack.report.html import esc, page
+from captrack.results.samples import ItemText, read_item_texts
+from captrack.results.store import SamplesFile, Store
+
+if TYPE_CHECKING:
+    from captrack.report.leaderboard import LeaderboardSpec, VariantLabels
+
+__all__ = ["DRILL_LIMIT", "DrillRow", "extracted_answer", "scoring_method", "scoring_table", "task_pages"]
+
+DRILL_LIMIT = 50
+NO_GOLD = "(no reference answer: see how the metric is scored above)"
+Files = dict[tuple[str, str], SamplesFile]
+_NUMBER = re.compile(r"^\s*-?[\d,]*\.?\d+\s*$")
+
+
+def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
+    """How one metric of a task was scored, in words a reader of the page understands."""
+    from captrack.metrics.registry import get_metric
+
+    if judge:
+        return f"LLM judge {judge} (`captrack judge`; an unparsable verdict is NaN, left out of pairing)"
+    if output_type == "multiple_choice":
+        return "option log-likelihood: the option the model scores highest is its answer (nothing generated)"
+    if metric == "pass_at_1":
+        return "unit tests run on the generated program in a bubblewrap sandbox (no network; a pass is decided after the tests return)"
+    try:
+        description = get_metric(metric).description
+    except UnknownNameError:
+        description = "a metric captrack does not declare"
+    return f"rule-based, no model in the loop: {description}"
+
+
+def extracted_answer(item: ItemText, output_type: str) -> str:
+    """The answer captrack's extraction helpers read from a response ("" where the metric extracts none).
+
+    An option letter for items with lettered options (captrack.metrics.extract.mc_letter), the final
+    number for a numeric gold (extract.final_number), the short-answer segment for a text gold.
+    """
+    if output_type == "multiple_choice":
+        return item.response
+    letters = [chr(ord("A") + i) for i in range(min(len(item.options), 26))]
+    if item.options and re.match(r"^[A-Z]\. ", item.gold):
+        picked = extract.mc_letter(item.response, letters)
+        return f"{picked}. {item.options[letters.index(picked)]}" if picked else "(no option committed to)"
+    gold = str(item.doc.get("answer", item.gold))
+    if str(item.doc.get("answer_type", "")) in ("number", "numbers") or _NUMBER.match(gold):
+        return extract.final_number(item.response) or "(no number)"
+    if "answer" in item.doc or (item.gold and not item.gold.startswith(("{", "["))):
+        return text.answer_segment(item.response)
+    return ""
+
+
+def _judges(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for comparison, _ in comparisons:
+        for tasks in comparison.judged.values():
+            for task, metrics in tasks.items():
+                for metric, found in metrics.items():
+                    out[(str(task), str(metric))] = str(found["judge"])
+    return out
+
+
+def _output_types(store: Store, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for comparison, _ in comparisons:
+        for (_, task), file in store.samples_files(comparison.base).items():
+            out.setdefault(task, file.output_type)
+    return out
+
+
+def scoring_table(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> pd.DataFrame:
+    """task, metric, scored_by for every (task, metric) of the leaderboard's drift table (store-based boards)."""
+    pairs = sorted({(str(t), str(m)) for c, _ in comparisons for t, m in zip(c.drift["task"], c.drift["metric"], strict=True)})
+    if spec.store is None:
+        return pd.DataFrame(columns=["task", "metric", "scored_by"])
+    judges = _judges(comparisons)
+    with Store(spec.store, read_only=True) as store:
+        kinds = _output_types(store, comparisons)
+    rows = [{"task": t, "metric": m, "scored_by": scoring_method(m, kinds.get(t, ""), judges.get((t, m)))} for t, m in pairs]
+    return pd.DataFrame(rows, columns=["task", "metric", "scored_by"])
+
+
+@dataclass(frozen=True)
+class DrillRow:
+    """One flipped item on a task page: who flipped which way, its gold text, and the escaped table cells shown."""
+
+    variant: str
+    change: str
+    gold: str
+    cells: str
+
+
+def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
+               transitions: pd.DataFrame, scoring: pd.DataFrame) -> dict[str, str]:
+    """One HTML page per task with transitions: file name -> page text."""
+    from captrack.analysis.transitions import flipped_items
+    from captrack.metrics.registry import get_metric
+
+    pages: dict[str, str] = {}
+    if spec.store is None:
+        return pages
+    kinds = _forgetting_kinds(comparisons)
+    paired = {name: p for c, _ in comparisons for name, p in c.paired.items()}
+    trans = transitions.drop_duplicates(["variant", "task", "metric"])
+    with Store(spec.store, read_only=True) as store:
+        files = {model: store.samples_files(model) for model in store.models()}
+        for task, frame in trans.groupby("task", sort=True):
+            rows: list[DrillRow] = []
+            total = 0
+            for r in frame.sort_values(["variant", "metric"]).itertuples():
+                pair = paired[str(r.variant)]
+                lower = get_metric(str(r.metric)).direction == "lower"
+                items, count = flipped_items(pair.items, str(task), str(r.metric), lower, DRILL_LIMIT)
+                total += count
+                items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
+                sides = (files.get(pair.base, {}), files.get(pair.variant, {}))
+                rows += _item_rows(str(r.variant), str(r.metric), items, str(task), sides)
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
+            how = scoring[scoring["task"] == task]
+            pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how)
+    return pages
+
+
+def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[tuple[str, str, str], str]:
+    """(variant, task, doc_hash) -> collapse / drift / shift for forgotten multiple-choice items."""
+    out: dict[tuple[str, str, str], str] = {}
+    for comparison, _ in comparisons:
+        items = comparison.distribution_items
+        if items.empty:
+            continue
+        for r in items[items["transition"] == "10"].itertuples():
+            out[(str(r.variant), str(r.task), str(r.doc_hash))] = str(r.forgetting_kind)
+    return out
+
+
+def _texts(files: Files, run_id: str, task: str, ids: list[int]) -> tuple[dict[int, ItemText], str]:
+    file = files.get((run_id, task))
+    return (read_item_texts(file, ids), file.output_type) if file is not None else ({}, "")
+
+
+def _pre(value: str) -> str:
+    return f'<td><pre class="text">{esc(value)}</pre></td>'
+
+
+def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files: tuple[Files, Files]) -> list[DrillRow]:
+    if items.empty:
+        return []
+    ids = [int(i) for i in items["doc_id"]]
+    base_text, kind = _texts(files[0], str(items["base_run"].iloc[0]), task, ids)
+    var_text, _ = _texts(files[1], str(items["variant_run"].iloc[0]), task, ids)
+    missing = "(text unavailable: samples file moved)"
+    out = []
+    for r in items.itertuples():
+        b, v = base_text.get(int(r.doc_id)), var_text.get(int(r.doc_id))
+        change = f"{r.change} ({r.kind})" if r.kind else str(r.change)
+        gold = (b.gold or NO_GOLD) if b else missing
+        cells = "".join([
+            f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
+            _pre(b.prompt if b else missing), _pre(gold),
+            _pre(extracted_answer(b, kind) if b else ""), _pre(b.response if b else missing),
+            _pre(extracted_answer(v, kind) if v else ""), _pre(v.response if v else missing),
+        ])
+        out.append(DrillRow(variant, str(r.change), gold, cells))
+    return out
+
+
+def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list[DrillRow], total: int,
+               scoring: pd.DataFrame) -> str:
+    options = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in variants)
+    filters = (f'<div class="filters"><label>variant <select data-filter="variant"><option value="">all</option>{options}</select></label>'
+               '<label>change <select data-filter="change"><option value="">all</option><option value="forgotten">forgotten (1→0)</option>'
+               '<option value="gained">gained (0→1)</option></select></label>'
+               '<label>search <input type="search" data-filter="text" placeholder="text in prompt or responses"></label></div>')
+    body_rows = [f'<tr data-item="1" data-variant="{esc(r.variant)}" data-change="{esc(r.change)}">{r.cells}</tr>' for r in rows]
+    columns = ("variant", "change", "doc", "metric", "prompt", "gold", "base answer (extracted)", "base response",
+               "variant answer (extracted)", "variant response")
+    head = "".join(f"<th>{h}</th>" for h in columns)
+    tbl = (f'<div class="scroll"><table id="items" class="sortable"><thead><tr>{head}</tr></thead><tbody>\n'
+           + "\n".join(body_rows) + "\n</tbody></table></div>")
+    how = "".join(f"<li><b>{esc(r.metric)}</b>: {esc(r.scored_by)}</li>" for r in scoring.itertuples())
+    scored = f'<h2 id="scoring">How each metric was scored</h2><ul id="scoring-list">{how}</ul>' if how else ""
+    note = (f'<p class="muted">Showing <span id="shown">{len(rows)}</span> of {total} flipped items (at most {DRILL_LIMIT} '
+            "per variant and metric). The extracted answer is what captrack's extraction helpers "
+            "(captrack.metrics.extract) read from the response.</p>")
+    nav = '<nav><a href="../index.html">&larr; leaderboard</a></nav>'
+    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav)
