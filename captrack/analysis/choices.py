@@ -14,7 +14,7 @@ import pandas as pd
 
 from captrack.analysis.distribution import loglikelihoods_from_resps
 from captrack.results.pairing import PairedItems
-from captrack.results.samples import read_choice_rows, unavailable_reason
+from captrack.results.samples import read_paired_choices, unavailable_reason
 from captrack.results.store import Store
 
 __all__ = ["paired_choices"]
@@ -44,20 +44,14 @@ def paired_choices(store: Store, paired: PairedItems, algorithm: str, warnings: 
         if problem:
             warnings.append(f"{paired.variant}: {problem}; no distribution diagnostics for {task}")
             continue
-        keys = items[["filter", "doc_hash", "occ"]]
-        base = keys.merge(read_choice_rows(base_file), on=["filter", "doc_hash", "occ"])
-        variant = keys.merge(read_choice_rows(variant_file), on=["filter", "doc_hash", "occ"])
-        joined = base.merge(variant[["filter", "doc_hash", "occ", "filtered_resps"]], on=["filter", "doc_hash", "occ"],
-                            suffixes=("_base", "_variant")).sort_values("doc_id")
+        joined = read_paired_choices(base_file, variant_file, items[["filter", "doc_hash", "occ"]])
         frames.append(_rows(paired.variant, algorithm, str(task), joined, warnings))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_COLUMNS)
 
 
-def _rows(variant: str, algorithm: str, task: str, joined: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
+def _rows(variant: str, algorithm: str, task: str, joined: list[tuple[Any, ...]], warnings: list[str]) -> pd.DataFrame:
     out, skipped = [], 0
-    for doc_hash, target, base_resps, variant_resps in zip(
-        joined["doc_hash"], joined["target"], joined["filtered_resps_base"], joined["filtered_resps_variant"], strict=True
-    ):
+    for doc_hash, target, base_resps, variant_resps in joined:
         gold: Any = json.loads(target) if isinstance(target, str) else target
         base_ll = loglikelihoods_from_resps(json.loads(base_resps))
         variant_ll = loglikelihoods_from_resps(json.loads(variant_resps))

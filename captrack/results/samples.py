@@ -22,7 +22,7 @@ import pandas as pd
 from captrack.results.runfiles import file_sha256
 from captrack.results.store import SamplesFile
 
-__all__ = ["GOLD_FIELDS", "ItemText", "gold_text", "option_list", "read_choice_rows", "read_item_texts", "unavailable_reason"]
+__all__ = ["GOLD_FIELDS", "ItemText", "gold_text", "option_list", "read_paired_choices", "read_item_texts", "unavailable_reason"]
 
 _MAX_OBJECT = 1 << 30
 
@@ -82,23 +82,32 @@ def read_item_texts(file: SamplesFile, doc_ids: list[int]) -> dict[int, ItemText
     return {int(doc_id): _text(target, arguments, resps, doc) for doc_id, target, arguments, resps, doc in rows}
 
 
-def read_choice_rows(file: SamplesFile) -> pd.DataFrame:
-    """Per logged row of a multiple-choice samples file: doc_id, doc_hash, filter, occ, target, filtered_resps (JSON text).
+def read_paired_choices(base: SamplesFile, variant: SamplesFile, keys: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """(doc_hash, target, base filtered_resps, variant filtered_resps) of the paired `keys`, JSON as text, in base doc order.
 
-    ``occ`` numbers repeated documents (same doc_hash) in doc_id order, as pairing does. Empty when unavailable.
+    `keys` holds the paired items' filter, doc_hash and occ (captrack.results.pairing numbers repeated
+    documents in doc_id order; so does this). Empty when either file is unavailable.
     """
-    columns = ["doc_id", "doc_hash", "filter", "occ", "target", "filtered_resps"]
-    if unavailable_reason(file) is not None:
-        return pd.DataFrame(columns=columns)
-    return duckdb.execute(
-        f"""SELECT doc_id, doc_hash, "filter", row_number() OVER (PARTITION BY "filter", doc_hash ORDER BY doc_id) AS occ,
-                   target, filtered_resps
+    if unavailable_reason(base) is not None or unavailable_reason(variant) is not None:
+        return []
+    ranked = f"""SELECT doc_id, doc_hash, "filter", target, filtered_resps,
+               row_number() OVER (PARTITION BY "filter", doc_hash ORDER BY doc_id) AS occ
         FROM read_json(?, format='newline_delimited', maximum_object_size={_MAX_OBJECT},
                        columns={{'doc_id': 'BIGINT', 'doc_hash': 'VARCHAR', 'filter': 'VARCHAR',
-                                'target': 'JSON', 'filtered_resps': 'JSON'}})
-        ORDER BY doc_id""",
-        [str(file.path)],
-    ).df()[columns]
+                                'target': 'JSON', 'filtered_resps': 'JSON'}})"""
+    con = duckdb.connect()
+    try:
+        con.register("_keys", keys[["filter", "doc_hash", "occ"]])
+        return con.execute(
+            f"""WITH b AS ({ranked}), v AS ({ranked})
+            SELECT b.doc_hash, b.target, b.filtered_resps, v.filtered_resps
+            FROM b JOIN v ON b.doc_hash = v.doc_hash AND b.occ = v.occ AND b."filter" = v."filter"
+            JOIN _keys k ON k.doc_hash = b.doc_hash AND k.occ = b.occ AND k."filter" = b."filter"
+            ORDER BY b.doc_id""",
+            [str(base.path), str(variant.path)],
+        ).fetchall()
+    finally:
+        con.close()
 
 
 def option_list(value: Any) -> tuple[str, ...]:
