@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from captrack.errors import InputError
-from captrack.metrics import text
+from captrack.metrics import extract, text
 from captrack.metrics.registry import scorer
 
 __all__ = ["coverage_metrics", "false_premise_metrics", "short_answer_metrics", "string_list"]
@@ -47,10 +47,9 @@ def short_answer_metrics(doc: Mapping[str, Any], response: str) -> dict[str, flo
     kind = str(doc.get("answer_type", "text"))
     gold = str(doc["answer"])
     distractors = string_list(doc.get("distractors"))
-    segment = text.answer_segment(response)
+    segment = extract.short_segment(response)
     if kind == "number":
-        found = text.numbers(segment)
-        hit = bool(found) and found[0] == float(gold)
+        hit = extract.number_equal(extract.answer_number(segment), gold)
     elif kind == "numbers":
         found_all = set(text.numbers(response))
         wanted = {float(x) for x in text.numbers(gold)}

@@ -1,4 +1,19 @@
-"""Answer extraction shared by the official CapTrack scorers (pure functions, no I/O)."""
+"""Answer extraction shared by captrack's scorers (pure functions, no I/O): one policy for all.
+
+The policy (README.md, "Answer extraction"), for option letters, numbers and short answers alike:
+
+- An explicit answer marker ("The answer is", "Answer:", "final answer is", GSM8K's "####") marks the
+  answer; the FIRST marker that is followed by an answer wins, so later repetitions, a few-shot
+  continuation or rambling after a committed answer change nothing. Its segment runs to the line end.
+- Option letters count only in upper case, right after a marker or as the whole reply ("C", "(C)",
+  "C." or "C. <that option's text>"), so a reply opening with "(a)", "(i)" or the article "A" is no
+  letter. "A" and "I" followed by a lower-case word are the article and the pronoun, not letters.
+  A second, different option letter in the same sentence ("(B) or (F)") is a hedge: no answer.
+- Numbers: within the chosen segment's first sentence, after its last "=" (a computation ends in its
+  result), the first number that no negation ("not", "n't", "never", "rather than", "instead of")
+  precedes; "3 or 4" (a different number after "or") is a hedge: no answer.
+- No answer is None; the scorers score it 0 (a failure of the model), never NaN.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +24,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "answer_number",
     "boxed",
     "final_number",
+    "first_marked",
     "labelled_line",
-    "last_marked",
+    "letter_reading",
+    "marked_segments",
     "mc_letter",
     "meta_field",
     "number_equal",
     "short_answer_hit",
+    "short_segment",
     "squad_normalize",
 ]
 
-_ANSWER_MARK = re.compile(r"\banswer\s*(?:is\s*[:=]?|[:=])\s*", re.IGNORECASE)
+_ANSWER_MARK = re.compile(r"\banswer\s*(?:is\s*[:=]?|[:=])\s*|####\s*(?=[-$\d])", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_LEAD = re.compile(r"^(?:[*_`\s]|\b(?:the\s+)?(?:option|choice)\b)*", re.IGNORECASE)
+_LETTER = re.compile(r"^\(?([A-Z])(?=$|[).:,;!?*_`\]/]|\s+[\w$(\"'])")
+_NEGATION = re.compile(r"(?:\bnot|n't|\bnever|\brather than|\binstead of)\W*$", re.IGNORECASE)
+_NUMBER_HEDGE = re.compile(r"\bor\b", re.IGNORECASE)
 
 
 def meta_field(doc: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -37,19 +61,30 @@ def meta_field(doc: Mapping[str, Any], key: str, default: Any = None) -> Any:
     return value
 
 
-def _marked(response: str) -> tuple[int, str] | None:
-    found = None
+def marked_segments(response: str) -> list[str]:
+    """The text after each answer marker ("Answer:", "answer is", "####"), to the line end, in order."""
+    segments = []
     for match in _ANSWER_MARK.finditer(response):
         rest = response[match.end():].split("\n", 1)[0].strip()
         if rest:
-            found = (match.start(), rest)
-    return found
+            segments.append(rest)
+    return segments
 
 
-def last_marked(response: str) -> str | None:
-    """The text after the last "Answer:" / "answer is" / "final answer:" marker, up to the line end."""
-    found = _marked(response)
-    return found[1] if found else None
+def first_marked(response: str) -> str | None:
+    """The text after the first answer marker, up to the line end; None when there is no marker."""
+    segments = marked_segments(response)
+    return segments[0] if segments else None
+
+
+def short_segment(response: str) -> str:
+    """A short answer: the first marked segment, else the response's first non-empty line."""
+    return first_marked(response) or next((ln.strip() for ln in response.splitlines() if ln.strip()), "")
+
+
+def _sentence(segment: str) -> str:
+    end = _SENTENCE_END.search(segment)
+    return segment[:end.start()] if end else segment
 
 
 def labelled_line(response: str, label: str) -> str | None:
@@ -62,37 +97,97 @@ def labelled_line(response: str, label: str) -> str | None:
     return found
 
 
-def mc_letter(response: str, labels: Sequence[str]) -> str | None:
-    """The option letter a response commits to, or None when it commits to none (or to several).
+def _lead_letter(segment: str) -> tuple[str, str] | None:
+    """The upper-case letter a segment opens with (after "option", "**"), and the text after it."""
+    body = _LEAD.sub("", segment, count=1)
+    found = _LETTER.match(body)
+    if not found:
+        return None
+    letter, rest = found.group(1), body[found.end():]
+    if letter in ("A", "I") and re.match(r"\s+[a-z]", rest):
+        return None  # the article "A" or the pronoun "I"
+    return letter, rest
 
-    Looks, in order, at the last "Answer: X" marker, then a reply that is only a letter ("B", "(B)",
-    "B. text"). A letter in passing ("option A is wrong") is not an answer.
+
+def _hedged(rest: str, letter: str) -> bool:
+    """Whether the rest of the answer's sentence names another option: "(B) or (F)", "B or F", "B/F"."""
+    sentence = _sentence(rest)
+    others = re.finditer(r"\(([A-Z])\)|(?:\bor\b|\band\b|/|,|&)\s*\(?([A-Z])(?=\s*(?:$|[).,;:/&]|\bor\b|\band\b))", sentence)
+    for other in others:
+        named = other.group(1) or other.group(2)
+        if named != letter and not _NEGATION.search(sentence[:other.start()]):
+            return True
+    return False
+
+
+def _whole_reply_letter(response: str, valid: str, options: Sequence[str] | None) -> str | None:
+    """A reply that is only a letter ("C", "(C)", "C."), or the letter followed by its option's text."""
+    reply = response.strip().strip("*_` ").strip()
+    found = re.fullmatch(rf"\(?([{valid}])\)?[.:]?", reply)
+    if found:
+        return found.group(1)
+    found = re.fullmatch(rf"\(?([{valid}])[).:]\s+(.+)", reply, flags=re.DOTALL)
+    if found and options:
+        index = ord(found.group(1)) - ord("A")
+        if index < len(options) and squad_normalize(found.group(2)) == squad_normalize(options[index]):
+            return found.group(1)
+    return None
+
+
+def letter_reading(response: str, labels: Sequence[str], options: Sequence[str] | None = None) -> tuple[str | None, str]:
+    """The option letter a response commits to (None for no answer) and how it was read.
+
+    The first answer marker followed by an upper-case letter decides; without one, a reply that is
+    only a letter (or a letter and its option's text, when ``options`` are given). A letter in
+    passing ("option A is wrong") is not an answer. ``how`` is one of: "marker", "whole reply",
+    "hedge", "not an option", "no letter after a marker", "no marker".
     """
     valid = "".join(labels)
-    if not valid:
-        return None
-    single = re.compile(rf"^\(?\s*([{valid}])\s*(?:\)|\.|:|$|\s)", re.IGNORECASE)
-    marked = last_marked(response)
-    candidates = [re.sub(r"^(?:the\s+)?option\s+", "", marked.strip("* "), flags=re.IGNORECASE)] if marked else []
-    candidates.append(response.strip())
-    for candidate in candidates:
-        found = single.match(candidate.strip().strip("*").strip())
-        if found:
-            return found.group(1).upper()
+    segments = marked_segments(response)
+    for segment in segments:
+        lead = _lead_letter(segment)
+        if lead is None:
+            continue
+        letter, rest = lead
+        if letter not in valid:
+            return None, "not an option"
+        if _hedged(rest, letter):
+            return None, "hedge"
+        return letter, "marker"
+    whole = _whole_reply_letter(response, valid, options) if valid else None
+    if whole:
+        return whole, "whole reply"
+    return None, "no letter after a marker" if segments else "no marker"
+
+
+def mc_letter(response: str, labels: Sequence[str], options: Sequence[str] | None = None) -> str | None:
+    """The option letter a response commits to, or None (no answer, an invalid letter, or a hedge)."""
+    return letter_reading(response, labels, options)[0]
+
+
+def answer_number(segment: str) -> str | None:
+    """The number a marked answer segment states (the policy above), or None for none or a hedge."""
+    sentence = _sentence(segment).rsplit("=", 1)[-1]
+    for match in _NUMBER.finditer(sentence):
+        if _NEGATION.search(sentence[:match.start()]):
+            continue
+        value = _clean_number(match.group(0))
+        later = sentence[match.end():]
+        hedge = _NUMBER_HEDGE.search(later)
+        if hedge and any(not number_equal(_clean_number(m), value) for m in _NUMBER.findall(later[hedge.end():])):
+            return None
+        return value
     return None
 
 
 def final_number(response: str) -> str | None:
-    """The final numeric answer: after the later of the last "Answer:" marker and "####", else the last number."""
-    marks = [m for m in (_marked(response),) if m]
-    if "####" in response:
-        marks.append((response.rfind("####"), response.rsplit("####", 1)[1]))
-    for _, segment in sorted(marks, reverse=True):
-        found = _NUMBER.findall(segment)
-        if found:
-            return _clean_number(found[0])
-    found = _NUMBER.findall(response)
-    return _clean_number(found[-1]) if found else None
+    """The final numeric answer: from the first marker stating one ("Answer:", "####"), else the last number."""
+    for segment in marked_segments(response):
+        found = answer_number(segment)
+        if found is not None:
+            return found
+    numbers = _NUMBER.findall(response)
+    return _clean_number(numbers[-1]) if numbers else None
 
 
 def _clean_number(raw: str) -> str:

@@ -141,8 +141,8 @@ def equivalent(answer: str, gold: str) -> bool:
 
 @scorer("math_answer", produces=("exact_match",))
 def math_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
-    """1 when the last boxed answer (else the "answer is" text) is equivalent to the gold answer."""
-    found = extract.boxed(response) or extract.last_marked(response)
+    """1 when the last boxed answer (else the first "answer is" text) is equivalent to the gold answer."""
+    found = extract.boxed(response) or extract.first_marked(response)
     if found is None:
         return {"exact_match": 0.0}
     return {"exact_match": float(equivalent(found.strip().strip("$"), str(doc["gold"])))}

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from captrack.metrics import extract, text
+from captrack.metrics import extract
 from captrack.metrics.registry import scorer
 
 __all__ = ["alias_metrics", "boolq_metrics", "hotpotqa_metrics", "mc_letter_metrics", "needle_metrics", "numeric_metrics"]
@@ -29,7 +29,7 @@ def _letters(doc: Mapping[str, Any]) -> list[str]:
 @scorer("mc_letter", produces=("acc",))
 def mc_letter_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """1 when the letter the response commits to ("Answer: C") is the gold letter."""
-    picked = extract.mc_letter(response, _letters(doc))
+    picked = extract.mc_letter(response, _letters(doc), [str(c) for c in doc.get("choices") or []])
     return {"acc": float(picked is not None and picked == str(doc["gold"]).strip().upper())}
 
 
@@ -48,14 +48,10 @@ def _aliases(doc: Mapping[str, Any]) -> list[str]:
     return [*golds, *string_list(extract.meta_field(doc, "aliases"))]
 
 
-def _answer_segment(response: str) -> str:
-    return extract.last_marked(response) or text.answer_segment(response)
-
-
 @scorer("alias_answer", produces=("exact_match",))
 def alias_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """1 when the short answer states the gold answer or one of its aliases, and little else."""
-    return {"exact_match": float(extract.short_answer_hit(_answer_segment(response), _aliases(doc)))}
+    return {"exact_match": float(extract.short_answer_hit(extract.short_segment(response), _aliases(doc)))}
 
 
 def _quotes_passage(evidence: str, passage: str) -> bool:
@@ -76,7 +72,7 @@ def _quotes_passage(evidence: str, passage: str) -> bool:
 @scorer("boolq", produces=("acc", "evidence_hit"))
 def boolq_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """Yes/no correctness (the first yes/no of the answer), and whether the 'Evidence:' line quotes the passage."""
-    head = extract.last_marked(response) or response.split("Evidence:")[0]
+    head = extract.first_marked(response) or response.split("Evidence:")[0]
     said = _YES_NO.search(head)
     evidence = extract.labelled_line(response, "Evidence") or ""
     return {
@@ -95,7 +91,7 @@ def hotpotqa_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float |
     named = {t for t in titles if t and f" {t} " in f" {extract.squad_normalize(evidence)} "}
     hits = len(named & gold_titles)
     f1 = 2 * hits / (len(named) + len(gold_titles)) if named and gold_titles else 0.0
-    return {"exact_match": float(extract.short_answer_hit(_answer_segment(answer), _aliases(doc))), "evidence_hit": f1}
+    return {"exact_match": float(extract.short_answer_hit(extract.short_segment(answer), _aliases(doc))), "evidence_hit": f1}
 
 
 @scorer("needle", produces=("exact_match",))

@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 __all__ = [
-    "answer_segment",
     "bullet_lines",
     "contains_phrase",
     "find_json_value",
@@ -33,7 +32,6 @@ _FENCE = re.compile(r"^```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _ANY_FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:\n[ \t]*```|$)", re.DOTALL)
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])")
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}\b)")
-_MARKER = re.compile(r"(?:answer\s*(?:is|:)|=)", re.IGNORECASE)
 _REFUSAL = re.compile(
     r"\b(?:i|we)\s*(?:can ?not|can't|won't|will not|must decline|have to decline|refuse)\b"
     r"|\bi(?:'m| am) (?:unable|not able|not equipped|not allowed|not permitted|not going) to\b"
@@ -113,15 +111,6 @@ def contains_phrase(text: str, phrase: str) -> bool:
 def numbers(text: str) -> list[float]:
     """The numbers in `text`, in order (``3,400`` is 3400; ``7.5`` is 7.5)."""
     return [float(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)]
-
-
-def answer_segment(response: str) -> str:
-    """The short answer in a response: its first non-empty line, after the last "answer is"/":"/"=" there."""
-    line = next((ln.strip() for ln in response.splitlines() if ln.strip()), "")
-    markers = list(_MARKER.finditer(line))
-    if markers and line[markers[-1].end():].strip():
-        line = line[markers[-1].end():].strip()
-    return line
 
 
 def is_refusal(text: str) -> bool:

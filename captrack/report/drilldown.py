@@ -13,7 +13,7 @@ import pandas as pd
 
 from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
-from captrack.metrics import extract, text
+from captrack.metrics import extract
 from captrack.report.html import esc, page
 from captrack.results.samples import ItemText, read_item_texts
 from captrack.results.store import SamplesFile, Store
@@ -60,9 +60,11 @@ def extracted_answer(item: ItemText, output_type: str) -> str:
         return f"{picked}. {item.options[letters.index(picked)]}" if picked else "(no option committed to)"
     gold = str(item.doc.get("answer", item.gold))
     if str(item.doc.get("answer_type", "")) in ("number", "numbers") or _NUMBER.match(gold):
-        return extract.final_number(item.response) or "(no number)"
+        found = extract.answer_number(extract.short_segment(item.response)) if extract.first_marked(item.response) \
+            else extract.final_number(item.response)
+        return found or "(no number)"
     if "answer" in item.doc or (item.gold and not item.gold.startswith(("{", "["))):
-        return text.answer_segment(item.response)
+        return extract.short_segment(item.response)
     return ""
 
 

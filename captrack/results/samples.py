@@ -22,7 +22,7 @@ import pandas as pd
 from captrack.results.runfiles import file_sha256
 from captrack.results.store import SamplesFile
 
-__all__ = ["GOLD_FIELDS", "ItemText", "gold_text", "option_list", "read_paired_choices", "read_item_texts", "unavailable_reason"]
+__all__ = ["GOLD_FIELDS", "ItemText", "gold_text", "option_list", "read_item_texts", "read_paired_choices", "unavailable_reason"]
 
 _MAX_OBJECT = 1 << 30
 
