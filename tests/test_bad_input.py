@@ -209,3 +209,52 @@ def test_no_extension_is_ever_installed_or_loaded() -> None:
             "SELECT name, value FROM duckdb_settings() WHERE name LIKE 'auto%_known_extensions'").fetchall())
     assert settings == {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
 
+
+
+# -- config files: a schema per file kind, messages naming key, value and what is allowed ----------------
+
+_EXPERIMENT = ("workdir: work\nleaderboard: board\n"
+               "base: {name: b, model_args: {pretrained: x}}\nvariants:\n  - {name: v, model_args: {pretrained: y}}\n")
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("batch_size: auto", "key 'batch_size' is 'auto' (str): input should be a valid integer; expected a whole number ≥ 1"),
+    ("seeds: 3", "key 'seeds' is 3 (int): input should be a valid list; expected a list of whole numbers"),
+    ('seeds: "12"', "key 'seeds' is '12' (str): input should be a valid list; expected a list of whole numbers"),
+    ("seeds: [0, 0]", "key 'seeds' is [0, 0]: each seed once"),
+    ("limit: 1.5", "key 'limit' is 1.5 (float); expected null, a whole number of items ≥ 1, or a fraction in (0, 1]"),
+    ("tasks: captrack_probe_*", "key 'tasks' is 'captrack_probe_*' (str): input should be a valid list"),
+    ("batchsize: 8", "key 'batchsize' is not allowed (value 8 (int)); allowed keys: name,"),
+])
+def test_a_malformed_experiment_is_a_message_and_no_work(tmp_path: Path, line: str, said: str) -> None:
+    manifest = tmp_path / "exp.yaml"
+    manifest.write_text(line + "\n" + _EXPERIMENT)
+    status, message = _cli("run", str(manifest), "--dry-run")
+    assert status == 1 and str(manifest) in message and said in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.yaml"]
+
+
+_BOARD_TAIL = "store: s.duckdb\n"
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("- a\n- b\n", "must be a mapping of keys (key: value lines); got ['a', 'b'] (list)"),
+    ("comparisons: {base: b, variants: [{name: x}]}\n" + _BOARD_TAIL,
+     "key 'comparisons' is {'base': 'b', 'variants': [{'name': 'x'}]} (dict): input should be a valid list"),
+    ("comparisons: [base]\n" + _BOARD_TAIL, "key 'comparisons[0]' is 'base' (str): not a mapping"),
+    ("comparisons:\n  - {base: b, variants: sft}\n" + _BOARD_TAIL,
+     "key 'comparisons[0].variants' is 'sft' (str): input should be a valid list"),
+    ("comparisons:\n  - {base: b, variants: [sft]}\n" + _BOARD_TAIL, "key 'comparisons[0].variants[0]' is 'sft' (str): not a mapping"),
+    ("comparisons:\n  - {variants: [{name: x}]}\n" + _BOARD_TAIL, "key 'comparisons[0].base' is missing; expected the base model's name"),
+    ("comparisons:\n  - {base: b, variants: [{algorithm: SFT}]}\n" + _BOARD_TAIL, "key 'comparisons[0].variants[0].name' is missing"),
+    ("reference: x.csv\n", "key 'reference' is 'x.csv' (str): not a mapping; expected a mapping {base: CSV, variants: {label: CSV}}"),
+    ("bootstrap: many\ncomparisons:\n  - {base: b, variants: [{name: x}]}\n" + _BOARD_TAIL,
+     "key 'bootstrap' is 'many' (str): input should be a valid integer"),
+    ("capabilities: C1\ncomparisons:\n  - {base: b, variants: [{name: x}]}\n" + _BOARD_TAIL,
+     "key 'capabilities' is 'C1' (str): input should be a valid list"),
+])
+def test_a_malformed_leaderboard_yaml_is_a_message_and_nothing_written(tmp_path: Path, body: str, said: str) -> None:
+    (tmp_path / "leaderboard.yaml").write_text(body)
+    status, message = _cli("leaderboard", str(tmp_path))
+    assert status == 1 and "leaderboard.yaml" in message and said in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["leaderboard.yaml"]
