@@ -16,6 +16,7 @@ from captrack.files import write_atomic
 from captrack.report import figures
 from captrack.report.findings import findings
 from captrack.report.html import esc, page, table
+from captrack.report.markdown import md_text
 from captrack.report.writer import write_contract_tables
 from captrack.results.samples import ItemText, read_item_texts
 from captrack.results.store import SamplesFile
@@ -275,20 +276,21 @@ def _readme(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, 
     def fmt(v: float, signed: bool = True) -> str:
         return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else (f"{v:+.1f}%" if signed else f"{v:.1f}%")
 
-    lines = [f"# {spec.title}", "", spec.description, ""]
+    lines = [f"# {md_text(spec.title)}", "", spec.description, ""]  # description and note: the board author's Markdown
     if spec.source_note:
         lines += [f"Source: {spec.source_note}", ""]
     if said:
-        lines += ["## What drifted", "", *(f"- {s}" for s in said), ""]
+        lines += ["## What drifted", "", *(f"- {md_text(s)}" for s in said), ""]
     lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
-    lines += ["| capability | " + " | ".join(matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
-    lines += [f"| {label} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]
+    lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
+    lines += [f"| {md_text(label)} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]
     lines += ["", "## Checkpoints", "", "| variant | family | size | algorithm | CAN | WILL | HOW | F_adj | BT_adj |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.variant} | {r.family} | {r.size} | {r.algorithm} | {fmt(r.CAN)} | {fmt(r.WILL)} | {fmt(r.HOW)} | "
-              f"{fmt(100 * r.forgetting_adj, False)} | {fmt(100 * r.backward_transfer_adj, False)} |" for r in checkpoints.itertuples()]
+    lines += [f"| {md_text(r.variant)} | {md_text(r.family)} | {md_text(r.size)} | {md_text(r.algorithm)} | {fmt(r.CAN)} | "
+              f"{fmt(r.WILL)} | {fmt(r.HOW)} | {fmt(100 * r.forgetting_adj, False)} | {fmt(100 * r.backward_transfer_adj, False)} |"
+              for r in checkpoints.itertuples()]
     if not summary.empty:
         lines += ["", "## By algorithm (mean over variants)", "", "| algorithm | capability | variants | drift | 95% CI |", "|---|---|---|---|---|"]
-        lines += [f"| {r.algorithm} | {r.key} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | [{fmt(r.ci_low)}, {fmt(r.ci_high)}] |"
-                  for r in summary.itertuples()]
+        lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
+                  f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}] |" for r in summary.itertuples()]
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]
     return "\n".join(lines)
