@@ -276,11 +276,11 @@ def _readme(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, 
     def fmt(v: float, signed: bool = True) -> str:
         return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else (f"{v:+.1f}%" if signed else f"{v:.1f}%")
 
-    lines = [f"# {md_text(spec.title)}", "", spec.description, ""]  # description and note: the board author's Markdown
+    lines = [f"# {md_text(spec.title, table=False)}", "", spec.description, ""]  # description and note: the board author's Markdown
     if spec.source_note:
         lines += [f"Source: {spec.source_note}", ""]
     if said:
-        lines += ["## What drifted", "", *(f"- {md_text(s)}" for s in said), ""]
+        lines += ["## What drifted", "", *(f"- {md_text(s, table=False)}" for s in said), ""]
     lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
     lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
     lines += [f"| {md_text(label)} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]

@@ -14,13 +14,15 @@ from captrack.taxonomy import Taxonomy
 __all__ = ["md_text", "render_report"]
 
 
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>|$"} | {"\n": " ", "\r": " "})
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>$"} | {"\n": " ", "\r": " "})
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # only where it would start an entity
 
 
-def md_text(value: object) -> str:
-    """Any label as literal Markdown text: table pipes, HTML, entities, math, emphasis and code marks escaped, newlines as spaces."""
-    return _ENTITY.sub(r"\\&", str(value).translate(_MD_SPECIAL))
+def md_text(value: object, table: bool = True) -> str:
+    """Any label as literal Markdown text: HTML, entities, math, emphasis and code marks escaped, newlines
+    as spaces, and (in a table cell, `table`) pipes; prose outside tables keeps its pipes."""
+    text = _ENTITY.sub(r"\\&", str(value).translate(_MD_SPECIAL))
+    return text.replace("|", "\\|") if table else text
 
 
 def _fence(lines: list[str]) -> str:
@@ -56,7 +58,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, Any]) -> str:
     """Render the comparison as Markdown for people: summary first, details after."""
-    lines = [f"# captrack comparison against {md_text(comparison.base)}", ""]
+    lines = [f"# captrack comparison against {md_text(comparison.base, table=False)}", ""]
     lines += [
         "Relative drift is CapTrack's 100·(variant − base)/base per metric, averaged per capability "
         "(± is the spread across member metrics). CI: paired bootstrap over items; `*` marks a CI "
@@ -68,7 +70,7 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
     lines += _distribution_section(comparison)
     lines += _judged_section(comparison)
     if comparison.warnings:
-        lines += ["## Warnings", ""] + [f"- {md_text(w)}" for w in comparison.warnings] + [""]
+        lines += ["## Warnings", ""] + [f"- {md_text(w, table=False)}" for w in comparison.warnings] + [""]
     shown = [f"{k}: {v}" for k, v in inputs.items()]
     fence = _fence(shown)
     lines += ["## Inputs", "", fence, *shown, fence, ""]
@@ -123,7 +125,7 @@ def _ci_plain(low: Any, high: Any) -> str:
 
 def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algorithm: str) -> list[str]:
     caps = comparison.capabilities[comparison.capabilities["variant"] == name]
-    title = f"## {md_text(name)}" + (f" ({md_text(algorithm)})" if algorithm else "")
+    title = f"## {md_text(name, table=False)}" + (f" ({md_text(algorithm, table=False)})" if algorithm else "")
     lines = [title, ""]
     lines += _headlines(comparison, taxonomy, name)
     groups = caps[caps["level"] == "group"].set_index("key")

@@ -54,7 +54,8 @@ def test_compare_outputs_show_a_hostile_label_literally(tmp_path: Path) -> None:
     assert main(["compare", "--base", str(runs["base"]), "--variant", f"{NAME}={runs['variant']}:{ALGORITHM}",
                  "--out", str(out), "--bootstrap", "0"]) == 0
     report, inputs = (out / "report.md").read_text().split("## Inputs")
-    assert "<b>" not in report and "## @x\\|\\<b\\>bold\\</b\\> (=1+2)" in report
+    assert "<b>" not in report and "## @x|\\<b\\>bold\\</b\\> (=1+2)" in report  # a heading: its pipe is text
+    assert "| @x\\|\\<b\\>bold\\</b\\> | captrack_probe_c1_facts |" in report  # a table cell: escaped
     assert inputs.split("\n")[2] == "```" and inputs.rstrip().endswith("```")  # the inputs, paths and names, are a code block
     drift = _csv(out / "drift.csv")
     assert {(r["variant"], r["algorithm"]) for r in drift} == {("'" + NAME, "'" + ALGORITHM)}
