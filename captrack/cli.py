@@ -81,6 +81,8 @@ def _add_results_parsers(sub: Any) -> None:
     ingest.add_argument("--algorithm", default="", help="post-training algorithm label (SFT, DPO, RL, ...)")
     ingest.add_argument("--family", default="", help="model family label")
     ingest.add_argument("--replicate", type=int, help="replicate number (default: the run's --seed)")
+    ingest.add_argument("--rename", action="store_true",
+                        help="a run already stored under another model name moves to --name (default: refused)")
     ingest.set_defaults(func=_cmd_ingest)
 
     compare = sub.add_parser("compare", help="drift, transitions and capability aggregates of variants vs a base")
@@ -156,7 +158,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     runs = [run for path in args.runs for run in discover_runs(path)]
     labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate)
     with console.status(f"ingesting {len(runs)} run(s) into {args.store}"), Store(args.store) as store:
-        results = store.ingest(runs, labels)
+        results = store.ingest(runs, labels, rename=args.rename)
     for r in results:
         console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows")
     return 0
@@ -198,15 +200,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
         variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
-        with Store(args.store or ":memory:") as store:
+        with Store(args.store or ":memory:", read_only=args.store is not None) as store:
             base = args.base_name if folder_mode else args.base
             if folder_mode:
                 from captrack.results.runfiles import discover_runs
 
                 with console.status("reading runs"):
-                    store.ingest(discover_runs(args.base), Labels(model=base))
-                    for (name, path, algorithm) in parsed:
-                        store.ingest(discover_runs(path), Labels(model=name, algorithm=algorithm))
+                    found = {base: discover_runs(args.base)} | {name: discover_runs(path) for name, path, _ in parsed}
+                    _check_distinct(found)
+                    store.ingest(found[base], Labels(model=base))
+                    for (name, _, algorithm) in parsed:
+                        store.ingest(found[name], Labels(model=name, algorithm=algorithm))
             with console.status(f"comparing {len(variants)} variant(s) with {base!r}"):
                 comparison = compare_store(store, base, variants, options)
             inputs = {"store": args.store or "(in memory)", "base": args.base,
@@ -217,6 +221,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
     return 0
+
+
+def _check_distinct(runs: dict[str, Any]) -> None:
+    """Refuse comparing a run with itself: two names whose folders hold the same run (identical results file)."""
+    owner: dict[str, str] = {}
+    for name, found in runs.items():
+        for run in found:
+            first = owner.setdefault(run.run_id, name)
+            if first != name:
+                raise InputError(f"{run.results_path}: {first!r} and {name!r} are the same run (byte-identical results "
+                                 "file); compare needs a different run for each name (nothing was written)")
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -31,11 +31,11 @@ from typing import Any
 import yaml
 
 from captrack.errors import InputError, UnknownNameError
+from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
 
 __all__ = ["QUICK_TASKS", "Checkpoint", "Experiment", "config_hash", "demo_experiment", "load_experiment", "quick"]
 
 TRAIN_METHODS = ("sft", "dpo", "rl")
-_LABELS = ("family", "size", "algorithm", "data")
 
 
 @dataclass(frozen=True)
@@ -82,60 +82,55 @@ def config_hash(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _checkpoint(raw: Any, where: str) -> Checkpoint:
-    if not isinstance(raw, dict) or "name" not in raw:
-        raise InputError(f"{where}: each checkpoint needs at least a name; got {raw!r}")
-    unknown = set(raw) - {"name", "model", "model_args", "train", *_LABELS}
-    if unknown:
-        raise InputError(f"{where}: checkpoint {raw['name']!r} has unknown key(s) {sorted(unknown)}")
-    train = dict(raw.get("train") or {})
+def _checkpoint(entry: CheckpointEntry, where: str) -> Checkpoint:
+    train = dict(entry.train)
     if train and str(train.get("method", "")).lower() not in TRAIN_METHODS:
-        raise UnknownNameError(f"training method of {raw['name']!r}", str(train.get("method")), TRAIN_METHODS)
-    if not train and not (raw.get("model_args") or {}).get("pretrained"):
-        raise InputError(f"{where}: checkpoint {raw['name']!r} needs model_args.pretrained or a train recipe")
-    return Checkpoint(
-        name=str(raw["name"]), model=str(raw.get("model", "hf")), model_args=dict(raw.get("model_args") or {}),
-        train=train, **{k: str(raw.get(k, "")) for k in _LABELS},
-    )
+        raise UnknownNameError(f"training method of {entry.name!r}", str(train.get("method")), TRAIN_METHODS)
+    if not train and not entry.model_args.get("pretrained"):
+        raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained or a train recipe")
+    return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), train=train,
+                      family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data)
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment manifest (structure only; see `validate`).
+    """Read and validate an experiment manifest against its schema (captrack.schemas.ExperimentFile).
 
     Raises:
-        InputError: unreadable file, missing or unknown keys, duplicate names.
+        InputError: unreadable file; a key missing, unknown or of the wrong type (key, value and what
+            is allowed named); duplicate names.
     """
     source = Path(path).resolve()
     try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{source}: cannot read the experiment: {exc}") from exc
     where = str(source)
-    if "base" not in raw or not raw.get("variants"):
-        raise InputError(f"{where}: an experiment needs a 'base' and at least one entry under 'variants'")
-    base = _checkpoint(raw["base"], where)
+    spec = parse_config(ExperimentFile, raw, source, "experiment")
+    base = _checkpoint(spec.base, where)
     if base.train:
         raise InputError(f"{where}: the base cannot have a train recipe; it is what variants start from")
-    variants = tuple(_checkpoint(v, where) for v in raw["variants"])
+    variants = tuple(_checkpoint(v, where) for v in spec.variants)
     names = [base.name, *(v.name for v in variants)]
     if len(set(names)) != len(names):
         raise InputError(f"{where}: checkpoint names must be unique; got {names}")
+    if len(set(spec.seeds)) != len(spec.seeds):
+        raise InputError(f"{where}: key 'seeds' is {spec.seeds}: each seed once (a repeated seed repeats the same run)")
     folder = source.parent
     return Experiment(
-        name=str(raw.get("name", source.stem)),
+        name=spec.name or source.stem,
         source=source,
-        workdir=(folder / str(raw.get("workdir", f"runs/{source.stem}"))).resolve(),
-        leaderboard=(folder / str(raw.get("leaderboard", "."))).resolve(),
+        workdir=(folder / (spec.workdir or f"runs/{source.stem}")).resolve(),
+        leaderboard=(folder / spec.leaderboard).resolve(),
         base=base,
         variants=variants,
-        tasks=tuple(raw.get("tasks") or ("captrack_probe_*",)),
-        limit=raw.get("limit"),
-        seeds=tuple(int(s) for s in raw.get("seeds") or (0,)),
-        apply_chat_template=bool(raw.get("apply_chat_template", True)),
-        batch_size=int(raw.get("batch_size", 8)),
-        metadata=dict(raw.get("metadata") or {}),
-        title=str(raw.get("title", "")),
-        description=str(raw.get("description", "")),
+        tasks=tuple(spec.tasks),
+        limit=spec.limit,
+        seeds=tuple(spec.seeds),
+        apply_chat_template=spec.apply_chat_template,
+        batch_size=spec.batch_size,
+        metadata=dict(spec.metadata),
+        title=spec.title,
+        description=spec.description,
     )
 
 

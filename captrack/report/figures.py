@@ -29,7 +29,9 @@ def _pyplot() -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.hashsalt": "captrack", "font.size": 10, "figure.dpi": 100})
+    # Labels (variant names, algorithms) are drawn literally: a `$x$` name is text, never mathtext or TeX.
+    plt.rcParams.update({"svg.hashsalt": "captrack", "font.size": 10, "figure.dpi": 100,
+                         "text.usetex": False, "text.parse_math": False})
     return plt
 
 

@@ -28,6 +28,7 @@ import yaml
 
 from captrack.analysis.compare import Comparison
 from captrack.errors import InputError
+from captrack.schemas import LeaderboardFile, parse_config
 
 __all__ = ["LeaderboardSpec", "VariantLabels", "build_leaderboard", "load_spec"]
 
@@ -77,37 +78,37 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
     """Read and check ``folder/leaderboard.yaml``.
 
     Raises:
-        InputError: missing file or fields, or a source that does not exist.
+        InputError: missing file; a key missing, unknown or of the wrong type (key, value and what is
+            allowed named); or a source that does not exist.
     """
     root = Path(folder).resolve()
     path = root / "leaderboard.yaml"
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read the leaderboard definition: {exc}") from exc
-    sources = [k for k in ("store", "scores", "reference") if raw.get(k)]
+    board = parse_config(LeaderboardFile, raw, path, "leaderboard definition")
+    sources = [k for k in ("store", "scores", "reference") if getattr(board, k)]
     if len(sources) != 1:
         raise InputError(f"{path}: give exactly one of store, scores or reference (found {sources or 'none'})")
-    variants = []
-    for comparison in raw.get("comparisons") or []:
-        for v in comparison.get("variants") or []:
-            labels = {k: str(v.get(k, "")) for k in LABELS}
-            variants.append(VariantLabels(name=str(v["name"]), base=str(comparison["base"]), **labels))
+    variants = [VariantLabels(name=v.name, base=c.base, family=v.family, size=v.size, algorithm=v.algorithm, data=v.data)
+                for c in board.comparisons for v in c.variants]
     if not variants and sources[0] != "reference":
-        raise InputError(f"{path}: 'comparisons' must list at least one base with variants")
-    reference = dict(raw.get("reference") or {})
+        raise InputError(f"{path}: key 'comparisons' must list at least one base with variants, "
+                         "e.g. [{base: base, variants: [{name: sft}]}]")
+    reference = board.reference.model_dump() if board.reference else {}
     spec = LeaderboardSpec(
         folder=root,
-        title=str(raw.get("title", root.name)),
-        description=str(raw.get("description", "")),
-        source_note=str(raw.get("source_note", "")),
+        title=root.name if board.title is None else board.title,
+        description=board.description,
+        source_note=board.source_note,
         variants=tuple(variants),
-        store=_expand(raw["store"], root) if raw.get("store") else None,
-        scores=_expand(raw["scores"], root) if raw.get("scores") else None,
+        store=_expand(board.store, root) if board.store else None,
+        scores=_expand(board.scores, root) if board.scores else None,
         reference=reference,
-        capabilities=tuple(str(c) for c in raw.get("capabilities") or ()),
-        bootstrap=int(raw.get("bootstrap", 1000)),
-        seed=int(raw.get("seed", 0)),
+        capabilities=tuple(board.capabilities),
+        bootstrap=board.bootstrap,
+        seed=board.seed,
     )
     for source in (spec.store, spec.scores):
         if source is not None and not source.exists():

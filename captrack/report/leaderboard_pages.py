@@ -15,6 +15,7 @@ from captrack.files import write_atomic
 from captrack.report import figures
 from captrack.report.findings import findings
 from captrack.report.html import esc, page, table
+from captrack.report.markdown import md_text
 from captrack.report.writer import write_contract_tables
 from captrack.taxonomy import load_taxonomy
 
@@ -279,32 +280,32 @@ def _readme(board: Board) -> str:
         return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else (f"{v:+.1f}%" if signed else f"{v:.1f}%")
 
     spec, matrix = board.spec, board.matrix
-    lines = [f"# {spec.title}", "", spec.description, ""]
+    lines = [f"# {md_text(spec.title, table=False)}", "", spec.description, ""]  # description and note: the author's Markdown
     if spec.source_note:
         lines += [f"Source: {spec.source_note}", ""]
     lines += [AGGREGATE_NOTE if board.aggregate_only else NOISE_NOTE, ""]
     if board.said:
-        lines += ["## What drifted", "", *(f"- {s}" for s in board.said), ""]
+        lines += ["## What drifted", "", *(f"- {md_text(s, table=False)}" for s in board.said), ""]
     lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
-    lines += ["| capability | " + " | ".join(matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
-    lines += [f"| {label} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]
+    lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
+    lines += [f"| {md_text(label)} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]
     lines += ["", "## Per task", ""]
     if board.aggregate_only:
         lines += ["| variant | task | metric | base | variant score | n | drift |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.variant} | {r.task} | {r.metric} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {fmt(r.rel_drift_pct)} |"
+        lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {fmt(r.rel_drift_pct)} |"
                   for r in board.per_task.itertuples()]
     else:
         lines += ["| variant | task | metric | base | variant score | n | drift | 95% CI | MDE |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.variant} | {r.task} | {r.metric} | {r.base_value:.4g} | {r.variant_value:.4g} | "
+        lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
                   f"{'n/a' if math.isnan(r.n) else int(r.n)} | {fmt(r.rel_drift_pct)} | "
                   f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} |"
                   for r in board.per_task.itertuples()]
     lines += ["", "## Checkpoints", "", "| variant | family | size | algorithm | CAN | WILL | HOW | F_adj | BT_adj |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.variant} | {r.family} | {r.size} | {r.algorithm} | {fmt(r.CAN)} | {fmt(r.WILL)} | {fmt(r.HOW)} | "
+    lines += [f"| {md_text(r.variant)} | {md_text(r.family)} | {md_text(r.size)} | {md_text(r.algorithm)} | {fmt(r.CAN)} | {fmt(r.WILL)} | {fmt(r.HOW)} | "
               f"{fmt(100 * r.forgetting_adj, False)} | {fmt(100 * r.backward_transfer_adj, False)} |" for r in board.checkpoints.itertuples()]
     if not board.summary.empty:
         lines += ["", "## By algorithm (mean over variants)", "", "| algorithm | capability | variants | drift | 95% CI |", "|---|---|---|---|---|"]
-        lines += [f"| {r.algorithm} | {r.key} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
+        lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
                   + ("n/a" if board.aggregate_only else f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]") + " |"
                   for r in board.summary.itertuples()]
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]

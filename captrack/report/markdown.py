@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pandas as pd
@@ -11,11 +12,28 @@ from captrack.analysis.compare import Comparison
 from captrack.report.findings import ranking_sentence
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["AGGREGATE_ONLY", "render_report"]
+__all__ = ["AGGREGATE_ONLY", "md_text", "render_report"]
 
 AGGREGATE_ONLY = ("Aggregate scores only: there is no per-item data, so no confidence intervals, no item "
                   "transitions (F/BT), no minimum detectable effects and no ranking of algorithms can be computed. "
                   "None of these drifts can be told apart from noise: each number is a point estimate of unknown precision.")
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>$"} | {"\n": " ", "\r": " "})
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # only where it would start an entity
+
+
+def md_text(value: object, table: bool = True) -> str:
+    """Any label as literal Markdown text: HTML, entities, math, emphasis and code marks escaped, newlines
+    as spaces, and (in a table cell, `table`) pipes; prose outside tables keeps its pipes."""
+    text = _ENTITY.sub(r"\\&", str(value).translate(_MD_SPECIAL))
+    return text.replace("|", "\\|") if table else text
+
+
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks inside it (a path or label cannot close it early)."""
+    runs = [len(m) for line in lines for m in re.findall(r"`+", line)]
+    return "`" * max(3, max(runs, default=0) + 1)
 
 
 def _pct(value: Any, signed: bool = True) -> str:
@@ -45,7 +63,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, Any]) -> str:
     """Render the comparison as Markdown for people: summary first, details after."""
-    lines = [f"# captrack comparison against `{comparison.base}`", ""]
+    lines = [f"# captrack comparison against {md_text(comparison.base, table=False)}", ""]
     lines += [
         "Relative drift is CapTrack's 100·(variant − base)/base per metric, averaged per capability "
         "(± is the spread across member metrics).",
@@ -63,8 +81,10 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
     lines += _distribution_section(comparison)
     lines += _judged_section(comparison)
     if comparison.warnings:
-        lines += ["## Warnings", ""] + [f"- {w}" for w in comparison.warnings] + [""]
-    lines += ["## Inputs", "", "```", *(f"{k}: {v}" for k, v in inputs.items()), "```", ""]
+        lines += ["## Warnings", ""] + [f"- {md_text(w, table=False)}" for w in comparison.warnings] + [""]
+    shown = [f"{k}: {v}" for k, v in inputs.items()]
+    fence = _fence(shown)
+    lines += ["## Inputs", "", fence, *shown, fence, ""]
     return "\n".join(lines)
 
 
@@ -78,13 +98,13 @@ def _distribution_section(comparison: Comparison) -> list[str]:
              "base's answer almost no mass (< 0.4/k), *drift* when a near tie (≤ 0.5 nats) flipped, "
              "*shift* otherwise; *eroding* items kept their outcome but lost > 0.2 gold probability. "
              "BC is the Bhattacharyya overlap of base and variant option distributions (1 = identical).", ""]
-    rows = [[str(r.variant), str(r.task), str(int(r.n_forgotten)), str(int(r.n_collapse)), str(int(r.n_drift)),
+    rows = [[md_text(r.variant), md_text(r.task), str(int(r.n_forgotten)), str(int(r.n_collapse)), str(int(r.n_drift)),
              str(int(r.n_shift)), str(int(r.n_eroding)), f"{r.mean_bc:.3f}", f"{r.mean_mass_retained:.3f}"]
             for r in dist.itertuples()]
     lines += [*_table(["variant", "task", "forgotten", "collapse", "drift", "shift", "eroding", "mean BC", "mass retained"], rows), ""]
     calib = comparison.calibration
     if not calib.empty:
-        rows = [[str(r.variant), str(r.task), f"{r.ece_base:.3f}", f"{r.ece_variant:.3f}", _ci_plain(r.ece_change_ci_low, r.ece_change_ci_high),
+        rows = [[md_text(r.variant), md_text(r.task), f"{r.ece_base:.3f}", f"{r.ece_variant:.3f}", _ci_plain(r.ece_change_ci_low, r.ece_change_ci_high),
                  f"{r.brier_base:.3f}", f"{r.brier_variant:.3f}"] for r in calib.itertuples()]
         lines += ["Calibration (top choice):", ""]
         lines += [*_table(["variant", "task", "ECE base", "ECE variant", "ΔECE 95% CI", "Brier base", "Brier variant"], rows), ""]
@@ -100,7 +120,7 @@ def _judged_section(comparison: Comparison) -> list[str]:
         for task, metrics in tasks.items():
             for metric, t in metrics.items():
                 reasons = ", ".join(f"{code} {n}" for code, n in t["reasons"].items()) or "none"
-                rows.append([str(model), str(task), str(metric), f"`{t['judge']}`", str(t["prompt"]),
+                rows.append([md_text(model), md_text(task), md_text(metric), md_text(t["judge"]), md_text(t["prompt"]),
                              str(t["n"]), str(t["nan"]), reasons])
     intro = ("Scored by an LLM judge (`captrack judge`). A verdict the judge did not give or that could not be "
              "parsed is NaN (never a default score) and is left out of pairing; reasons by code.")
@@ -116,7 +136,7 @@ def _ci_plain(low: Any, high: Any) -> str:
 
 def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algorithm: str) -> list[str]:
     caps = comparison.capabilities[comparison.capabilities["variant"] == name]
-    title = f"## {name}" + (f" ({algorithm})" if algorithm else "")
+    title = f"## {md_text(name, table=False)}" + (f" ({md_text(algorithm, table=False)})" if algorithm else "")
     lines = [title, ""]
     lines += _headlines(comparison, taxonomy, name)
     groups = caps[caps["level"] == "group"].set_index("key")
@@ -210,7 +230,7 @@ def _task_table(comparison: Comparison, name: str) -> list[str]:
     for r in merged.sort_values(["task", "metric"]).itertuples():
         significant = "yes" if isinstance(r.q_value, float) and r.q_value < 0.05 else ""
         rows.append([
-            str(r.task), str(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}",
+            md_text(r.task), md_text(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}",
             "n/a" if pd.isna(r.n) else str(int(r.n)), _pct(r.rel_drift_pct), _ci(r.ci_low, r.ci_high),
             _pct(r.mde_pct, signed=False),
             "" if pd.isna(r.n_10) else f"{int(r.n_10)} / {int(r.n_01)}",

@@ -20,7 +20,7 @@ from captrack.files import write_atomic
 from captrack.report.markdown import render_report
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
-__all__ = ["CONTRACT_COLUMNS", "write_comparison", "write_contract_tables"]
+__all__ = ["CONTRACT_COLUMNS", "LABEL_COLUMNS", "inert_cell", "write_comparison", "write_contract_tables"]
 
 CONTRACT_COLUMNS: dict[str, list[str]] = {
     "transitions.csv": TRANSITION_COLUMNS,
@@ -29,12 +29,31 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
 }
 
 
+LABEL_COLUMNS = frozenset({"variant", "base", "model", "algorithm", "family", "size", "data", "task"})
+"""Text columns holding names people chose; a spreadsheet must never read one of their cells as a formula."""
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_cell(value: object) -> object:
+    """A text cell that a spreadsheet would run as a formula (starts with = + - @) gets a leading ``'``."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def write_contract_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> list[Path]:
-    """Write each table as ``folder/<name>``; contract files keep exactly the contract's columns, in order."""
+    """Write each table as ``folder/<name>``; contract files keep exactly the contract's columns, in order.
+
+    Label columns (LABEL_COLUMNS) are made inert for spreadsheets; numbers are written as they are.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, frame in tables.items():
         shown = frame[CONTRACT_COLUMNS[name]] if name in CONTRACT_COLUMNS else frame
+        labels = [c for c in shown.columns if c in LABEL_COLUMNS and not pd.api.types.is_numeric_dtype(shown[c])]
+        if labels:
+            shown = shown.assign(**{c: shown[c].map(inert_cell) for c in labels})
         written.append(write_atomic(folder / name, shown.to_csv(index=False, float_format="%.10g")))
     return written
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,8 +85,10 @@ def _read_run(results_path: Path) -> Run:
     try:
         raw_bytes = results_path.read_bytes()
         data = json.loads(raw_bytes)
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: invalid JSON or bytes that are not UTF-8
         raise InputError(f"{results_path}: not a readable lm-eval results file: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{results_path}: not an lm-eval results file (a JSON object); got {type(data).__name__}")
     date_id = results_path.stem.removeprefix("results_")
     configs: dict[str, Any] = data.get("configs") or {}
     versions: dict[str, Any] = data.get("versions") or {}
@@ -148,16 +152,66 @@ def _logged_metrics(task_scores: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(pairs))
 
 
-def first_bad_line(path: Path) -> tuple[int, str] | None:
-    """Return (line number, problem) of the first line that is not a JSON object, else None."""
+def first_bad_line(path: Path, proportions: Mapping[str, bool] | None = None) -> tuple[int, str] | None:
+    """Return (line number, problem) of the first line ingest must refuse, else None.
+
+    A line is refused when it is not UTF-8, not a JSON object, repeats a (doc_id, filter) of an earlier
+    line, or logs a non-finite value (NaN, Infinity) or, for a metric that is a proportion (True in
+    `proportions`), a value outside [0, 1], for any metric named in `proportions`.
+    """
+    seen: dict[tuple[Any, Any], int] = {}
     with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return number, (f"undecodable bytes (not UTF-8) at byte {exc.start + 1} of the line; "
+                                "lm-eval writes UTF-8, so the file was damaged or written by another tool")
             if not line.strip():
                 continue
-            try:
+            problem = _line_problem(line, proportions or {})
+            if problem is None:
                 value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                return number, f"invalid JSON ({exc.msg} at column {exc.colno})"
-            if not isinstance(value, dict):
-                return number, "not a JSON object"
+                key = (value.get("doc_id"), value.get("filter"))
+                if key in seen:
+                    problem = (f"doc_id {key[0]!r} (filter {key[1]!r}) appears again (first on line {seen[key]}); "
+                               "each doc is logged once per filter")
+                seen.setdefault(key, number)
+            if problem is not None:
+                return number, problem
+    return None
+
+
+def _line_problem(line: str, proportions: Mapping[str, bool]) -> str | None:
+    """What is wrong with one line's JSON or its logged metric values (None: nothing)."""
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(value, dict):
+        return "not a JSON object"
+    for metric, proportion in proportions.items():
+        number = _as_number(value.get(metric))
+        if number is None:
+            continue
+        if not math.isfinite(number):
+            return (f"{metric} is {value.get(metric)!r}, not a finite number; "
+                    "an item that could not be scored is logged as null")
+        if proportion and not 0.0 <= number <= 1.0:
+            return (f"{metric} is {value.get(metric)!r}, outside [0, 1]; {metric} is a proportion "
+                    "(its MetricSpec kind is binary or score)")
+    return None
+
+
+def _as_number(raw: Any) -> float | None:
+    """A logged value as ingest reads it (bools and numeric strings too); None: not a number."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    if isinstance(raw, str) and raw.strip().lower() not in ("true", "false"):
+        try:
+            return float(raw)
+        except ValueError:
+            return None
     return None

@@ -13,6 +13,7 @@ import duckdb
 import pandas as pd
 
 from captrack.errors import InputError
+from captrack.results.connect import connect
 from captrack.results.runfiles import Run, TaskInfo, file_sha256, first_bad_line, samples_path
 
 __all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store"]
@@ -52,15 +53,38 @@ CREATE TABLE IF NOT EXISTS judgements (
 );
 """
 
-# A logged metric value is a number, a bool, null, or (for corpus-level metrics) something else.
-_VALUE = """coalesce(CASE json_type({col})
+# A logged metric value as a number: bools and numeric strings too; NULL where it is not a number
+# (null, or an array/object a corpus-level metric logs). Such items are stored as NaN (unscored).
+_NUMBER = """CASE json_type({col})
     WHEN 'BOOLEAN' THEN CASE WHEN {col}::BOOLEAN THEN 1.0 ELSE 0.0 END
-    WHEN 'NULL' THEN 'nan'::DOUBLE
     WHEN 'VARCHAR' THEN CASE lower({col} ->> '$') WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0
         ELSE TRY_CAST({col} ->> '$' AS DOUBLE) END
-    WHEN 'ARRAY' THEN 'nan'::DOUBLE
-    WHEN 'OBJECT' THEN 'nan'::DOUBLE
-    ELSE {col}::DOUBLE END, 'nan'::DOUBLE)"""
+    WHEN 'NULL' THEN NULL WHEN 'ARRAY' THEN NULL WHEN 'OBJECT' THEN NULL
+    ELSE {col}::DOUBLE END"""
+# A non-finite number (NaN, Infinity) or, for a proportion, one outside [0, 1] stops the ingest; the
+# samples file is then scanned for the line to name (runfiles.first_bad_line).
+_VALUE = "CASE WHEN NOT isfinite({n}){range} THEN error('captrack: refused value') ELSE coalesce({n}, 'nan'::DOUBLE) END"
+_RANGE = " OR {n} < 0 OR {n} > 1"
+
+
+def _value_sql(metric: str, proportion: bool) -> str:
+    """The stored value of one logged metric column, refusing what ingest must not accept."""
+    number = "(" + _NUMBER.format(col=_quote_ident(metric)) + ")"
+    return _VALUE.format(n=number, range=_RANGE.format(n=number) if proportion else "")
+
+
+def _proportions(metrics: Sequence[str]) -> dict[str, bool]:
+    """Metric -> whether its values must lie in [0, 1] (MetricSpec kind binary or score; unknown: not checked)."""
+    from captrack.errors import UnknownNameError
+    from captrack.metrics.registry import get_metric
+
+    out = {}
+    for metric in metrics:
+        try:
+            out[metric] = get_metric(metric).kind in ("binary", "score")
+        except UnknownNameError:
+            out[metric] = False
+    return out
 
 
 @dataclass(frozen=True)
@@ -94,13 +118,13 @@ class SamplesFile:
 
 
 class Store:
-    """A DuckDB results store (a file, or ``:memory:``)."""
+    """A DuckDB results store (a file, or ``:memory:``); see `captrack.results.connect` for how it is opened."""
 
     def __init__(self, path: str | Path = ":memory:", read_only: bool = False) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.con = duckdb.connect(self.path, read_only=read_only)
+        self.con = connect(self.path, read_only)
         if not read_only:
             self.con.execute(_SCHEMA)
 
@@ -114,27 +138,38 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def ingest(self, runs: Sequence[Run], labels: Labels) -> list[IngestResult]:
+    def ingest(self, runs: Sequence[Run], labels: Labels, rename: bool = False) -> list[IngestResult]:
         """Add runs to the store in one transaction; re-ingesting a run replaces its rows.
 
+        A run is its results file's content: the same run under another model name is refused
+        unless `rename` (then it moves to the new name).
+
         Raises:
-            InputError: a corrupt or truncated samples file (file and line named); the store
-                is left exactly as it was.
+            InputError: a corrupt, truncated or inconsistent samples file (file and line named: not
+                UTF-8, duplicate doc ids, non-finite values, proportions outside [0, 1]), or a run
+                stored under another name; the store is left exactly as it was.
         """
         results: list[IngestResult] = []
         self.con.execute("BEGIN TRANSACTION")
         try:
             for run in runs:
-                results.append(self._ingest_run(run, labels))
+                results.append(self._ingest_run(run, labels, rename))
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
         return results
 
-    def _ingest_run(self, run: Run, labels: Labels) -> IngestResult:
+    def _ingest_run(self, run: Run, labels: Labels, rename: bool) -> IngestResult:
         model = labels.model or run.model_name
         replicate = run.seed if labels.replicate is None else labels.replicate
+        stored = self.con.execute("SELECT model FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
+        if stored and stored[0] != model and not rename:
+            raise InputError(
+                f"{run.results_path}: this run (id {run.run_id}, the same results file bytes) is already in the store "
+                f"as model {stored[0]!r}; filing it as {model!r} too is not possible (a run is its content). "
+                f"Pass --rename to move it from {stored[0]!r} to {model!r}, or ingest a different run (nothing was ingested)."
+            )
         for table in ("samples", "run_tasks", "runs", "judgements"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
         self.con.execute(
@@ -183,7 +218,8 @@ class Store:
         choices = (f"CASE WHEN json_type(doc.choices) = 'ARRAY' AND json_array_length(doc.choices) >= 2 "
                    f"THEN json_array_length(doc.choices)::INTEGER ELSE {scored} END")
         struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
-        unpivot = ", ".join(f"({_quote_literal(m)}, {_VALUE.format(col=_quote_ident(m))})" for m in metrics)
+        proportions = _proportions(metrics)
+        unpivot = ", ".join(f"({_quote_literal(m)}, {_value_sql(m, proportions[m])})" for m in metrics)
         files = [str(t.samples) for t in tasks]
         # No line is longer than its file: cap DuckDB's per-record buffer there (big buffers are slow).
         object_size = max(16 << 20, min(max(t.samples.stat().st_size for t in tasks) + 1, 1 << 30))
@@ -201,7 +237,7 @@ class Store:
         try:
             inserted = self.con.execute(sql, params).fetchone()
         except duckdb.Error as exc:
-            raise _samples_error([t.samples for t in tasks], exc) from exc
+            raise _samples_error([t.samples for t in tasks], exc, proportions) from exc
         return int(inserted[0]) if inserted else 0
 
     def _ingest_judged(self, run: Run, task: TaskInfo, path: Path, model: str, labels: Labels, replicate: int) -> int:
@@ -259,7 +295,14 @@ class Store:
         return out
 
     def _check_complete(self, run: Run) -> None:
-        """Every task must have its reported number of docs per logged (metric, filter)."""
+        """Each doc is logged once per filter, and every task has its reported number of docs per (metric, filter)."""
+        repeated = self.con.execute(
+            """SELECT task FROM samples WHERE run_id = ? AND judge IS NULL
+            GROUP BY task, "filter", metric, doc_id HAVING count(*) > 1 LIMIT 1""", [run.run_id]
+        ).fetchone()
+        if repeated:
+            task = next(t for t in run.tasks if t.name == repeated[0])
+            raise _samples_error([task.samples], InputError("a doc id logged twice"), {})
         found = dict(
             self.con.execute(
                 "SELECT task, count(*) FROM samples WHERE run_id = ? AND judge IS NULL GROUP BY task", [run.run_id]
@@ -324,15 +367,15 @@ class Store:
         self.con.execute(f"COPY samples TO {_quote_literal(str(path))} (FORMAT parquet)")
 
 
-def _samples_error(paths: list[Path], exc: Exception) -> InputError:
+def _samples_error(paths: list[Path], exc: Exception, proportions: dict[str, bool]) -> InputError:
     """Name the file and line DuckDB choked on (found by a plain scan, only on this error path)."""
     for path in paths:
-        bad = first_bad_line(path)
+        bad = first_bad_line(path, proportions)
         if bad is not None:
             line, problem = bad
             return InputError(
-                f"{path}, line {line}: {problem}. The samples file is corrupt or truncated; "
-                "re-run the evaluation with --log_samples (nothing was ingested)."
+                f"{path}, line {line}: {problem}. The samples file is corrupt, truncated or not as lm-eval "
+                "writes it; fix it or re-run the evaluation with --log_samples (nothing was ingested)."
             )
     names = ", ".join(str(p) for p in paths)
     return InputError(f"cannot read samples file(s) {names}: {exc} (nothing was ingested)")

@@ -1,0 +1,197 @@
+"""The schemas of captrack's config files (pydantic), one declaration per file kind.
+
+`parse_config` validates a loaded YAML document against one of them and turns every problem into one
+InputError that names the file, the key, the value found and what is allowed there.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+)
+
+from captrack.errors import InputError
+
+__all__ = ["CheckpointEntry", "ComparisonEntry", "ExperimentFile", "LeaderboardFile", "ReferenceEntry", "VariantEntry",
+           "parse_config"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Config(BaseModel):
+    """Unknown keys are errors (a typo is never silently ignored); a number given as a label becomes text."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
+
+
+Text = Annotated[str, Field(description="text")]
+Label = Annotated[str, Field(description="a label (text)")]
+
+
+# -- experiment manifests (captrack run EXPERIMENT.yaml) ---------------------------------------------------
+
+class CheckpointEntry(_Config):
+    """`base:` or one entry of `variants:`."""
+
+    name: Text = Field(description="the checkpoint's name (text), e.g. sft")
+    model: Text = Field("hf", description="an lm-eval model type (text), e.g. hf")
+    model_args: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {pretrained: /path}")
+    train: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {method: sft, steps: 16}")
+    family: Label = ""
+    size: Label = ""
+    algorithm: Label = ""
+    data: Label = ""
+
+
+class ExperimentFile(_Config):
+    """An experiment manifest (see captrack.pipeline.experiment)."""
+
+    name: Text | None = None
+    title: Text = ""
+    description: Text = ""
+    workdir: Text | None = Field(None, description="a folder (text), relative to the manifest")
+    leaderboard: Text = Field(".", description="a folder (text), relative to the manifest")
+    tasks: list[str] = Field(["captrack_probe_*"], min_length=1,
+                             description='a list of task names or globs, e.g. ["captrack_probe_*"]')
+    limit: Annotated[StrictInt, Field(ge=1)] | Annotated[StrictFloat, Field(gt=0, le=1)] | None = Field(
+        None, description="null, a whole number of items ≥ 1, or a fraction in (0, 1]")
+    seeds: list[StrictInt] = Field([0], min_length=1, description=(
+        "a list of whole numbers, one evaluation replicate per seed: e.g. [0] (one run) or [0, 1, 2] (three)"))
+    apply_chat_template: StrictBool = Field(True, description="true or false")
+    batch_size: StrictInt = Field(8, ge=1, description=(
+        "a whole number ≥ 1 (a fixed batch size, so replicates and ranks see the same batches; "
+        "lm-eval's 'auto' is not supported)"))
+    metadata: dict[str, Any] = Field(default_factory=dict, description="a mapping passed to lm-eval --metadata")
+    base: CheckpointEntry = Field(description="a mapping with at least name and model_args.pretrained")
+    variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
+
+
+# -- leaderboard.yaml (captrack leaderboard DIR) -----------------------------------------------------------
+
+class VariantEntry(_Config):
+    """One variant of a comparison and its labels."""
+
+    name: Text = Field(description="the variant's model name in the store (text)")
+    algorithm: Label = ""
+    family: Label = ""
+    size: Label = ""
+    data: Label = ""
+
+
+class ComparisonEntry(_Config):
+    """One base and the variants compared with it."""
+
+    base: Text = Field(description="the base model's name (text)")
+    variants: list[VariantEntry] = Field(min_length=1, description="a list of mappings, each with a name, e.g. [{name: sft}]")
+
+
+class ReferenceEntry(_Config):
+    """CapTrack averaged CSVs: one for the base, one per variant label."""
+
+    base: Text = Field(description="a CSV path (text)")
+    variants: dict[str, str] = Field(min_length=1, description="a mapping of variant label to CSV path")
+
+
+class LeaderboardFile(_Config):
+    """A leaderboard definition (see captrack.report.leaderboard)."""
+
+    title: Text | None = None
+    description: Text = ""
+    source_note: Text = ""
+    store: Text | None = Field(None, description="a captrack store path (text)")
+    scores: Text | None = Field(None, description="a scores CSV path (text)")
+    reference: ReferenceEntry | None = Field(None, description="a mapping {base: CSV, variants: {label: CSV}}")
+    comparisons: list[ComparisonEntry] = Field(default_factory=list, description=(
+        "a list of mappings {base: NAME, variants: [{name: ...}, ...]}"))
+    capabilities: list[str] = Field(default_factory=list, description="a list of capability keys, e.g. [C1, W3a]")
+    bootstrap: StrictInt = Field(1000, ge=0, description="a whole number of bootstrap resamples ≥ 0")
+    seed: StrictInt = Field(0, description="a whole number")
+
+
+# -- validation with messages people can act on --------------------------------------------------------------
+
+def parse_config(model: type[M], raw: Any, path: Path, what: str) -> M:
+    """Validate a loaded YAML document; every problem is named by key, value found and what is allowed.
+
+    Raises:
+        InputError: the document does not fit `model` (all problems listed, one per key).
+    """
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: {what} must be a mapping of keys (key: value lines); got {_show(raw)}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        by_key: dict[str, list[Any]] = {}
+        for err in exc.errors():
+            by_key.setdefault(_where(model, tuple(err["loc"]))[0], []).append(err)
+        problems = [_problem(model, errs) for errs in by_key.values()]
+        raise InputError(f"{path}: invalid {what}: " + "; ".join(problems)) from None
+
+
+def _problem(model: type[BaseModel], errs: list[Any]) -> str:
+    """One key's problem; several errors on one key come from a union (e.g. int or float): say what is allowed."""
+    err = errs[0]
+    key, allowed = _where(model, tuple(err["loc"]))
+    if err["type"] == "missing":
+        return f"key '{key}' is missing; expected {allowed or 'a value'}"
+    if err["type"] == "extra_forbidden":
+        return f"key '{key}' is not allowed (value {_show(err['input'])})" + (f"; allowed keys: {allowed}" if allowed else "")
+    said = "not a mapping" if err["type"] in ("model_type", "dict_type") else err["msg"].lower()
+    found = f"key '{key}' is {_show(err['input'])}" + ("" if len(errs) > 1 else f": {said}")
+    return found + (f"; expected {allowed}" if allowed else "")
+
+
+def _where(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, str]:
+    """The key path as written in YAML (union branch tags dropped) and the allowed values of the last key."""
+    parts: list[str] = []
+    current: Any = model
+    allowed = ""
+    for step in loc:
+        if isinstance(step, int):
+            parts[-1:] = [f"{parts[-1]}[{step}]"] if parts else [f"[{step}]"]
+            continue
+        fields = getattr(current, "model_fields", None) if isinstance(current, type) else None
+        if fields is None:
+            if current is dict:
+                parts.append(str(step))
+            continue  # a union branch tag such as 'int' or 'float'
+        if step not in fields:
+            parts.append(str(step))
+            allowed = ", ".join(fields)
+            break
+        info = fields[step]
+        parts.append(str(step))
+        allowed = info.description or ""
+        current = _inner_model(info.annotation)
+    return ".".join(parts) or "(top level)", allowed
+
+
+def _inner_model(annotation: Any) -> Any:
+    """The config model (or dict) inside an annotation such as ``list[X]`` or ``X | None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is dict:
+        return dict
+    if origin in (list, Union, types.UnionType, Annotated):
+        for arg in typing.get_args(annotation):
+            found = _inner_model(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return (text if len(text) <= 80 else text[:77] + "...") + f" ({type(value).__name__})"
