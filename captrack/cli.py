@@ -259,6 +259,9 @@ def _cmd_plan_memory(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from captrack.pipeline.cpu import prepare_openmp
+
+    prepare_openmp()  # before anything starts torch's thread pool
     from rich.console import Console
 
     from captrack.pipeline.experiment import demo_experiment, load_experiment, quick

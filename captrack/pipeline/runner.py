@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from captrack.errors import InputError
+from captrack.pipeline.cpu import apply_thread_plan, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 
 __all__ = ["Stage", "plan", "run_experiment", "validate"]
@@ -233,6 +234,9 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
             console.print(f"{label}: would run")
             continue
         console.rule(label)
+        threads = plan_threads()
+        apply_thread_plan(threads)
+        console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}[/]")
         start = time.perf_counter()
         stage.action()
         timings[stage.title] = time.perf_counter() - start

@@ -1,0 +1,30 @@
+"""Thread planning for `captrack run` stages on a shared CPU."""
+
+from __future__ import annotations
+
+from captrack.pipeline.cpu import plan_threads, prepare_openmp
+
+
+def test_idle_machine_uses_every_usable_core() -> None:
+    assert plan_threads(env={}, load=0.1, cores=2).threads == 2
+
+
+def test_busy_machine_leaves_the_busy_cores_alone() -> None:
+    assert plan_threads(env={}, load=1.2, cores=4).threads == 3
+    assert plan_threads(env={}, load=2.0, cores=2).threads == 1
+    assert plan_threads(env={}, load=9.0, cores=2).threads == 1  # never fewer than one
+
+
+def test_an_explicit_thread_count_wins() -> None:
+    assert plan_threads(env={"OMP_NUM_THREADS": "3"}, load=5.0, cores=2).threads == 3
+    assert plan_threads(env={"CAPTRACK_THREADS": "1", "OMP_NUM_THREADS": "4"}, load=0.0, cores=8).threads == 1
+    assert plan_threads(env={"OMP_NUM_THREADS": "auto"}, load=0.0, cores=2).threads == 2  # not a count: ignored
+
+
+def test_openmp_waits_passively_unless_the_user_chose() -> None:
+    env: dict[str, str] = {}
+    prepare_openmp(env)
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE"
+    mine = {"OMP_WAIT_POLICY": "ACTIVE"}
+    prepare_openmp(mine)
+    assert mine["OMP_WAIT_POLICY"] == "ACTIVE"
