@@ -28,3 +28,17 @@ def test_openmp_waits_passively_unless_the_user_chose() -> None:
     mine = {"OMP_WAIT_POLICY": "ACTIVE"}
     prepare_openmp(mine)
     assert mine["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_busy_cores_are_measured_from_other_work() -> None:
+    """A busy-looping child keeps about one core busy; this process sleeps while it samples."""
+    import subprocess
+    import sys
+
+    from captrack.pipeline.cpu import busy_cores_now
+
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert busy_cores_now(0.5) >= 0.6
+    finally:
+        hog.kill()

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
-__all__ = ["ThreadPlan", "apply_thread_plan", "plan_threads", "prepare_openmp"]
+__all__ = ["ThreadPlan", "apply_thread_plan", "busy_cores_now", "plan_threads", "prepare_openmp"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def plan_threads(env: Mapping[str, str] | None = None, load: float | None = None
     """Threads to use now: an explicit CAPTRACK_THREADS / OMP_NUM_THREADS, else the usable cores not busy with other work.
 
     Args:
-        load: the 1-minute load average (default: the system's); other jobs' runnable threads.
+        load: cores other jobs keep busy (default: sampled now, see busy_cores_now).
         cores: cores this process may use (default: its affinity mask).
     """
     env = os.environ if env is None else env
@@ -49,10 +50,37 @@ def plan_threads(env: Mapping[str, str] | None = None, load: float | None = None
         value = env.get(key, "").strip()
         if value.isdigit() and int(value) > 0:
             return ThreadPlan(int(value), usable, math.nan, f"{key}={value}")
-    current = load if load is not None else (os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0)
+    current = load if load is not None else busy_cores_now()
     free = usable - math.floor(current + 0.5)
     threads = max(1, min(usable, free))
-    return ThreadPlan(threads, usable, current, f"{usable} usable core(s), load {current:.1f}")
+    return ThreadPlan(threads, usable, current, f"{usable} usable core(s), {current:.1f} busy with other work")
+
+
+def _cpu_jiffies() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat, or None where there is no /proc."""
+    try:
+        fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_cores_now(window_s: float = 0.5) -> float:
+    """Cores other work keeps busy right now: sampled over `window_s` while this process sleeps.
+
+    Unlike the load average, this does not count this process's own previous stage. Falls back to the
+    1-minute load average where /proc/stat is missing.
+    """
+    before = _cpu_jiffies()
+    if before is None:
+        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    time.sleep(window_s)
+    after = _cpu_jiffies()
+    if after is None or after[1] == before[1]:
+        return 0.0
+    share = (after[0] - before[0]) / (after[1] - before[1])
+    return share * (os.cpu_count() or 1)
 
 
 def prepare_openmp(env: MutableMapping[str, str] | None = None) -> None:
