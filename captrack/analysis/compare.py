@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift
+from captrack.analysis.by_field import by_field_tables
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -66,6 +67,7 @@ class CompareOptions:
     level: float = 0.95
     allow_partial: bool = False
     distribution: bool = True  # per-choice diagnostics for multiple-choice tasks (reads samples files)
+    by: tuple[str, ...] = ()  # doc fields to break transitions and drift down by (reads samples files)
 
 
 @dataclass
@@ -86,6 +88,7 @@ class Comparison:
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
     judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
     paired: dict[str, PairedItems] = field(default_factory=dict)  # variant -> its paired items (drill-down pages)
+    by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
 
 
 def compare_store(
@@ -129,6 +132,8 @@ def compare_store(
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
+    by_field = by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level,
+                               warnings) if options.by else {}
     untracked = sorted({f"{t}/{m}" for t, m, c in zip(drift_df["task"], drift_df["metric"], drift_df["capability"], strict=True) if not c})
     if untracked:
         warnings.append("not in the taxonomy, so in no capability aggregate: " + ", ".join(untracked))
@@ -147,6 +152,7 @@ def compare_store(
         calibration=calib,
         judged=store.judged_summary([base, *(v.name for v in variants)]),
         paired={p.variant: p for p in pairs},
+        by_field=by_field,
     )
 
 

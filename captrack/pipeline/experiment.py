@@ -11,6 +11,7 @@ An experiment YAML::
     apply_chat_template: true
     batch_size: 8
     metadata: {}                         # lm-eval --metadata (e.g. probe seed / n)
+    title: ..., description: ..., source_note: ...   # shown on the leaderboard
     base: {name: base, model: hf, model_args: {pretrained: /path/or/alias}, family: x, size: 1B}
     variants:
       - {name: sft, model: hf, model_args: {pretrained: /path}, algorithm: SFT, data: ...}
@@ -18,6 +19,20 @@ An experiment YAML::
 
 `pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
 with ``train:`` is post-trained from the base by the run itself (methods: sft, dpo, rl).
+
+Generations made elsewhere: a checkpoint may give ``import: {format, path[, task][, allow_partial]}``
+instead of a model; its evaluation is `captrack import` (see captrack.imports). ``base`` may be a list
+of checkpoints, each variant naming its own with ``base: NAME`` (default: the first). Paths in
+``import.path`` and ``data`` may use ``${VAR:-default}`` and are relative to the YAML's folder.
+Official tasks read the CapTrack data mirror: ``data: {sources: DIR, configs: [mmlu_pro.full]}``
+builds it offline into ``<workdir>/data`` (``captrack data build``), ``data: {dir: DIR}`` names one::
+
+    base:
+      - {name: llama-8b, import: {format: mmlu-pro, path: "${CAPTRACK_SHARED:-../shared}/data/x.zip"}}
+    variants:
+      - {name: llama-8b-instruct, base: llama-8b, import: {format: mmlu-pro, path: ...}}
+    data: {sources: "${CAPTRACK_SHARED:-../shared}/data", configs: [mmlu_pro.full]}
+    by: [category]                       # also break transitions down by these doc fields
 """
 
 from __future__ import annotations
@@ -50,6 +65,10 @@ class Checkpoint:
     size: str = ""
     algorithm: str = ""
     data: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+    """``import:``: format, path (resolved), task, allow_partial — generations made elsewhere, no model."""
+    base: str = ""
+    """Variants: the name of the base they are compared with ("" = the experiment's first base)."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +89,26 @@ class Experiment:
     metadata: dict[str, Any] = field(default_factory=dict)
     title: str = ""
     description: str = ""
+    source_note: str = ""
+    other_bases: tuple[Checkpoint, ...] = ()
+    data_sources: Path | None = None
+    data_configs: tuple[str, ...] = ()
+    data_dir: Path | None = None
+    by: tuple[str, ...] = ()
+
+    @property
+    def bases(self) -> tuple[Checkpoint, ...]:
+        """Every base: the first (what trained variants start from), then the others."""
+        return (self.base, *self.other_bases)
 
     @property
     def checkpoints(self) -> tuple[Checkpoint, ...]:
-        """Base first, then the variants."""
-        return (self.base, *self.variants)
+        """Bases first, then the variants."""
+        return (*self.bases, *self.variants)
+
+    def base_of(self, variant: Checkpoint) -> str:
+        """The name of the base `variant` is compared with."""
+        return variant.base or self.base.name
 
 
 def config_hash(value: Any) -> str:
@@ -82,21 +116,73 @@ def config_hash(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _checkpoint(raw: Any, where: str) -> Checkpoint:
+_IMPORT_KEYS = ("format", "path", "task", "allow_partial")
+
+
+def _import_spec(raw: Any, name: str, where: str, folder: Path) -> dict[str, Any]:
+    """The ``import:`` of checkpoint `name`, its path expanded and resolved against `folder`."""
+    from captrack.paths import expand_path
+
+    if not isinstance(raw, dict) or not raw.get("format") or not raw.get("path"):
+        raise InputError(f"{where}: checkpoint {name!r}: import needs format and path, e.g. "
+                         "{format: mmlu-pro, path: model_outputs.zip}; got " + repr(raw))
+    unknown = set(raw) - set(_IMPORT_KEYS)
+    if unknown:
+        raise InputError(f"{where}: checkpoint {name!r}: import has unknown key(s) {sorted(unknown)}; known: {_IMPORT_KEYS}")
+    return {"format": str(raw["format"]), "path": str(expand_path(str(raw["path"]), folder)),
+            "task": str(raw["task"]) if raw.get("task") else None, "allow_partial": bool(raw.get("allow_partial", False))}
+
+
+def _checkpoint(raw: Any, where: str, folder: Path) -> Checkpoint:
     if not isinstance(raw, dict) or "name" not in raw:
         raise InputError(f"{where}: each checkpoint needs at least a name; got {raw!r}")
-    unknown = set(raw) - {"name", "model", "model_args", "train", *_LABELS}
+    unknown = set(raw) - {"name", "model", "model_args", "train", "import", "base", *_LABELS}
     if unknown:
         raise InputError(f"{where}: checkpoint {raw['name']!r} has unknown key(s) {sorted(unknown)}")
     train = dict(raw.get("train") or {})
+    source = _import_spec(raw["import"], str(raw["name"]), where, folder) if "import" in raw else {}
+    if source and (train or raw.get("model_args")):
+        raise InputError(f"{where}: checkpoint {raw['name']!r} gives import and a model or train recipe; keep one")
     if train and str(train.get("method", "")).lower() not in TRAIN_METHODS:
         raise UnknownNameError(f"training method of {raw['name']!r}", str(train.get("method")), TRAIN_METHODS)
-    if not train and not (raw.get("model_args") or {}).get("pretrained"):
-        raise InputError(f"{where}: checkpoint {raw['name']!r} needs model_args.pretrained or a train recipe")
+    if not source and not train and not (raw.get("model_args") or {}).get("pretrained"):
+        raise InputError(f"{where}: checkpoint {raw['name']!r} needs model_args.pretrained, a train recipe or an import")
     return Checkpoint(
         name=str(raw["name"]), model=str(raw.get("model", "hf")), model_args=dict(raw.get("model_args") or {}),
-        train=train, **{k: str(raw.get(k, "")) for k in _LABELS},
+        train=train, source=source, base=str(raw.get("base", "")), **{k: str(raw.get(k, "")) for k in _LABELS},
     )
+
+
+def _data(raw: Any, where: str, folder: Path) -> dict[str, Any]:
+    """``data:``: {sources, configs} (built by the run) or {dir} (a mirror), paths expanded."""
+    from captrack.paths import expand_path
+
+    if not raw:
+        return {}
+    if not isinstance(raw, dict) or bool(raw.get("sources")) == bool(raw.get("dir")) or set(raw) - {"sources", "configs", "dir"}:
+        raise InputError(f"{where}: data must be {{sources: DIR, configs: [...]}} or {{dir: MIRROR}}; got {raw!r}")
+    if raw.get("dir"):
+        return {"data_dir": expand_path(str(raw["dir"]), folder)}
+    if not raw.get("configs"):
+        raise InputError(f"{where}: data.sources needs data.configs, the configs to build (e.g. [mmlu_pro.full])")
+    return {"data_sources": expand_path(str(raw["sources"]), folder), "data_configs": tuple(str(c) for c in raw["configs"])}
+
+
+def _bases(raw: Any, variants: tuple[Checkpoint, ...], where: str, folder: Path) -> tuple[Checkpoint, ...]:
+    """The base checkpoint(s), checked against what the variants name."""
+    bases = tuple(_checkpoint(b, where, folder) for b in (raw if isinstance(raw, list) else [raw]))
+    if not bases:
+        raise InputError(f"{where}: 'base' lists no checkpoint")
+    for checkpoint in bases:
+        if checkpoint.train or checkpoint.base:
+            raise InputError(f"{where}: base {checkpoint.name!r} cannot have a train recipe or a base; it is what variants start from")
+    names = [b.name for b in bases]
+    for variant in variants:
+        if variant.base and variant.base not in names:
+            raise UnknownNameError(f"base of variant {variant.name!r}", variant.base, names)
+        if variant.train and bases[0].source:
+            raise InputError(f"{where}: variant {variant.name!r} is trained from the base, but base {names[0]!r} is imported generations")
+    return bases
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -113,20 +199,18 @@ def load_experiment(path: str | Path) -> Experiment:
     where = str(source)
     if "base" not in raw or not raw.get("variants"):
         raise InputError(f"{where}: an experiment needs a 'base' and at least one entry under 'variants'")
-    base = _checkpoint(raw["base"], where)
-    if base.train:
-        raise InputError(f"{where}: the base cannot have a train recipe; it is what variants start from")
-    variants = tuple(_checkpoint(v, where) for v in raw["variants"])
-    names = [base.name, *(v.name for v in variants)]
+    folder = source.parent
+    variants = tuple(_checkpoint(v, where, folder) for v in raw["variants"])
+    bases = _bases(raw["base"], variants, where, folder)
+    names = [*(b.name for b in bases), *(v.name for v in variants)]
     if len(set(names)) != len(names):
         raise InputError(f"{where}: checkpoint names must be unique; got {names}")
-    folder = source.parent
     return Experiment(
         name=str(raw.get("name", source.stem)),
         source=source,
         workdir=(folder / str(raw.get("workdir", f"runs/{source.stem}"))).resolve(),
         leaderboard=(folder / str(raw.get("leaderboard", "."))).resolve(),
-        base=base,
+        base=bases[0],
         variants=variants,
         tasks=tuple(raw.get("tasks") or ("captrack_probe_*",)),
         limit=raw.get("limit"),
@@ -136,6 +220,10 @@ def load_experiment(path: str | Path) -> Experiment:
         metadata=dict(raw.get("metadata") or {}),
         title=str(raw.get("title", "")),
         description=str(raw.get("description", "")),
+        source_note=str(raw.get("source_note", "")),
+        other_bases=bases[1:],
+        by=tuple(str(f) for f in raw.get("by") or ()),
+        **_data(raw.get("data"), where, folder),
     )
 
 

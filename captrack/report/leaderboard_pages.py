@@ -130,18 +130,51 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     written += write_contract_tables(folder, {"transitions.csv": tables["transitions"], "drift.csv": tables["drift"],
                                               "capabilities.csv": tables["capabilities"], "checkpoints.csv": checkpoints,
                                               "algorithms.csv": summary})
+    extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
+    written += write_contract_tables(folder, extra_tables)
     task_pages = _task_pages(spec, comparisons, tables) if spec.store is not None else {}
     for name, text in task_pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
     said = findings(tables["capabilities"], checkpoints)
-    written.append(write_atomic(folder / "index.html", _index(spec, matrix, summary, checkpoints, sorted(task_pages), written, said)))
-    written.append(write_atomic(folder / "README.md", _readme(spec, matrix, summary, checkpoints, said)))
+    written.append(write_atomic(folder / "index.html", _index(spec, matrix, summary, checkpoints, sorted(task_pages), written, said,
+                                                              html_sections)))
+    written.append(write_atomic(folder / "README.md", _readme(spec, matrix, summary, checkpoints, said, md_sections)))
     return written
 
 
+def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]
+                   ) -> tuple[dict[str, pd.DataFrame], list[str], list[str]]:
+    """pairs.csv (when there are transitions) and by_<field>.csv, with their HTML and README sections."""
+    from captrack.analysis.by_field import by_field_file
+    from captrack.report.pair_tables import (
+        by_field_html,
+        by_field_markdown,
+        pair_table,
+        pairs_html,
+        pairs_markdown,
+    )
+
+    tables: dict[str, pd.DataFrame] = {}
+    html: list[str] = []
+    md: list[str] = []
+    pairs = pair_table(comparisons, spec.bootstrap, spec.seed)
+    if not pairs.empty:
+        tables["pairs.csv"] = pairs
+        html.append(pairs_html(pairs))
+        md += pairs_markdown(pairs)
+    for field in spec.by:
+        frames = [c.by_field[field] for c, _ in comparisons if field in c.by_field]
+        if frames:
+            frame = pd.concat(frames, ignore_index=True)
+            tables[by_field_file(field)] = frame
+            html.append(by_field_html(field, frame, by_field_file(field)))
+            md += by_field_markdown(field, frame)
+    return tables, html, md
+
+
 def _index(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, checkpoints: pd.DataFrame,
-           task_pages: list[str], written: list[Path], said: list[str]) -> str:
+           task_pages: list[str], written: list[Path], said: list[str], sections: list[str]) -> str:
     names = {p.name for p in written}
     parts = [f"<h1>{esc(spec.title)}</h1>", f"<p>{esc(spec.description)}</p>"]
     if spec.source_note:
@@ -168,6 +201,7 @@ def _index(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, c
     parts.append('<h2 id="checkpoints">Checkpoints</h2><p class="muted">Click a column header to sort.</p>')
     parts.append(table(["variant", "base", "family", "size", "algorithm", "data", "CAN", "WILL", "HOW", "F_adj",
                         "BT_adj", "significant tasks"], rows, "checkpoint-table"))
+    parts += sections
     if task_pages:
         links = "".join(f'<li><a href="tasks/{esc(p)}">{esc(p.removesuffix(".html"))}</a></li>' for p in task_pages)
         parts.append(f'<h2 id="tasks">Forgotten and gained items, per task</h2><ul>{links}</ul>')
@@ -271,7 +305,7 @@ def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list
 
 
 def _readme(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, checkpoints: pd.DataFrame,
-            said: list[str]) -> str:
+            said: list[str], sections: list[str]) -> str:
     def fmt(v: float, signed: bool = True) -> str:
         return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else (f"{v:+.1f}%" if signed else f"{v:.1f}%")
 
@@ -290,5 +324,6 @@ def _readme(spec: LeaderboardSpec, matrix: pd.DataFrame, summary: pd.DataFrame, 
         lines += ["", "## By algorithm (mean over variants)", "", "| algorithm | capability | variants | drift | 95% CI |", "|---|---|---|---|---|"]
         lines += [f"| {r.algorithm} | {r.key} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | [{fmt(r.ci_low)}, {fmt(r.ci_high)}] |"
                   for r in summary.itertuples()]
+    lines += ["", *sections] if sections else []
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]
     return "\n".join(lines)
