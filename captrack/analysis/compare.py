@@ -91,13 +91,8 @@ class Comparison:
     by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
 
 
-def compare_store(
-    store: Store,
-    base: str,
-    variants: Sequence[VariantSpec],
-    options: CompareOptions = CompareOptions(),
-    taxonomy: Taxonomy | None = None,
-) -> Comparison:
+def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions = CompareOptions(),
+                  taxonomy: Taxonomy | None = None) -> Comparison:
     """Compare each variant against `base`, both read from `store`.
 
     Raises:
@@ -132,8 +127,6 @@ def compare_store(
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
-    by_field = by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level,
-                               warnings) if options.by else {}
     untracked = sorted({f"{t}/{m}" for t, m, c in zip(drift_df["task"], drift_df["metric"], drift_df["capability"], strict=True) if not c})
     if untracked:
         warnings.append("not in the taxonomy, so in no capability aggregate: " + ", ".join(untracked))
@@ -152,7 +145,7 @@ def compare_store(
         calibration=calib,
         judged=store.judged_summary([base, *(v.name for v in variants)]),
         paired={p.variant: p for p in pairs},
-        by_field=by_field,
+        by_field=by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level, warnings),
     )
 
 
