@@ -84,3 +84,12 @@ def test_an_import_with_a_model_is_refused(tmp_path: Path) -> None:
                     "variants: [{name: v, import: {format: mmlu-pro, path: z.json}}]\n")
     with pytest.raises(InputError, match="gives import and a model"):
         load_experiment(path)
+
+
+def test_a_named_mirror_that_is_missing_is_refused_before_any_work(manifest: Path) -> None:
+    text = manifest.read_text().replace('data: {sources: "${MY_SHARED:-nowhere}/data", configs: [mmlu_pro.full]}',
+                                        "data: {dir: no-mirror-here}")
+    manifest.write_text(text)
+    with pytest.raises(InputError, match=r"data.dir .*no-mirror-here does not exist; build it with `captrack data build"):
+        run_experiment(load_experiment(manifest))
+    assert not (manifest.parent / "work").exists()
