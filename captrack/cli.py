@@ -96,6 +96,8 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
+    compare.add_argument("--by", action="append", default=[], metavar="FIELD",
+                         help="also break transitions and drift down by this doc field (e.g. category) into by_FIELD.csv; repeatable")
     compare.set_defaults(func=_cmd_compare)
 
     board = sub.add_parser("leaderboard", help="regenerate a leaderboard folder from its leaderboard.yaml")
@@ -191,12 +193,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.scores:
         from captrack.analysis.scores import compare_scores, read_scores
 
+        if args.by:
+            raise InputError("--by needs per-item results (run folders or --store); --scores holds aggregates only")
+
         comparison = compare_scores(read_scores(args.scores))
         inputs: dict[str, Any] = {"scores": str(Path(args.scores).resolve())}
     else:
         if not args.base or not args.variant:
             raise InputError("compare needs --base and at least one --variant (or --scores FILE.csv)")
-        options = CompareOptions(bootstrap=args.bootstrap, seed=args.seed, allow_partial=args.allow_partial)
+        options = CompareOptions(bootstrap=args.bootstrap, seed=args.seed, allow_partial=args.allow_partial,
+                                 by=tuple(args.by))
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
         variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
@@ -215,7 +221,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 comparison = compare_store(store, base, variants, options)
             inputs = {"store": args.store or "(in memory)", "base": args.base,
                       "variants": {n: p or n for n, p, _ in parsed}, "runs": store.runs(),
-                      "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial}
+                      "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial,
+                      **({"by": args.by} if args.by else {})}
     written = write_comparison(comparison, args.out, inputs)
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-__all__ = ["cache_dir", "full_task_names", "full_tasks_dir", "tasks_dir", "taxonomy_path"]
+__all__ = ["cache_dir", "expand_path", "full_task_names", "full_tasks_dir", "tasks_dir", "taxonomy_path"]
 
 _PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT = _PACKAGE.parent
@@ -54,3 +55,13 @@ def cache_dir() -> Path:
     """captrack's cache root: $CAPTRACK_CACHE, else ~/.cache/captrack."""
     root = os.environ.get("CAPTRACK_CACHE")
     return Path(root) if root else Path.home() / ".cache" / "captrack"
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_path(text: str, folder: Path) -> Path:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in `text` and resolve it relative to `folder`."""
+    expanded = _VAR.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), text)
+    path = Path(expanded).expanduser()
+    return path if path.is_absolute() else (folder / path).resolve()

@@ -32,7 +32,7 @@ M = TypeVar("M", bound=BaseModel)
 class _Config(BaseModel):
     """Unknown keys are errors (a typo is never silently ignored); a number given as a label becomes text."""
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True, populate_by_name=True)
 
 
 Text = Annotated[str, Field(description="text")]
@@ -48,6 +48,9 @@ class CheckpointEntry(_Config):
     model: Text = Field("hf", description="an lm-eval model type (text), e.g. hf")
     model_args: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {pretrained: /path}")
     train: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {method: sft, steps: 16}")
+    import_: dict[str, Any] | None = Field(None, alias="import", description=(
+        "a mapping {format: mmlu-pro|captrack|jsonl, path: FILE[, task: TASK][, allow_partial: true]}"))
+    base: Text = Field("", description="the name of the base this variant is compared with (text; default: the first base)")
     family: Label = ""
     size: Label = ""
     algorithm: Label = ""
@@ -73,7 +76,11 @@ class ExperimentFile(_Config):
         "a whole number ≥ 1 (a fixed batch size, so replicates and ranks see the same batches; "
         "lm-eval's 'auto' is not supported)"))
     metadata: dict[str, Any] = Field(default_factory=dict, description="a mapping passed to lm-eval --metadata")
-    base: CheckpointEntry = Field(description="a mapping with at least name and model_args.pretrained")
+    base: CheckpointEntry | list[CheckpointEntry] = Field(description=(
+        "a mapping with at least name and model_args.pretrained (or import), or a list of such mappings"))
+    data: dict[str, Any] | None = Field(None, description="a mapping {sources: DIR, configs: [...]} or {dir: MIRROR}")
+    by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
+    source_note: Text = ""
     variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
 
 
@@ -117,6 +124,7 @@ class LeaderboardFile(_Config):
     capabilities: list[str] = Field(default_factory=list, description="a list of capability keys, e.g. [C1, W3a]")
     bootstrap: StrictInt = Field(1000, ge=0, description="a whole number of bootstrap resamples ≥ 0")
     seed: StrictInt = Field(0, description="a whole number")
+    by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
 
 
 # -- validation with messages people can act on --------------------------------------------------------------

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift
+from captrack.analysis.by_field import by_field_tables
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -68,6 +69,7 @@ class CompareOptions:
     level: float = 0.95
     allow_partial: bool = False
     distribution: bool = True  # per-choice diagnostics for multiple-choice tasks (reads samples files)
+    by: tuple[str, ...] = ()  # doc fields to break transitions and drift down by (reads samples files)
 
 
 @dataclass
@@ -91,15 +93,11 @@ class Comparison:
     power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))  # MDE per (variant, task, metric)
     contrasts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CONTRAST_COLUMNS))  # algorithm vs algorithm
     aggregate_only: bool = False  # scores without items: no CIs, transitions or MDE can be computed
+    by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
 
 
-def compare_store(
-    store: Store,
-    base: str,
-    variants: Sequence[VariantSpec],
-    options: CompareOptions = CompareOptions(),
-    taxonomy: Taxonomy | None = None,
-) -> Comparison:
+def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions = CompareOptions(),
+                  taxonomy: Taxonomy | None = None) -> Comparison:
     """Compare each variant against `base`, both read from `store`.
 
     Raises:
@@ -152,6 +150,7 @@ def compare_store(
         paired={p.variant: p for p in pairs},
         power=power,
         contrasts=algorithm_contrasts(with_rates, boot, taxonomy, options.level, base),
+        by_field=by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level, warnings),
     )
 
 

@@ -11,6 +11,7 @@ An experiment YAML::
     apply_chat_template: true
     batch_size: 8
     metadata: {}                         # lm-eval --metadata (e.g. probe seed / n)
+    title: ..., description: ..., source_note: ...   # shown on the leaderboard
     base: {name: base, model: hf, model_args: {pretrained: /path/or/alias}, family: x, size: 1B}
     variants:
       - {name: sft, model: hf, model_args: {pretrained: /path}, algorithm: SFT, data: ...}
@@ -18,6 +19,20 @@ An experiment YAML::
 
 `pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
 with ``train:`` is post-trained from the base by the run itself (methods: sft, dpo, rl).
+
+Generations made elsewhere: a checkpoint may give ``import: {format, path[, task][, allow_partial]}``
+instead of a model; its evaluation is `captrack import` (see captrack.imports). ``base`` may be a list
+of checkpoints, each variant naming its own with ``base: NAME`` (default: the first). Paths in
+``import.path`` and ``data`` may use ``${VAR:-default}`` and are relative to the YAML's folder.
+Official tasks read the CapTrack data mirror: ``data: {sources: DIR, configs: [mmlu_pro.full]}``
+builds it offline into ``<workdir>/data`` (``captrack data build``), ``data: {dir: DIR}`` names one::
+
+    base:
+      - {name: llama-8b, import: {format: mmlu-pro, path: "${CAPTRACK_SHARED:-../shared}/data/x.zip"}}
+    variants:
+      - {name: llama-8b-instruct, base: llama-8b, import: {format: mmlu-pro, path: ...}}
+    data: {sources: "${CAPTRACK_SHARED:-../shared}/data", configs: [mmlu_pro.full]}
+    by: [category]                       # also break transitions down by these doc fields
 """
 
 from __future__ import annotations
@@ -50,6 +65,10 @@ class Checkpoint:
     size: str = ""
     algorithm: str = ""
     data: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+    """``import:``: format, path (resolved), task, allow_partial — generations made elsewhere, no model."""
+    base: str = ""
+    """Variants: the name of the base they are compared with ("" = the experiment's first base)."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +89,26 @@ class Experiment:
     metadata: dict[str, Any] = field(default_factory=dict)
     title: str = ""
     description: str = ""
+    source_note: str = ""
+    other_bases: tuple[Checkpoint, ...] = ()
+    data_sources: Path | None = None
+    data_configs: tuple[str, ...] = ()
+    data_dir: Path | None = None
+    by: tuple[str, ...] = ()
+
+    @property
+    def bases(self) -> tuple[Checkpoint, ...]:
+        """Every base: the first (what trained variants start from), then the others."""
+        return (self.base, *self.other_bases)
 
     @property
     def checkpoints(self) -> tuple[Checkpoint, ...]:
-        """Base first, then the variants."""
-        return (self.base, *self.variants)
+        """Bases first, then the variants."""
+        return (*self.bases, *self.variants)
+
+    def base_of(self, variant: Checkpoint) -> str:
+        """The name of the base `variant` is compared with."""
+        return variant.base or self.base.name
 
 
 def config_hash(value: Any) -> str:
@@ -82,14 +116,67 @@ def config_hash(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _checkpoint(entry: CheckpointEntry, where: str) -> Checkpoint:
+_IMPORT_KEYS = ("format", "path", "task", "allow_partial")
+
+
+def _import_spec(raw: Any, name: str, where: str, folder: Path) -> dict[str, Any]:
+    """The ``import:`` of checkpoint `name`, its path expanded and resolved against `folder`."""
+    from captrack.paths import expand_path
+
+    if not isinstance(raw, dict) or not raw.get("format") or not raw.get("path"):
+        raise InputError(f"{where}: checkpoint {name!r}: import needs format and path, e.g. "
+                         "{format: mmlu-pro, path: model_outputs.zip}; got " + repr(raw))
+    unknown = set(raw) - set(_IMPORT_KEYS)
+    if unknown:
+        raise InputError(f"{where}: checkpoint {name!r}: import has unknown key(s) {sorted(unknown)}; known: {_IMPORT_KEYS}")
+    return {"format": str(raw["format"]), "path": str(expand_path(str(raw["path"]), folder)),
+            "task": str(raw["task"]) if raw.get("task") else None, "allow_partial": bool(raw.get("allow_partial", False))}
+
+
+def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     train = dict(entry.train)
+    source = _import_spec(entry.import_, entry.name, where, folder) if entry.import_ is not None else {}
+    if source and (train or entry.model_args):
+        raise InputError(f"{where}: checkpoint {entry.name!r} gives import and a model or train recipe; keep one")
     if train and str(train.get("method", "")).lower() not in TRAIN_METHODS:
         raise UnknownNameError(f"training method of {entry.name!r}", str(train.get("method")), TRAIN_METHODS)
-    if not train and not entry.model_args.get("pretrained"):
-        raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained or a train recipe")
-    return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), train=train,
-                      family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data)
+    if not source and not train and not entry.model_args.get("pretrained"):
+        raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained, a train recipe or an import")
+    return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), train=train, source=source,
+                      base=entry.base, family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data)
+
+
+def _data(raw: Any, where: str, folder: Path) -> dict[str, Any]:
+    """``data:``: {sources, configs} (built by the run) or {dir} (a mirror), paths expanded."""
+    from captrack.paths import expand_path
+
+    if not raw:
+        return {}
+    if not isinstance(raw, dict) or bool(raw.get("sources")) == bool(raw.get("dir")) or set(raw) - {"sources", "configs", "dir"}:
+        raise InputError(f"{where}: data must be {{sources: DIR, configs: [...]}} or {{dir: MIRROR}}; got {raw!r}")
+    if raw.get("dir"):
+        return {"data_dir": expand_path(str(raw["dir"]), folder)}
+    if not raw.get("configs"):
+        raise InputError(f"{where}: data.sources needs data.configs, the configs to build (e.g. [mmlu_pro.full])")
+    return {"data_sources": expand_path(str(raw["sources"]), folder), "data_configs": tuple(str(c) for c in raw["configs"])}
+
+
+def _bases(raw: CheckpointEntry | list[CheckpointEntry], variants: tuple[Checkpoint, ...], where: str,
+           folder: Path) -> tuple[Checkpoint, ...]:
+    """The base checkpoint(s), checked against what the variants name."""
+    bases = tuple(_checkpoint(b, where, folder) for b in (raw if isinstance(raw, list) else [raw]))
+    if not bases:
+        raise InputError(f"{where}: 'base' lists no checkpoint")
+    for checkpoint in bases:
+        if checkpoint.train or checkpoint.base:
+            raise InputError(f"{where}: base {checkpoint.name!r} cannot have a train recipe or a base; it is what variants start from")
+    names = [b.name for b in bases]
+    for variant in variants:
+        if variant.base and variant.base not in names:
+            raise UnknownNameError(f"base of variant {variant.name!r}", variant.base, names)
+        if variant.train and bases[0].source:
+            raise InputError(f"{where}: variant {variant.name!r} is trained from the base, but base {names[0]!r} is imported generations")
+    return bases
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -106,22 +193,20 @@ def load_experiment(path: str | Path) -> Experiment:
         raise InputError(f"{source}: cannot read the experiment: {exc}") from exc
     where = str(source)
     spec = parse_config(ExperimentFile, raw, source, "experiment")
-    base = _checkpoint(spec.base, where)
-    if base.train:
-        raise InputError(f"{where}: the base cannot have a train recipe; it is what variants start from")
-    variants = tuple(_checkpoint(v, where) for v in spec.variants)
-    names = [base.name, *(v.name for v in variants)]
+    folder = source.parent
+    variants = tuple(_checkpoint(v, where, folder) for v in spec.variants)
+    bases = _bases(spec.base, variants, where, folder)
+    names = [*(b.name for b in bases), *(v.name for v in variants)]
     if len(set(names)) != len(names):
         raise InputError(f"{where}: checkpoint names must be unique; got {names}")
     if len(set(spec.seeds)) != len(spec.seeds):
         raise InputError(f"{where}: key 'seeds' is {spec.seeds}: each seed once (a repeated seed repeats the same run)")
-    folder = source.parent
     return Experiment(
         name=spec.name or source.stem,
         source=source,
         workdir=(folder / (spec.workdir or f"runs/{source.stem}")).resolve(),
         leaderboard=(folder / spec.leaderboard).resolve(),
-        base=base,
+        base=bases[0],
         variants=variants,
         tasks=tuple(spec.tasks),
         limit=spec.limit,
@@ -131,6 +216,10 @@ def load_experiment(path: str | Path) -> Experiment:
         metadata=dict(spec.metadata),
         title=spec.title,
         description=spec.description,
+        source_note=spec.source_note,
+        other_bases=bases[1:],
+        by=tuple(spec.by),
+        **_data(spec.data, where, folder),
     )
 
 

@@ -35,6 +35,8 @@ class Stage:
     action: Callable[[], Any]
     produced: Callable[[], bool] = lambda: True
     """Whether the stage's outputs are on disk (a deleted output makes the stage run again)."""
+    rerun_when_reused: bool = False
+    """Run the action even when reused (cheap, and later stages need what it sets)."""
 
     def current_inputs(self) -> dict[str, Any]:
         """The inputs as they are now (files produced by earlier stages included)."""
@@ -78,9 +80,11 @@ def validate(experiment: Experiment) -> None:
     """
     from captrack.lmeval import task_manager
     from captrack.models import KNOWN_ALIASES
+    from captrack.pipeline.imported import validate_imports
 
+    validate_imports(experiment)
     for checkpoint in experiment.checkpoints:
-        if checkpoint.train or checkpoint.model != "hf":
+        if checkpoint.train or checkpoint.source or checkpoint.model != "hf":
             continue
         pretrained = str(checkpoint.model_args["pretrained"])
         if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists():
@@ -97,19 +101,25 @@ def validate(experiment: Experiment) -> None:
 def plan(experiment: Experiment, console: Console) -> list[Stage]:
     """The ordered stages of an experiment (nothing runs here)."""
     from captrack.models import resolve_model
+    from captrack.pipeline.imported import data_stage, import_stage
 
     stages: list[Stage] = []
     base = experiment.base
     base_spec = str(base.model_args.get("pretrained", ""))
     base_path = {"path": base_spec}
-    stages.append(Stage(f"resolve base model {base_spec}", experiment.workdir / "markers" / "base-model.json",
-                        {"pretrained": base_spec}, lambda: base_path.update(path=str(resolve_model(base_spec)))))
+    if experiment.data_sources is not None:
+        stages.append(data_stage(experiment))
+    if not base.source:
+        stages.append(Stage(f"resolve base model {base_spec}", experiment.workdir / "markers" / "base-model.json",
+                            {"pretrained": base_spec}, lambda: base_path.update(path=str(resolve_model(base_spec))),
+                            rerun_when_reused=True))
     for variant in experiment.variants:
         if variant.train:
             stages.append(_train_stage(experiment, variant, base_path))
     for checkpoint in experiment.checkpoints:
         for seed in experiment.seeds:
-            stages.append(_eval_stage(experiment, checkpoint, seed, base_path))
+            stages.append(import_stage(experiment, checkpoint, seed) if checkpoint.source
+                          else _eval_stage(experiment, checkpoint, seed, base_path))
     runs = experiment.workdir / "runs"
     store = experiment.workdir / "store.duckdb"
     stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
@@ -198,11 +208,16 @@ def _board_yaml(experiment: Experiment) -> dict[str, Any]:
         import os
 
         store_ref = os.path.relpath(store, experiment.leaderboard)
-    variants = [{"name": v.name, "algorithm": v.algorithm, "family": v.family, "size": v.size, "data": v.data}
-                for v in experiment.variants]
-    return {"title": experiment.title or experiment.name, "description": experiment.description,
-            "source_note": f"captrack run {experiment.source.name}: real evaluation (lm-eval) of every checkpoint",
-            "store": store_ref, "comparisons": [{"base": experiment.base.name, "variants": variants}], "bootstrap": 1000}
+    comparisons = [{"base": base.name, "variants": [
+        {"name": v.name, "algorithm": v.algorithm, "family": v.family, "size": v.size, "data": v.data}
+        for v in experiment.variants if experiment.base_of(v) == base.name]} for base in experiment.bases]
+    imported = any(c.source for c in experiment.checkpoints)
+    how = "generations made elsewhere, scored by `captrack import`" if imported else "real evaluation (lm-eval)"
+    board: dict[str, Any] = {
+        "title": experiment.title or experiment.name, "description": experiment.description,
+        "source_note": experiment.source_note or f"captrack run {experiment.source.name}: {how} of every checkpoint",
+        "store": store_ref, "comparisons": [c for c in comparisons if c["variants"]], "bootstrap": 1000}
+    return board | ({"by": list(experiment.by)} if experiment.by else {})
 
 
 def _leaderboard(experiment: Experiment) -> None:
@@ -227,8 +242,8 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         label = f"[{i}/{len(stages)}] {stage.title}"
         if stage.done():
             console.print(f"[dim]{label}: unchanged, reusing[/]")
-            if stage is stages[0]:
-                stage.action()  # resolving the cached base is instant and needed by later stages
+            if stage.rerun_when_reused:
+                stage.action()  # e.g. resolving the cached base: instant, and later stages need it
             continue
         if dry_run:
             console.print(f"{label}: would run")

@@ -14,12 +14,11 @@ A leaderboard is defined by ``DIR/leaderboard.yaml``::
           - {name: sft, algorithm: SFT, family: smollm2, size: 135M, data: arithmetic}
     capabilities: [C1, W3a]                  # optional: rows to show (default: all with data)
     bootstrap: 1000
+    by: [category]                           # optional (store only): per-field tables (by_<field>.csv)
 """
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import yaml
 
 from captrack.analysis.compare import Comparison
 from captrack.errors import InputError
+from captrack.paths import expand_path
 from captrack.schemas import LeaderboardFile, parse_config
 
 __all__ = ["LeaderboardSpec", "VariantLabels", "build_leaderboard", "load_spec"]
@@ -62,16 +62,12 @@ class LeaderboardSpec:
     capabilities: tuple[str, ...] = ()
     bootstrap: int = 1000
     seed: int = 0
-
-
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+    by: tuple[str, ...] = ()
 
 
 def _expand(text: str, folder: Path) -> Path:
     """Expand ${VAR} / ${VAR:-default} and resolve relative to the leaderboard folder."""
-    expanded = _VAR.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), text)
-    path = Path(expanded)
-    return path if path.is_absolute() else (folder / path).resolve()
+    return expand_path(text, folder)
 
 
 def load_spec(folder: str | Path) -> LeaderboardSpec:
@@ -109,7 +105,10 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
         capabilities=tuple(board.capabilities),
         bootstrap=board.bootstrap,
         seed=board.seed,
+        by=tuple(board.by),
     )
+    if spec.by and spec.store is None:
+        raise InputError(f"{path}: 'by' needs per-item results (a store); scores and references are aggregates")
     for source in (spec.store, spec.scores):
         if source is not None and not source.exists():
             raise InputError(f"{path}: source {source} does not exist (run the experiment first)")
@@ -129,7 +128,7 @@ def _comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str, Vari
                 members = [v for v in spec.variants if v.base == base]
                 comparison = compare_store(
                     store, base, [VariantSpec(v.name, v.algorithm) for v in members],
-                    CompareOptions(bootstrap=spec.bootstrap, seed=spec.seed),
+                    CompareOptions(bootstrap=spec.bootstrap, seed=spec.seed, by=spec.by),
                 )
                 out.append((comparison, {v.name: v for v in members}))
         return out

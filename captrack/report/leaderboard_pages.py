@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,6 +126,8 @@ class Board:
     scoring: pd.DataFrame
     said: list[str]
     aggregate_only: bool
+    html_sections: list[str] = field(default_factory=list)  # extra sections (base → variant pairs, per-field tables)
+    md_sections: list[str] = field(default_factory=list)
 
 
 AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so no confidence intervals, no item "
@@ -179,16 +181,49 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     if not aggregate_only:
         csvs |= {"power.csv": tables["power"], "rankings.csv": tables["contrasts"]}
     written += write_contract_tables(folder, csvs)
+    extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
+    written += write_contract_tables(folder, extra_tables)
     scoring = scoring_table(spec, comparisons)
     pages = task_pages(spec, comparisons, tables["transitions"], scoring) if spec.store is not None else {}
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
     said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only)
-    board = Board(spec, matrix, summary, checkpoints, _capability_rows(tables), _per_task(tables), scoring, said, aggregate_only)
+    board = Board(spec, matrix, summary, checkpoints, _capability_rows(tables), _per_task(tables), scoring, said, aggregate_only,
+                  html_sections, md_sections)
     written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
     written.append(write_atomic(folder / "README.md", _readme(board)))
     return written
+
+
+def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]
+                   ) -> tuple[dict[str, pd.DataFrame], list[str], list[str]]:
+    """pairs.csv (when there are transitions) and by_<field>.csv, with their HTML and README sections."""
+    from captrack.analysis.by_field import by_field_file
+    from captrack.report.pair_tables import (
+        by_field_html,
+        by_field_markdown,
+        pair_table,
+        pairs_html,
+        pairs_markdown,
+    )
+
+    tables: dict[str, pd.DataFrame] = {}
+    html: list[str] = []
+    md: list[str] = []
+    pairs = pair_table(comparisons, spec.bootstrap, spec.seed)
+    if not pairs.empty:
+        tables["pairs.csv"] = pairs
+        html.append(pairs_html(pairs))
+        md += pairs_markdown(pairs)
+    for name in spec.by:
+        frames = [c.by_field[name] for c, _ in comparisons if name in c.by_field]
+        if frames:
+            frame = pd.concat(frames, ignore_index=True)
+            tables[by_field_file(name)] = frame
+            html.append(by_field_html(name, frame, by_field_file(name)))
+            md += by_field_markdown(name, frame)
+    return tables, html, md
 
 
 def _ci_cells(low: float, high: float) -> str:
@@ -226,6 +261,7 @@ def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
     parts.append(table(["variant", "base", "family", "size", "algorithm", "data", "CAN", "WILL", "HOW", "F_adj",
                         "BT_adj", "significant tasks"], rows, "checkpoint-table"))
     parts.append(_scoring_html(board))
+    parts += board.html_sections
     if task_pages:
         links = "".join(f'<li><a href="tasks/{esc(p)}">{esc(p.removesuffix(".html"))}</a></li>' for p in task_pages)
         parts.append(f'<h2 id="tasks">Forgotten and gained items, per task</h2><ul>{links}</ul>')
@@ -308,5 +344,6 @@ def _readme(board: Board) -> str:
         lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
                   + ("n/a" if board.aggregate_only else f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]") + " |"
                   for r in board.summary.itertuples()]
+    lines += ["", *board.md_sections] if board.md_sections else []
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]
     return "\n".join(lines)

@@ -87,6 +87,10 @@ def write_comparison(
             "distribution_by_algorithm.csv": aggregate_by_algorithm(comparison.distribution),
             "calibration.csv": comparison.calibration,
         }
+    if comparison.by_field:
+        from captrack.analysis.by_field import by_field_file
+
+        tables |= {by_field_file(name): frame for name, frame in comparison.by_field.items()}
     written = write_contract_tables(folder, tables)
     summary = {
         "base": comparison.base,

@@ -14,15 +14,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pandas as pd
 
+from captrack.errors import InputError
 from captrack.results.runfiles import file_sha256
-from captrack.results.store import SamplesFile
+from captrack.results.store import SamplesFile, Store
 
-__all__ = ["GOLD_FIELDS", "ItemText", "gold_text", "option_list", "read_item_texts", "read_paired_choices", "unavailable_reason"]
+if TYPE_CHECKING:
+    from captrack.results.pairing import PairedItems
+
+__all__ = [
+    "GOLD_FIELDS", "ItemText", "gold_text", "option_list", "paired_doc_field", "read_doc_field", "read_item_texts",
+    "read_paired_choices", "unavailable_reason",
+]
 
 _MAX_OBJECT = 1 << 30
 
@@ -172,3 +179,40 @@ def _text(target: Any, arguments: Any, resps: Any, doc_json: Any = None) -> Item
     else:
         response = filtered[0] if isinstance(filtered, list) and filtered else filtered
     return ItemText(prompt, gold_text(gold, doc, options), str(response), options, doc)
+
+
+def read_doc_field(file: SamplesFile, name: str) -> dict[int, str | None]:
+    """doc_id -> the value of doc field `name` (at the doc's top level, else in its ``meta``); None where absent.
+
+    Raises:
+        InputError: the file is gone or changed since ingest.
+    """
+    reason = unavailable_reason(file)
+    if reason is not None:
+        raise InputError(f"{reason}; cannot read doc field {name!r} (re-ingest the run)")
+    path = '$."' + name.replace('"', '') + '"'
+    rows = duckdb.execute(
+        f"""SELECT doc_id, coalesce(json_extract_string(doc, ?),
+                   CASE WHEN json_valid(doc ->> 'meta') THEN json_extract_string(doc ->> 'meta', ?) END)
+        FROM read_json(?, format='newline_delimited', columns={{'doc_id': 'BIGINT', 'doc': 'JSON'}},
+                       maximum_object_size={_MAX_OBJECT})""",
+        [path, path, str(file.path)],
+    ).fetchall()
+    return {int(doc_id): value for doc_id, value in rows}
+
+
+def paired_doc_field(store: Store, paired: PairedItems, name: str) -> pd.Series:
+    """Per row of ``paired.items`` (same index), doc field `name` of the item as the base's samples log shows it.
+
+    Raises:
+        InputError: a samples file is missing from the store, gone, or changed since ingest.
+    """
+    files = store.samples_files(paired.base)
+    values = pd.Series(None, index=paired.items.index, dtype=object)
+    for (run_id, task), index in paired.items.groupby(["base_run", "task"]).groups.items():
+        file = files.get((str(run_id), str(task)))
+        if file is None:
+            raise InputError(f"run {run_id} of {paired.base!r} has no samples file for task {task}; re-ingest it")
+        found = read_doc_field(file, name)
+        values.loc[index] = [found.get(int(i)) for i in paired.items.loc[index, "doc_id"]]
+    return values

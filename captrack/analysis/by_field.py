@@ -1,0 +1,142 @@
+"""Transitions and drift broken down by a document field (`captrack compare --by category`).
+
+Per (variant, task, metric, value of the field): the transition counts, F / BT and their chance-
+adjusted forms, the exact McNemar p-value, and the change in the metric's mean (variant − base)
+with a paired bootstrap CI (items resampled jointly for base and variant, within the group).
+Without a field (``groups=None``) the same table has one row per (task, metric): the per-pair view.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from captrack.analysis.bootstrap import resample_counts
+from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
+from captrack.analysis.transitions import Transitions, count_transitions
+from captrack.errors import InputError, UnknownNameError
+from captrack.metrics.registry import MetricSpec, get_metric
+
+if TYPE_CHECKING:
+    from captrack.analysis.compare import VariantSpec
+    from captrack.results.pairing import PairedItems
+    from captrack.results.store import Store
+
+__all__ = ["GROUP_STAT_COLUMNS", "by_field_file", "by_field_tables", "group_table"]
+
+GROUP_STAT_COLUMNS = [
+    "n", "n_11", "n_10", "n_01", "n_00", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high",
+    "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj", "mcnemar_p", "q_value",
+]
+"""Columns after ``variant, algorithm, task, metric[, <field>]``; proportions are fractions, delta = variant − base."""
+
+
+def by_field_file(field: str) -> str:
+    """The output file of `--by field`: ``by_<field>.csv`` (characters unsafe in a file name become _)."""
+    import re
+
+    return "by_" + re.sub(r"[^A-Za-z0-9_.-]", "_", field) + ".csv"
+
+
+def _spec(metric: str) -> MetricSpec | None:
+    try:
+        return get_metric(metric)
+    except UnknownNameError:
+        return None
+
+
+def _transition_stats(frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
+    """Counts, rates and McNemar p of a group's rows (pooled over replicates); NaN for a non-binary metric."""
+    base, variant = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
+    if not (np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()):
+        return dict.fromkeys(("n_11", "n_10", "n_01", "n_00", "forgetting", "backward_transfer", "k",
+                              "forgetting_adj", "backward_transfer_adj", "mcnemar_p"), math.nan)
+    t = count_transitions(base, variant)
+    n11, n10, n01, n00 = t.n_11, t.n_10, t.n_01, t.n_00
+    if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
+        n11, n10, n01, n00 = n00, n01, n10, n11
+    ks = frame["n_choices"].dropna()
+    k = int(ks.mode().iloc[0]) if len(ks) and (spec is None or spec.chance_from_choices) else None
+    t = Transitions(n11, n10, n01, n00, k=k)
+    return {"n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00, "forgetting": t.forgetting,
+            "backward_transfer": t.backward_transfer, "k": k if k is not None else math.nan,
+            "forgetting_adj": t.forgetting_adj, "backward_transfer_adj": t.backward_transfer_adj,
+            "mcnemar_p": mcnemar_exact(n10, n01)}
+
+
+def _delta_stats(frame: pd.DataFrame, key: str, n_resamples: int, seed: int, level: float) -> dict[str, Any]:
+    """Item means (over replicates), their difference and its paired bootstrap CI."""
+    means = frame.groupby(["doc_hash", "occ"], sort=True)[["base", "variant"]].mean()
+    base, variant = means["base"].to_numpy(dtype=float), means["variant"].to_numpy(dtype=float)
+    low = high = math.nan
+    if n_resamples > 0 and len(base):
+        counts = resample_counts(key, len(base), n_resamples, seed).astype(np.float64)
+        low, high = percentile_ci(counts @ (variant - base) / len(base), level)
+    return {"n": len(base), "base_value": float(base.mean()), "variant_value": float(variant.mean()),
+            "delta": float(variant.mean() - base.mean()), "delta_ci_low": low, "delta_ci_high": high}
+
+
+def group_table(items: pd.DataFrame, variant: VariantSpec, groups: pd.Series | None = None, field: str = "",
+                n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per (task, metric[, group]) of paired `items`: transitions, F/BT (adjusted), McNemar p, delta and its CI.
+
+    Args:
+        items: paired items (captrack.results.pairing.PairedItems.items).
+        groups: the group of each row of `items` (same index); rows whose group is None are left out.
+        field: the name of the group column (required with `groups`).
+
+    Returns:
+        Columns ``variant, algorithm, task, metric[, field]`` then :data:`GROUP_STAT_COLUMNS`
+        (q_value: Benjamini–Hochberg across the table's rows).
+    """
+    keys = ["task", "metric"]
+    frame = items
+    if groups is not None:
+        frame = items.assign(**{"_group": groups}).dropna(subset=["_group"])
+        keys.append("_group")
+    rows = []
+    for key, group in frame.groupby(keys, sort=True):
+        task, metric = str(key[0]), str(key[1])
+        boot_key = task if groups is None else f"{task}\x1f{key[2]}"
+        row = {"variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric}
+        if groups is not None:
+            row[field] = str(key[2])
+        rows.append(row | _delta_stats(group, boot_key, n_resamples, seed, level) | _transition_stats(group, _spec(metric)))
+    columns = ["variant", "algorithm", "task", "metric", *([field] if groups is not None else []), *GROUP_STAT_COLUMNS]
+    table = pd.DataFrame(rows, columns=columns)
+    table["q_value"] = bh_qvalues(table["mcnemar_p"].to_numpy(dtype=float))
+    for column in ("n_11", "n_10", "n_01", "n_00", "k"):
+        table[column] = table[column].astype("Int64")
+    return table
+
+
+def by_field_tables(store: Store, pairs: Sequence[PairedItems], variants: Sequence[VariantSpec], fields: Sequence[str],
+                    n_resamples: int, seed: int, level: float, warnings: list[str]) -> dict[str, pd.DataFrame]:
+    """For each field, the group table of every variant (one frame; q-values across all its rows).
+
+    Raises:
+        InputError: no paired item of any task has the field (the message lists where it was looked for).
+    """
+    from captrack.results.samples import paired_doc_field
+
+    out: dict[str, pd.DataFrame] = {}
+    for field in fields:
+        frames = []
+        for paired, variant in zip(pairs, variants, strict=True):
+            values = paired_doc_field(store, paired, field)
+            missing = sorted(set(paired.items.loc[values.isna(), "task"]))
+            if missing:
+                warnings.append(f"{variant.name}: items without doc field {field!r} left out of {by_field_file(field)} "
+                                f"(tasks {', '.join(missing)})")
+            frames.append(group_table(paired.items, variant, values, field, n_resamples, seed, level))
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        if table.empty:
+            raise InputError(f"--by {field}: no compared document has a field {field!r} (looked at each doc's top "
+                             "level and its meta); check the name against the samples files' doc")
+        table["q_value"] = bh_qvalues(table["mcnemar_p"].to_numpy(dtype=float))
+        out[field] = table
+    return out

@@ -1,0 +1,121 @@
+"""Leaderboard tables per base → variant pair and per document field (HTML and Markdown).
+
+``pairs.csv``: one row per (variant, task, metric) with transitions: accuracy before and after, the
+change with its paired bootstrap CI, n11/n10/n01/n00, F, BT, k, F_adj, BT_adj, McNemar p and q
+(the counts, rates and q-values are transitions.csv's). ``by_<field>.csv``: the same per value of a
+doc field (`by:` in leaderboard.yaml), from captrack.analysis.by_field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from captrack.analysis.by_field import group_table
+from captrack.analysis.compare import Comparison
+from captrack.report.html import esc, table
+
+if TYPE_CHECKING:
+    from captrack.report.leaderboard import VariantLabels
+
+__all__ = ["PAIR_COLUMNS", "by_field_html", "by_field_markdown", "pair_table", "pairs_html", "pairs_markdown"]
+
+PAIR_COLUMNS = [
+    "variant", "base", "task", "metric", "n", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high",
+    "n_11", "n_10", "n_01", "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
+    "mcnemar_p", "q_value",
+]
+_DELTA = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
+
+
+def pair_table(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]], n_resamples: int, seed: int) -> pd.DataFrame:
+    """Per variant and tracked (binary) task/metric: transitions.csv's row plus base and variant means and the delta CI."""
+    frames = []
+    for comparison, _ in comparisons:
+        for variant in comparison.variants:
+            trans = comparison.transitions[comparison.transitions["variant"] == variant.name]
+            paired = comparison.paired.get(variant.name)
+            if trans.empty or paired is None:
+                continue
+            deltas = group_table(paired.items, variant, n_resamples=n_resamples, seed=seed)[_DELTA]
+            frames.append(trans.merge(deltas, on=["variant", "task", "metric"]).assign(base=comparison.base))
+    return pd.concat(frames, ignore_index=True)[PAIR_COLUMNS] if frames else pd.DataFrame(columns=PAIR_COLUMNS)
+
+
+def _fmt(value: Any, digits: int = 4, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "n/a"
+    return f"{float(value):+.{digits}f}" if signed else f"{float(value):.{digits}f}"
+
+
+def _p(value: Any) -> str:
+    return "n/a" if value is None or value is pd.NA or math.isnan(float(value)) else f"{float(value):.2g}"
+
+
+def _count(value: Any) -> str:
+    return "n/a" if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else str(int(value))
+
+
+def _cells(r: Any) -> list[str]:
+    """Displayed statistics of one pairs / by-field row, in _STAT_HEADER's order."""
+    ci = f"{_fmt(r.delta, signed=True)} [{_fmt(r.delta_ci_low, signed=True)}, {_fmt(r.delta_ci_high, signed=True)}]"
+    return [_count(r.n), _fmt(r.base_value), _fmt(r.variant_value), ci, _count(r.n_11), _count(r.n_10), _count(r.n_01),
+            _count(r.n_00), _fmt(r.forgetting), _fmt(r.backward_transfer), _count(r.k), _fmt(r.forgetting_adj),
+            _fmt(r.backward_transfer_adj), _p(r.mcnemar_p), _p(r.q_value)]
+
+
+_STAT_HEADER = ["n", "before", "after", "Δ [95% CI]", "n11", "n10", "n01", "n00", "F", "BT", "k", "F_adj", "BT_adj",
+                "McNemar p", "q"]
+
+
+def _td(text: str, numeric: bool = True) -> str:
+    return f'<td class="num">{esc(text)}</td>' if numeric else f"<td>{esc(text)}</td>"
+
+
+def pairs_html(pairs: pd.DataFrame) -> str:
+    """The "Base → variant" section of index.html (empty when there are no transitions)."""
+    if pairs.empty:
+        return ""
+    rows = [[_td(f"{r.base} → {r.variant}", False), _td(f"{r.task} / {r.metric}", False), *(_td(c) for c in _cells(r))]
+            for r in pairs.itertuples()]
+    note = ('<p class="muted">Before / after: the metric\'s mean over the paired items; Δ = after − before with a paired '
+            "bootstrap CI; F = n10/n, BT = n01/n; F_adj, BT_adj subtract the flips guessing among k options explains "
+            "(= F, BT when k is unknown); q: Benjamini–Hochberg across the comparison's tests. Data: pairs.csv.</p>")
+    return '<h2 id="pairs">Base → variant, item by item</h2>' + note + table(["pair", "task / metric", *_STAT_HEADER], rows, "pair-table")
+
+
+def by_field_html(field: str, frame: pd.DataFrame, file_name: str) -> str:
+    """One section per variant: the statistics per value of `field`."""
+    parts = [f'<h2 id="by-{esc(field)}">By {esc(field)}</h2>'
+             f'<p class="muted">The same statistics within each {esc(field)}. Data: {esc(file_name)}.</p>']
+    for (variant, task, metric), group in frame.groupby(["variant", "task", "metric"], sort=False):
+        rows = [[_td(str(r[5]), False), *(_td(c) for c in _cells(r))] for r in group.itertuples()]
+        parts.append(f"<h3>{esc(variant)}: {esc(task)} / {esc(metric)}</h3>")
+        parts.append(table([field, *_STAT_HEADER], rows, f"by-{field}-{variant}-{task}-{metric}"))
+    return "\n".join(parts)
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def pairs_markdown(pairs: pd.DataFrame) -> list[str]:
+    """README lines of the pairs table (none when there are no transitions)."""
+    if pairs.empty:
+        return []
+    lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric", *_STAT_HEADER]),
+             "|---" * (len(_STAT_HEADER) + 2) + "|"]
+    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}", *_cells(r)]) for r in pairs.itertuples()]
+    return [*lines, ""]
+
+
+def by_field_markdown(field: str, frame: pd.DataFrame) -> list[str]:
+    """README lines: one table per variant, task and metric, a row per value of `field`."""
+    lines = [f"## By {field}", ""]
+    for (variant, task, metric), group in frame.groupby(["variant", "task", "metric"], sort=False):
+        lines += [f"### {variant}: {task} / {metric}", "", _md_row([field, *_STAT_HEADER]), "|---" * (len(_STAT_HEADER) + 1) + "|"]
+        lines += [_md_row([str(r[5]), *_cells(r)]) for r in group.itertuples()]
+        lines.append("")
+    return lines
