@@ -21,6 +21,7 @@ from typing import Any
 from captrack.backends.replay import ReplayRecord, missing_message, write_replay
 from captrack.errors import InputError, UnknownNameError
 from captrack.imports.formats import Source, read_source
+from captrack.results.runfiles import file_sha256
 
 __all__ = ["REPLAY_FILE", "ImportResult", "Matched", "import_run", "source_sha256"]
 
@@ -51,18 +52,10 @@ class ImportResult:
 def source_sha256(src: Path) -> str:
     """SHA-256 of the source file; of a folder, of its files' relative paths and SHA-256s in order."""
     if src.is_file():
-        return _file_sha(src)
+        return file_sha256(src)
     digest = hashlib.sha256()
     for path in sorted(p for p in src.rglob("*") if p.is_file()):
-        digest.update(f"{path.relative_to(src).as_posix()}\t{_file_sha(path)}\n".encode())
-    return digest.hexdigest()
-
-
-def _file_sha(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+        digest.update(f"{path.relative_to(src).as_posix()}\t{file_sha256(path)}\n".encode())
     return digest.hexdigest()
 
 
