@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
 
 PTH = "captrack-lmeval-hook.pth"
 
@@ -23,4 +25,29 @@ class BuildWithHook(build_py):
         return [*super().get_outputs(include_bytecode), str(Path(self.build_lib) / PTH)]
 
 
-setup(cmdclass={"build_py": BuildWithHook})
+class _WithHook:
+    """Wraps setuptools' editable strategy so the editable wheel carries the .pth hook too."""
+
+    def __init__(self, strategy: Any) -> None:
+        self._strategy = strategy
+
+    def __call__(self, wheel: Any, files: list[str], mapping: dict[str, str]) -> None:
+        self._strategy(wheel, files, mapping)
+        wheel.writestr(PTH, (Path(__file__).parent / PTH).read_bytes())
+
+    def __enter__(self) -> _WithHook:
+        self._strategy.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._strategy.__exit__(*exc)
+
+
+class EditableWithHook(editable_wheel):
+    """``pip install -e .`` installs the .pth hook as a wheel install does."""
+
+    def _select_strategy(self, *args: Any, **kwargs: Any) -> Any:
+        return _WithHook(super()._select_strategy(*args, **kwargs))
+
+
+setup(cmdclass={"build_py": BuildWithHook, "editable_wheel": EditableWithHook})

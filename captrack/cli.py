@@ -114,18 +114,34 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     if args.path:
         print(tasks_dir())
         return 0
+    from captrack.official.availability import data_status
     from captrack.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy()
-    shipped = sorted(p.stem for p in Path(tasks_dir()).glob("*/*.yaml"))
-    for folder in shipped:
-        task = f"captrack_{folder}"
+    print(f"{'task':40s} {'data':52s} tags")
+    for path in sorted(Path(tasks_dir()).glob("*/*.yaml"), key=lambda p: p.stem):
+        task = f"captrack_{path.stem}"
         try:
             tags = ", ".join(taxonomy.tags_for(task)[1:])
         except CaptrackError:
             tags = "(not in the taxonomy)"
-        print(f"{task:40s} {tags}")
+        status = data_status(_task_metadata(path))
+        data = status.source if not status.needs_data else f"{'ok' if status.available else 'MISSING'}: {status.source}"
+        print(f"{task:40s} {data:52s} {tags}")
     return 0
+
+
+def _task_metadata(path: Path) -> dict[str, Any]:
+    """A task YAML's ``metadata`` (``!function`` values kept as text; includes are not needed for it)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_constructor("!function", lambda loader, node: str(loader.construct_scalar(node)))  # type: ignore[arg-type]
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    meta = config.get("metadata") or {}
+    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def _cmd_taxonomy(args: argparse.Namespace) -> int:

@@ -121,11 +121,13 @@ class Taxonomy:
         return of_metric
 
     def tags_for(self, task: str) -> list[str]:
-        """The lm-eval tags a task YAML must carry: ``captrack``, its groups and capabilities."""
+        """The lm-eval tags a task YAML must carry: ``captrack``, ``captrack-probes`` for the built-in
+        suite (it needs no data), its groups and capabilities."""
         members = self.members_of(task)
         groups = sorted({m.group for m in members}, key=GROUP_KEYS.index)
         caps = sorted({m.capability for m in members}, key=CAPABILITY_KEYS.index)
-        return ["captrack", *(f"captrack-{g.lower()}" for g in groups)] + [
+        suite = ["captrack-probes"] if task.startswith("captrack_probe_") else []
+        return ["captrack", *suite, *(f"captrack-{g.lower()}" for g in groups)] + [
             f"captrack-{c.lower()}" for c in caps
         ]
 

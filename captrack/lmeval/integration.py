@@ -57,9 +57,11 @@ def _accept_path_lists() -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `captrack-eval`: lm-eval's own CLI with captrack's tasks and backends."""
+    import captrack_lmeval_hook
     from captrack.backends import register_backends
     from captrack.backends.launch import strip_local_rank
 
+    captrack_lmeval_hook.install()  # data preflight and one-line errors, as for stock lm_eval after `pip install`
     register_backends()
     _accept_path_lists()
     from lm_eval.__main__ import cli_evaluate
