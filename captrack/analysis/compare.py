@@ -119,6 +119,8 @@ def compare_store(
         drift += d_rows
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
+        if paired.seeds is not None:
+            counts[variant.name]["seeds"] = paired.seeds  # one run each, different seeds, paired as one replicate
     boot = bootstrap_drift(items, options.bootstrap, options.seed)
     _fill_cis(drift, boot, options.level)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)

@@ -116,6 +116,8 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
     rows = []
     by_key = caps[caps["level"] == "capability"].set_index("key")
     for cap in taxonomy.capabilities:
+        if cap.key not in by_key.index:
+            continue
         row = by_key.loc[cap.key]
         if row["n_metrics"] == 0:
             continue
