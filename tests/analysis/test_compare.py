@@ -256,3 +256,12 @@ def test_out_is_replaced_whole_and_a_foreign_folder_is_refused(tmp_path: Path) -
     message = _mismatch_message(tmp_path, base, variant)
     assert "holds notes.txt" in message and "give a new or empty folder" in message
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_an_all_nan_metric_is_left_out_with_its_reason_not_a_crash(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 1, 0], words=[None, None, None])
+    variant = _write(tmp_path, "v", [1, 0, 1], words=[None, None, None])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    assert list(_csv(tmp_path, "drift.csv")["task"]) == [FACTS]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert f"v: unscored (NaN) items excluded from pairing: {STYLE}/verbosity: 3" in summary["warnings"]
