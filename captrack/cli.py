@@ -88,6 +88,8 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
+    compare.add_argument("--taxonomy", metavar="EXTRA.yaml",
+                         help="add your own lm-eval tasks to CapTrack's capabilities (schema of taxonomy/captrack.yaml)")
     compare.set_defaults(func=_cmd_compare)
 
     board = sub.add_parser("leaderboard", help="regenerate a leaderboard folder from its leaderboard.yaml")
@@ -194,12 +196,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
     from captrack.report.writer import write_comparison
     from captrack.results.store import Labels, Store
+    from captrack.taxonomy import load_taxonomy, merge_taxonomy
 
     console = Console(stderr=True, soft_wrap=True)
+    taxonomy = merge_taxonomy(load_taxonomy(), args.taxonomy) if args.taxonomy else load_taxonomy()
     if args.scores:
         from captrack.analysis.scores import compare_scores, read_scores
 
-        comparison = compare_scores(read_scores(args.scores))
+        comparison = compare_scores(read_scores(args.scores, taxonomy), taxonomy)
         inputs: dict[str, Any] = {"scores": str(Path(args.scores).resolve())}
     else:
         if not args.base or not args.variant:
@@ -218,11 +222,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     for (name, path, algorithm) in parsed:
                         store.ingest(discover_runs(path), Labels(model=name, algorithm=algorithm))
             with console.status(f"comparing {len(variants)} variant(s) with {base!r}"):
-                comparison = compare_store(store, base, variants, options)
+                comparison = compare_store(store, base, variants, options, taxonomy)
             inputs = {"store": args.store or "(in memory)", "base": args.base,
                       "variants": {n: p or n for n, p, _ in parsed}, "runs": store.runs(),
                       "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial}
-    written = write_comparison(comparison, args.out, inputs)
+    if args.taxonomy:
+        inputs["taxonomy"] = str(Path(args.taxonomy).resolve())
+    written = write_comparison(comparison, args.out, inputs, taxonomy)
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))

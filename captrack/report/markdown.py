@@ -128,7 +128,20 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
         ])
     lines += [*_table(["capability", "drift", "±", "95% CI", "F", "BT", "metrics"], rows), ""]
     lines += _task_table(comparison, name)
+    lines += _unmapped_section(comparison, name)
     return lines
+
+
+def _unmapped_section(comparison: Comparison, name: str) -> list[str]:
+    """Tasks outside the taxonomy: analysed item by item, in no capability aggregate."""
+    drift = comparison.drift[(comparison.drift["variant"] == name) & (comparison.drift["capability"].fillna("") == "")]
+    if drift.empty:
+        return []
+    shown = ", ".join(f"`{t}/{m}`" for t, m in sorted(set(zip(drift["task"], drift["metric"], strict=True))))
+    return ["### Unmapped tasks", "",
+            f"Not in the taxonomy, so in no capability aggregate: {shown}. Their transitions and drift are in "
+            "the per-task table above and in transitions.csv / drift.csv; map them to capabilities with "
+            "`captrack compare --taxonomy EXTRA.yaml` (the schema of taxonomy/captrack.yaml).", ""]
 
 
 def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str) -> list[str]:

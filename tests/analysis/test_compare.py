@@ -265,3 +265,26 @@ def test_an_all_nan_metric_is_left_out_with_its_reason_not_a_crash(tmp_path: Pat
     assert list(_csv(tmp_path, "drift.csv")["task"]) == [FACTS]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert f"v: unscored (NaN) items excluded from pairing: {STYLE}/verbosity: 3" in summary["warnings"]
+
+
+def test_own_tasks_join_through_an_extra_taxonomy_or_show_as_unmapped(tmp_path: Path) -> None:
+    for name, acc, mmlu in (("base", [1, 1, 0], [1, 1, 0, 0]), ("v", [1, 0, 1], [1, 0, 0, 0])):
+        write_run(tmp_path / name, name, [FakeTask(FACTS, {"acc": acc}), FakeTask("mmlu_anatomy", {"acc": mmlu})])
+    args = ["--base", str(tmp_path / "base"), "--variant", f"v={tmp_path / 'v'}"]
+    assert _compare(tmp_path, *args) == 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "### Unmapped tasks" in report and "`mmlu_anatomy/acc`" in report and "--taxonomy EXTRA.yaml" in report
+    row = _csv(tmp_path, "transitions.csv").set_index("task").loc["mmlu_anatomy"]
+    assert (row["n"], row["n_10"], row["n_01"]) == (4, 1, 0)
+
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("groups:\n  CAN:\n    capabilities:\n      C1:\n        members:\n"
+                     "          - {task: mmlu_anatomy, metric: acc, direction: higher}\n")
+    assert _compare(tmp_path, *args, "--taxonomy", str(extra)) == 0
+    caps = _csv(tmp_path, "capabilities.csv").set_index("key")
+    assert caps.loc["C1", "n_metrics"] == 2 and "### Unmapped tasks" not in (tmp_path / "out" / "report.md").read_text()
+
+    extra.write_text("groups:\n  CAN:\n    capabilities:\n      H1:\n        members:\n"
+                     "          - {task: mmlu_anatomy, metric: acc, direction: higher}\n")
+    message = _mismatch_message(tmp_path, tmp_path / "base", tmp_path / "v", "--taxonomy", str(extra))
+    assert "capability H1 belongs to group HOW, not CAN" in message
