@@ -22,6 +22,7 @@ from captrack.analysis.transitions import Transitions, count_transitions
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems, pair_runs
+from captrack.results.settings import setting_warnings
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
@@ -110,7 +111,7 @@ def compare_store(
     for variant in variants:
         paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
         pairs.append(paired)
-        warnings += paired.warnings
+        warnings += paired.warnings + setting_warnings(store, base, variant.name)
         per_rep = _per_replicate(paired)
         variant_items = _item_means(paired)
         items |= variant_items

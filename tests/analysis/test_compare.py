@@ -288,3 +288,27 @@ def test_own_tasks_join_through_an_extra_taxonomy_or_show_as_unmapped(tmp_path: 
                      "          - {task: mmlu_anatomy, metric: acc, direction: higher}\n")
     message = _mismatch_message(tmp_path, tmp_path / "base", tmp_path / "v", "--taxonomy", str(extra))
     assert "capability H1 belongs to group HOW, not CAN" in message
+
+
+def test_different_evaluation_settings_are_warned_about(tmp_path: Path) -> None:
+    base, variant = _write(tmp_path, "base", [1, 0, 1]), _write(tmp_path, "v", [1, 1, 1])
+    results = next(base.rglob("results_*.json"))
+    data = json.loads(results.read_text())
+    data.update({"chat_template_sha": "0123456789abcdef", "n-shot": {FACTS: 5}, "lm_eval_version": "0.4.12"})
+    data["config"]["gen_kwargs"] = {"temperature": 0.7}
+    results.write_text(json.dumps(data))
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    warnings = json.loads((tmp_path / "out" / "summary.json").read_text())["warnings"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    for key, fix in (("chat template", "--apply_chat_template"), ("few-shot count", "--num_fewshot"),
+                     ("generation kwargs", "--gen_kwargs"), ("lm-eval version", "same lm-eval version")):
+        found = [w for w in warnings if w.startswith(f"v: {key} differs from base 'base'")]
+        assert len(found) == 1 and fix in found[0] and found[0] in report, key
+    assert "base applied (sha 0123456789ab), variant not applied" in " ".join(warnings)
+
+
+def test_same_settings_give_no_setting_warning(tmp_path: Path) -> None:
+    base, variant = _write(tmp_path, "base", [1, 0, 1]), _write(tmp_path, "v", [1, 1, 1])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    warnings = json.loads((tmp_path / "out" / "summary.json").read_text())["warnings"]
+    assert not [w for w in warnings if "differs from base" in w]
