@@ -265,10 +265,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
     from captrack.pipeline.runner import run_experiment
 
-    experiment = load_experiment(args.experiment or demo_experiment())
+    if args.experiment:
+        experiment = load_experiment(args.experiment)  # its paths are relative to the experiment file
+    else:  # the embedded demo writes under the current folder, never into the installed package
+        import dataclasses
+
+        experiment = load_experiment(demo_experiment())
+        experiment = dataclasses.replace(experiment, workdir=Path.cwd() / "runs" / "demo",
+                                         leaderboard=Path.cwd() / "leaderboards" / "demo")
+    console = Console()
+    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
+                  highlight=False, soft_wrap=True)
     if args.quick:
         experiment = quick(experiment)
-    console = Console()
     timings = run_experiment(experiment, dry_run=args.dry_run, console=console)
     if not args.dry_run:
         for title, seconds in timings.items():

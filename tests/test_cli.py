@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -62,3 +63,33 @@ def test_captrack_eval_validates_our_tasks_and_a_users_folder(tmp_path: Path) ->
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "my_extra_task" in out.stdout + out.stderr
+
+
+def test_captrack_eval_resolves_model_aliases_without_touching_other_args(monkeypatch: pytest.MonkeyPatch) -> None:
+    import captrack.models
+    from captrack.lmeval.integration import _resolve_aliases
+
+    monkeypatch.setattr(captrack.models, "resolve_model", lambda spec: Path("/cache/models") / spec.lower())
+    assert _resolve_aliases(["--model", "hf", "--model_args", "pretrained=SmolLM2-135M-Instruct,dtype=float32"]) == [
+        "--model", "hf", "--model_args", "pretrained=/cache/models/smollm2-135m-instruct,dtype=float32"]
+    assert _resolve_aliases(["--model_args=pretrained=/my/model,tokenizer=smollm2-135m-instruct"]) == [
+        "--model_args=pretrained=/my/model,tokenizer=/cache/models/smollm2-135m-instruct"]
+    assert json.loads(_resolve_aliases(["--model_args", '{"pretrained": "gemma-3-270m"}'])[1]) == {
+        "pretrained": "/cache/models/gemma-3-270m"}
+    assert _resolve_aliases(["--model_args", "pretrained=org/hub-model"]) == ["--model_args", "pretrained=org/hub-model"]
+
+
+def test_demo_dry_run_does_no_work_and_plans_under_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import captrack.models
+
+    def no_work(spec: str) -> Path:
+        raise AssertionError(f"a dry run resolved (converted) {spec}")
+
+    monkeypatch.setattr(captrack.models, "resolve_model", no_work)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--dry-run"]) == 0
+    out = capsys.readouterr().out.replace("\n", "")
+    assert f"work folder {tmp_path / 'runs' / 'demo'}" in out and "would run" in out
+    assert list(tmp_path.iterdir()) == []  # nothing written

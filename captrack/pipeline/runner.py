@@ -226,8 +226,8 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         label = f"[{i}/{len(stages)}] {stage.title}"
         if stage.done():
             console.print(f"[dim]{label}: unchanged, reusing[/]")
-            if stage is stages[0]:
-                stage.action()  # resolving the cached base is instant and needed by later stages
+            if stage is stages[0] and not dry_run:
+                stage.action()  # resolving the cached base is needed by later stages (a dry run does no work)
             continue
         if dry_run:
             console.print(f"{label}: would run")
