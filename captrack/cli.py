@@ -167,11 +167,51 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     runs = [run for path in args.runs for run in discover_runs(path)]
     labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate)
-    with console.status(f"ingesting {len(runs)} run(s) into {args.store}"), Store(args.store) as store:
-        results = store.ingest(runs, labels)
+    with Store(args.store) as store:
+        results = _ingest_with_progress(console, store, [(runs, labels)])
     for r in results:
         console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows")
     return 0
+
+
+def _ingest_with_progress(console: Any, store: Any, batches: list[tuple[list[Any], Any]]) -> list[Any]:
+    """Ingest (runs, labels) batches with a progress bar over samples files and rows."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total = sum(len(run.tasks) for runs, _ in batches for run in runs)
+    columns = (TextColumn("ingesting samples files"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rows]:,} rows"), TimeElapsedColumn())
+    results: list[Any] = []
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("ingest", total=total, rows=0)
+        done = {"rows": 0}
+
+        def advance(result: Any) -> None:
+            done["rows"] += result.rows
+            bar.update(task, advance=result.tasks, rows=done["rows"])
+
+        for runs, labels in batches:
+            results += store.ingest(runs, labels, advance)
+    return results
+
+
+def _compare_with_progress(console: Any, store: Any, base: str, variants: list[Any], options: Any, taxonomy: Any) -> Any:
+    """compare_store with a progress bar over variants and paired rows."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from captrack.analysis.compare import compare_store
+
+    columns = (TextColumn(f"comparing with {base!r}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("variants, {task.fields[rows]:,} paired rows"), TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("compare", total=len(variants), rows=0)
+        done = {"rows": 0}
+
+        def advance(_name: str, rows: int) -> None:
+            done["rows"] += rows
+            bar.update(task, advance=1, rows=done["rows"])
+
+        return compare_store(store, base, variants, options, taxonomy, progress=advance)
 
 
 def _split_variant(text: str, with_dir: bool) -> tuple[str, str, str]:
@@ -193,7 +233,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
+    from captrack.analysis.compare import CompareOptions, VariantSpec
     from captrack.report.writer import write_comparison
     from captrack.results.store import Labels, Store
     from captrack.taxonomy import load_taxonomy, merge_taxonomy
@@ -217,12 +257,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if folder_mode:
                 from captrack.results.runfiles import discover_runs
 
-                with console.status("reading runs"):
-                    store.ingest(discover_runs(args.base), Labels(model=base))
-                    for (name, path, algorithm) in parsed:
-                        store.ingest(discover_runs(path), Labels(model=name, algorithm=algorithm))
-            with console.status(f"comparing {len(variants)} variant(s) with {base!r}"):
-                comparison = compare_store(store, base, variants, options, taxonomy)
+                batches = [(discover_runs(args.base), Labels(model=base))]
+                batches += [(discover_runs(path), Labels(model=name, algorithm=algorithm)) for name, path, algorithm in parsed]
+                _ingest_with_progress(console, store, batches)
+            comparison = _compare_with_progress(console, store, base, variants, options, taxonomy)
             inputs = {"store": args.store or "(in memory)", "base": args.base,
                       "variants": {n: p or n for n, p, _ in parsed}, "runs": store.runs(),
                       "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial}

@@ -93,3 +93,36 @@ def test_demo_dry_run_does_no_work_and_plans_under_the_current_folder(
     out = capsys.readouterr().out.replace("\n", "")
     assert f"work folder {tmp_path / 'runs' / 'demo'}" in out and "would run" in out
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_ingest_and_compare_show_files_and_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fakeruns import FakeTask, write_run
+
+    for name, acc in (("base", [1, 0, 1]), ("v", [1, 1, 1])):
+        write_run(tmp_path / name, name, [FakeTask("captrack_probe_c1_facts", {"acc": acc}),
+                                          FakeTask("captrack_probe_c1_skills", {"exact_match": acc}, output_type="generate_until")])
+    assert main(["ingest", str(tmp_path / "base"), "--store", str(tmp_path / "s.duckdb"), "--name", "base"]) == 0
+    err = capsys.readouterr().err
+    assert "ingesting samples files" in err and "2/2" in err and "6 rows" in err
+    assert main(["compare", "--base", str(tmp_path / "base"), "--variant", f"v={tmp_path / 'v'}",
+                 "--out", str(tmp_path / "out"), "--bootstrap", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "4/4" in err and "12 rows" in err and "comparing with 'base'" in err and "1/1 variants, 6 paired rows" in err
+
+
+def test_training_progress_shows_step_total_loss_and_eta(capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from captrack.training.harness import progress_callback
+
+    callback = progress_callback("SFTTrainer")
+    state = SimpleNamespace(max_steps=3, global_step=0)
+    callback.on_train_begin(None, state, None)
+    for step in (1, 2, 3):
+        state.global_step = step
+        callback.on_log(None, state, None, logs={"loss": 1.0 / step, "learning_rate": 1e-5})
+        callback.on_step_end(None, state, None)
+    callback.on_train_end(None, state, None)
+    err = capsys.readouterr().err
+    assert "SFTTrainer steps" in err and "3/3" in err and "loss 0.3333" in err and "ETA" in err

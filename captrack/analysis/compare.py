@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,8 +95,11 @@ def compare_store(
     variants: Sequence[VariantSpec],
     options: CompareOptions = CompareOptions(),
     taxonomy: Taxonomy | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> Comparison:
     """Compare each variant against `base`, both read from `store`.
+
+    ``progress(variant, paired rows)`` is called after each variant is paired and analysed.
 
     Raises:
         MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
@@ -122,6 +125,8 @@ def compare_store(
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
         if paired.seeds is not None:
             counts[variant.name]["seeds"] = paired.seeds  # one run each, different seeds, paired as one replicate
+        if progress is not None:
+            progress(variant.name, len(paired.items))
     boot = bootstrap_drift(items, options.bootstrap, options.seed)
     _fill_cis(drift, boot, options.level)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,8 +114,12 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def ingest(self, runs: Sequence[Run], labels: Labels) -> list[IngestResult]:
+    def ingest(
+        self, runs: Sequence[Run], labels: Labels, progress: Callable[[IngestResult], None] | None = None
+    ) -> list[IngestResult]:
         """Add runs to the store in one transaction; re-ingesting a run replaces its rows.
+
+        ``progress`` is called after each run (its samples files and rows), e.g. to advance a progress bar.
 
         Raises:
             InputError: a corrupt or truncated samples file (file and line named); the store
@@ -126,6 +130,8 @@ class Store:
         try:
             for run in runs:
                 results.append(self._ingest_run(run, labels))
+                if progress is not None:
+                    progress(results[-1])
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
