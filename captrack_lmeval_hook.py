@@ -157,9 +157,12 @@ class _Finder:
         patch = _PATCHES.get(name)
         if patch is None or not _enabled():
             return None
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name, path, target)
+        spec = None
+        for finder in sys.meta_path:  # whichever finder would have found lm-eval (site-packages, editable, ...)
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
         if spec is not None and spec.loader is not None:
             spec.loader = _Loader(spec.loader, patch)  # type: ignore[assignment]
         return spec

@@ -73,3 +73,18 @@ def test_lm_eval_cli_stops_in_one_line_before_any_model_work(tmp_path: Path) -> 
     assert "37 selected CapTrack task(s)" in errors[0] and "captrack data build" in errors[0]
     assert "CAPTRACK_DATA_DIR" in errors[0] and "captrack_probe_*" in errors[0] and "captrack-probes" in errors[0]
     assert "Running loglikelihood" not in out.stderr  # stopped before the model was asked anything
+
+
+def test_python_api_stops_before_loading_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from huggingface_hub import constants
+
+    from captrack.errors import DataUnavailableError
+    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.delenv("CAPTRACK_DATA_DIR", raising=False)
+    spec = EvalSpec(model_args={"pretrained": str(tmp_path / "no-model-here")}, tasks=("captrack_gsm8k_*",))
+    with pytest.raises(DataUnavailableError, match=r"4 selected CapTrack task\(s\).*captrack_probe_\*"):
+        evaluate_checkpoint(spec, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

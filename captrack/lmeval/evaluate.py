@@ -43,12 +43,14 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
 
     Raises:
         InputError: a task pattern matches no task.
+        DataUnavailableError: selected official tasks cannot read their data here (before any model work).
     """
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
 
     from captrack.backends import register_backends
     from captrack.lmeval import task_manager
+    from captrack.lmeval.preflight import check_task_data
 
     register_backends()  # so spec.model may name a captrack backend such as captrack-ds
     # Indexing lm-eval's thousands of built-in tasks costs ~10 s per process: skip it when only ours are asked for.
@@ -57,6 +59,7 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     names = manager.match_tasks(list(spec.tasks))
     if not names:
         raise InputError(f"no lm-eval task matches {list(spec.tasks)}; see `captrack tasks`")
+    check_task_data(manager, names, spec.metadata)  # before the model loads: official tasks without data
     tracker = EvaluationTracker(output_path=str(output_path))
     device = spec.device or _default_device()
     results = simple_evaluate(
