@@ -24,8 +24,8 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check captrack tests tasks
-	$(BIN)/mypy captrack
+	$(BIN)/ruff check captrack tests tasks captrack_lmeval_hook.py setup.py
+	$(BIN)/mypy captrack captrack_lmeval_hook.py
 
 # Browser tests drive Debian's chromium; install it when missing and we may (root), else they skip.
 browser:

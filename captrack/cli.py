@@ -98,6 +98,8 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
     compare.add_argument("--by", action="append", default=[], metavar="FIELD",
                          help="also break transitions and drift down by this doc field (e.g. category) into by_FIELD.csv; repeatable")
+    compare.add_argument("--taxonomy", metavar="EXTRA.yaml",
+                         help="add your own lm-eval tasks to CapTrack's capabilities (schema of taxonomy/captrack.yaml)")
     compare.set_defaults(func=_cmd_compare)
 
     board = sub.add_parser("leaderboard", help="regenerate a leaderboard folder from its leaderboard.yaml")
@@ -124,18 +126,34 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     if args.path:
         print(full_tasks_dir() if args.full else tasks_dir())
         return 0
+    from captrack.official.availability import data_status
     from captrack.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy()
-    shipped = sorted(p.stem for p in Path(tasks_dir()).glob("*/*.yaml"))
-    for folder in shipped:
-        task = f"captrack_{folder}"
+    print(f"{'task':40s} {'data':52s} tags")
+    for path in sorted(Path(tasks_dir()).glob("*/*.yaml"), key=lambda p: p.stem):
+        task = f"captrack_{path.stem}"
         try:
             tags = ", ".join(taxonomy.tags_for(task)[1:])
         except CaptrackError:
             tags = "(not in the taxonomy)"
-        print(f"{task:40s} {tags}")
+        status = data_status(_task_metadata(path))
+        data = status.source if not status.needs_data else f"{'ok' if status.available else 'MISSING'}: {status.source}"
+        print(f"{task:40s} {data:52s} {tags}")
     return 0
+
+
+def _task_metadata(path: Path) -> dict[str, Any]:
+    """A task YAML's ``metadata`` (``!function`` values kept as text; includes are not needed for it)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_constructor("!function", lambda loader, node: str(loader.construct_scalar(node)))  # type: ignore[arg-type]
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    meta = config.get("metadata") or {}
+    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def _cmd_taxonomy(args: argparse.Namespace) -> int:
@@ -159,11 +177,51 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     runs = [run for path in args.runs for run in discover_runs(path)]
     labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate)
-    with console.status(f"ingesting {len(runs)} run(s) into {args.store}"), Store(args.store) as store:
-        results = store.ingest(runs, labels, rename=args.rename)
+    with Store(args.store) as store:
+        results = _ingest_with_progress(console, store, [(runs, labels)], rename=args.rename)
     for r in results:
         console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows")
     return 0
+
+
+def _ingest_with_progress(console: Any, store: Any, batches: list[tuple[list[Any], Any]], rename: bool = False) -> list[Any]:
+    """Ingest (runs, labels) batches with a progress bar over samples files and rows."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total = sum(len(run.tasks) for runs, _ in batches for run in runs)
+    columns = (TextColumn("ingesting samples files"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rows]:,} rows"), TimeElapsedColumn())
+    results: list[Any] = []
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("ingest", total=total, rows=0)
+        done = {"rows": 0}
+
+        def advance(result: Any) -> None:
+            done["rows"] += result.rows
+            bar.update(task, advance=result.tasks, rows=done["rows"])
+
+        for runs, labels in batches:
+            results += store.ingest(runs, labels, rename=rename, progress=advance)
+    return results
+
+
+def _compare_with_progress(console: Any, store: Any, base: str, variants: list[Any], options: Any, taxonomy: Any) -> Any:
+    """compare_store with a progress bar over variants and paired rows."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from captrack.analysis.compare import compare_store
+
+    columns = (TextColumn(f"comparing with {base!r}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("variants, {task.fields[rows]:,} paired rows"), TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("compare", total=len(variants), rows=0)
+        done = {"rows": 0}
+
+        def advance(_name: str, rows: int) -> None:
+            done["rows"] += rows
+            bar.update(task, advance=1, rows=done["rows"])
+
+        return compare_store(store, base, variants, options, taxonomy, progress=advance)
 
 
 def _split_variant(text: str, with_dir: bool) -> tuple[str, str, str]:
@@ -185,18 +243,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
+    from captrack.analysis.compare import CompareOptions, VariantSpec
     from captrack.report.writer import write_comparison
     from captrack.results.store import Labels, Store
+    from captrack.taxonomy import load_taxonomy, merge_taxonomy
 
     console = Console(stderr=True, soft_wrap=True)
+    taxonomy = merge_taxonomy(load_taxonomy(), args.taxonomy) if args.taxonomy else load_taxonomy()
     if args.scores:
         from captrack.analysis.scores import compare_scores, read_scores
 
         if args.by:
             raise InputError("--by needs per-item results (run folders or --store); --scores holds aggregates only")
 
-        comparison = compare_scores(read_scores(args.scores))
+        comparison = compare_scores(read_scores(args.scores, taxonomy), taxonomy)
         inputs: dict[str, Any] = {"scores": str(Path(args.scores).resolve())}
     else:
         if not args.base or not args.variant:
@@ -211,19 +271,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if folder_mode:
                 from captrack.results.runfiles import discover_runs
 
-                with console.status("reading runs"):
-                    found = {base: discover_runs(args.base)} | {name: discover_runs(path) for name, path, _ in parsed}
-                    _check_distinct(found)
-                    store.ingest(found[base], Labels(model=base))
-                    for (name, _, algorithm) in parsed:
-                        store.ingest(found[name], Labels(model=name, algorithm=algorithm))
-            with console.status(f"comparing {len(variants)} variant(s) with {base!r}"):
-                comparison = compare_store(store, base, variants, options)
+                found = {base: discover_runs(args.base)} | {name: discover_runs(path) for name, path, _ in parsed}
+                _check_distinct(found)
+                batches = [(found[base], Labels(model=base))]
+                batches += [(found[name], Labels(model=name, algorithm=algorithm)) for name, _, algorithm in parsed]
+                _ingest_with_progress(console, store, batches)
+            comparison = _compare_with_progress(console, store, base, variants, options, taxonomy)
             inputs = {"store": args.store or "(in memory)", "base": args.base,
                       "variants": {n: p or n for n, p, _ in parsed}, "runs": store.runs(),
                       "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial,
                       **({"by": args.by} if args.by else {})}
-    written = write_comparison(comparison, args.out, inputs)
+    if args.taxonomy:
+        inputs["taxonomy"] = str(Path(args.taxonomy).resolve())
+    written = write_comparison(comparison, args.out, inputs, taxonomy)
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
@@ -274,10 +334,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
     from captrack.pipeline.runner import run_experiment
 
-    experiment = load_experiment(args.experiment or demo_experiment())
+    if args.experiment:
+        experiment = load_experiment(args.experiment)  # its paths are relative to the experiment file
+    else:  # the embedded demo writes under the current folder, never into the installed package
+        import dataclasses
+
+        experiment = load_experiment(demo_experiment())
+        experiment = dataclasses.replace(experiment, workdir=Path.cwd() / "runs" / "demo",
+                                         leaderboard=Path.cwd() / "leaderboards" / "demo")
+    console = Console()
+    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
+                  highlight=False, soft_wrap=True)
     if args.quick:
         experiment = quick(experiment)
-    console = Console()
     timings = run_experiment(experiment, dry_run=args.dry_run, console=console)
     if not args.dry_run:
         for title, seconds in timings.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["CaptrackError", "InputError", "MismatchError", "UnknownNameError", "close_matches"]
+__all__ = ["CaptrackError", "DataUnavailableError", "InputError", "MismatchError", "UnknownNameError", "close_matches"]
 
 
 class CaptrackError(Exception):
@@ -46,3 +46,7 @@ class UnknownNameError(CaptrackError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class DataUnavailableError(InputError):
+    """An official CapTrack task's data is neither in a local mirror nor reachable on the hub."""

@@ -22,6 +22,7 @@ __all__ = [
     "Member",
     "Taxonomy",
     "load_taxonomy",
+    "merge_taxonomy",
 ]
 
 GROUP_KEYS: tuple[str, ...] = ("CAN", "WILL", "HOW")
@@ -121,11 +122,13 @@ class Taxonomy:
         return of_metric
 
     def tags_for(self, task: str) -> list[str]:
-        """The lm-eval tags a task YAML must carry: ``captrack``, its groups and capabilities."""
+        """The lm-eval tags a task YAML must carry: ``captrack``, ``captrack-probes`` for the built-in
+        suite (it needs no data), its groups and capabilities."""
         members = self.members_of(task)
         groups = sorted({m.group for m in members}, key=GROUP_KEYS.index)
         caps = sorted({m.capability for m in members}, key=CAPABILITY_KEYS.index)
-        return ["captrack", *(f"captrack-{g.lower()}" for g in groups)] + [
+        suite = ["captrack-probes"] if task.startswith("captrack_probe_") else []
+        return ["captrack", *suite, *(f"captrack-{g.lower()}" for g in groups)] + [
             f"captrack-{c.lower()}" for c in caps
         ]
 
@@ -146,6 +149,51 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
         UnknownNameError: a member names a metric that is not declared.
     """
     return _load_cached(str(Path(path) if path else taxonomy_path()))
+
+
+def merge_taxonomy(taxonomy: Taxonomy, extra: str | Path) -> Taxonomy:
+    """`taxonomy` with the members of `extra` added (same schema; only members of existing capabilities).
+
+    An extra file lists your own lm-eval tasks under CapTrack's capabilities, e.g.
+    ``groups: {CAN: {capabilities: {C1: {members: [{task: mmlu, metric: acc, direction: higher}]}}}}``.
+
+    Raises:
+        InputError: the file is malformed, names a group or capability CapTrack does not have, or
+            repeats a member (the message names the file, capability and member).
+    """
+    path = Path(extra)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: cannot read the extra taxonomy: {exc}") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict):
+        raise InputError(f"{path}: expected 'groups: {{CAN|WILL|HOW: {{capabilities: {{C1: {{members: [...]}}}}}}}}'")
+    added: dict[str, list[Any]] = {}
+    for group_key, body in raw["groups"].items():
+        if group_key not in GROUP_KEYS:
+            raise UnknownNameError(f"group in {path}", str(group_key), GROUP_KEYS)
+        if not isinstance(body, dict) or not isinstance(body.get("capabilities"), dict):
+            raise InputError(f"{path}: group {group_key} needs a 'capabilities' mapping of C1..H6 to members")
+        for cap_key, cap_body in body["capabilities"].items():
+            cap = taxonomy.capability(str(cap_key))
+            if cap.group != group_key:
+                raise InputError(f"{path}: capability {cap.key} belongs to group {cap.group}, not {group_key}")
+            members = (cap_body or {}).get("members") if isinstance(cap_body, dict) else None
+            if not isinstance(members, list) or not members:
+                raise InputError(f"{path}: capability {cap.key} needs a non-empty 'members' list")
+            added.setdefault(cap.key, []).extend(members)
+    groups = tuple(
+        Group(g.key, g.name, g.description, tuple(_with_members(path, c, added.get(c.key, [])) for c in g.capabilities))
+        for g in taxonomy.groups
+    )
+    _check_unique(path, [m for g in groups for c in g.capabilities for m in c.members])
+    return Taxonomy(version=taxonomy.version, groups=groups, source=path)
+
+
+def _with_members(path: Path, cap: Capability, raw_members: list[Any]) -> Capability:
+    where = f"{path}: capability {cap.key}"
+    extra = tuple(_parse_member(where, cap.group, cap.key, cap.facets, m) for m in raw_members)
+    return Capability(cap.key, cap.name, cap.group, cap.description, cap.members + extra, cap.facets)
 
 
 def _parse(path: Path) -> Taxonomy:

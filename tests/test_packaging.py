@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,3 +51,52 @@ def test_wheel_ships_everything_and_resolves_resources(tmp_path: Path) -> None:
     tasks_dir, n_caps, prompt, calibration = out.stdout.split()
     assert tasks_dir.startswith(str(target)) and n_caps == "17"
     assert prompt == "refusal@1" and calibration.startswith(str(target))
+
+
+def _fresh_venv(tmp_path: Path, wheel: Path) -> Path:
+    """A new venv with only the wheel installed; lm-eval and the other dependencies come from this
+    interpreter's site-packages through a plain path line (its .pth files, such as an editable captrack, are not run)."""
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--force-reinstall",
+                    "--no-index", "-q", str(wheel)], check=True, capture_output=True, timeout=300)
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "zz-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # lm-eval's own console script, as pip writes it, run by the new interpreter.
+    script = (Path(sys.executable).parent / "lm_eval").read_text().splitlines()[1:]
+    (venv / "bin" / "lm_eval").write_text("\n".join([f"#!{python}", *script]) + "\n")
+    (venv / "bin" / "lm_eval").chmod(0o755)
+    return venv
+
+
+@pytest.mark.slow
+def test_stock_lm_eval_sees_captrack_after_installing_the_wheel(tmp_path: Path) -> None:
+    wheel = _build_wheel(tmp_path / "dist")
+    assert {"captrack-lmeval-hook.pth", "captrack_lmeval_hook.py"} <= set(zipfile.ZipFile(wheel).namelist())
+    venv = _fresh_venv(tmp_path, wheel)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CAPTRACK_DATA_DIR")}
+    env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "empty-cache"), OMP_NUM_THREADS="1")
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys, captrack; print(captrack.__file__, 'lm_eval' in sys.modules)"],
+                           capture_output=True, text=True, check=True, env=env, cwd=tmp_path)
+    assert where.stdout.split() == [str(venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+                                        / "site-packages" / "captrack" / "__init__.py"), "False"]  # the wheel's; lm_eval not imported at start
+
+    lm_eval = str(venv / "bin" / "lm_eval")
+    ran = subprocess.run([lm_eval, "--model", "dummy", "--tasks", "captrack_probe_c1_facts", "--limit", "3"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "captrack_probe_c1_facts" in ran.stdout and "site-packages/captrack/_tasks" in ran.stderr
+
+    stopped = subprocess.run([lm_eval, "--model", "dummy", "--tasks", "captrack_*", "--limit", "3"],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    errors = [line for line in stopped.stderr.splitlines() if line.startswith("error:")]
+    assert stopped.returncode == 2 and "Traceback" not in stopped.stderr and len(errors) == 1
+    assert "captrack data build" in errors[0] and "captrack_probe_*" in errors[0]
+
+    off = subprocess.run([lm_eval, "--model", "dummy", "--tasks", "captrack_probe_c1_facts", "--limit", "3"],
+                         capture_output=True, text=True, env={**env, "CAPTRACK_LMEVAL_HOOK": "0"}, cwd=tmp_path, timeout=600)
+    assert off.returncode != 0 and "Tasks not found: captrack_probe_c1_facts" in off.stderr

@@ -71,4 +71,4 @@ def test_adding_a_member_needs_no_structural_change(tmp_path: Path) -> None:
         )
 
     taxonomy = load_taxonomy(_mutated(tmp_path, edit))
-    assert taxonomy.tags_for("captrack_probe_c2_puzzles") == ["captrack", "captrack-can", "captrack-c2"]
+    assert taxonomy.tags_for("captrack_probe_c2_puzzles") == ["captrack", "captrack-probes", "captrack-can", "captrack-c2"]

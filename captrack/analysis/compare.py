@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from captrack.analysis.transitions import Transitions, chance_weight, count_tran
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems, pair_runs
+from captrack.results.settings import setting_warnings
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
@@ -97,8 +98,10 @@ class Comparison:
 
 
 def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions = CompareOptions(),
-                  taxonomy: Taxonomy | None = None) -> Comparison:
+                  taxonomy: Taxonomy | None = None, progress: Callable[[str, int], None] | None = None) -> Comparison:
     """Compare each variant against `base`, both read from `store`.
+
+    ``progress(variant, paired rows)`` is called after each variant is paired and analysed.
 
     Raises:
         MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
@@ -112,7 +115,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     for variant in variants:
         paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
         pairs.append(paired)
-        warnings += paired.warnings
+        warnings += paired.warnings + setting_warnings(store, base, variant.name)
         per_rep = _per_replicate(paired)
         variant_items = _item_means(paired)
         items |= variant_items
@@ -121,6 +124,10 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         drift += d_rows
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
+        if paired.seeds is not None:
+            counts[variant.name]["seeds"] = paired.seeds  # one run each, different seeds, paired as one replicate
+        if progress is not None:
+            progress(variant.name, len(paired.items))
     boot = bootstrap_drift(items, options.bootstrap, options.seed)
     _fill_cis(drift, boot, options.level)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)

@@ -15,7 +15,7 @@ from captrack.analysis.drift import (
     relative_drift,
     with_membership,
 )
-from captrack.errors import InputError
+from captrack.errors import InputError, UnknownNameError
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["REQUIRED_COLUMNS", "compare_scores", "read_scores", "scores_from_reference"]
@@ -53,7 +53,11 @@ def read_scores(path: str | Path, taxonomy: Taxonomy | None = None) -> pd.DataFr
         first = dupes.iloc[0]
         raise InputError(f"{path}: {len(dupes)} duplicate rows, e.g. model {first['model']!r} {first['task']}/{first['metric']}")
     for task, metric in frame[["task", "metric"]].drop_duplicates().itertuples(index=False):
-        taxonomy.members_of(str(task), str(metric))
+        try:
+            taxonomy.members_of(str(task), str(metric))
+        except UnknownNameError as exc:
+            raise InputError(f"{path}: {exc}; a scores file has no per-sample logs, so each (task, metric) must be "
+                             "in the taxonomy: add yours with `captrack compare --taxonomy EXTRA.yaml`") from exc
     return frame
 
 

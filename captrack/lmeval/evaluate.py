@@ -44,12 +44,14 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
 
     Raises:
         InputError: a task pattern matches no task.
+        DataUnavailableError: selected official tasks cannot read their data here (before any model work).
     """
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
 
     from captrack.backends import register_backends
     from captrack.lmeval import task_manager
+    from captrack.lmeval.preflight import check_task_data
     from captrack.paths import full_task_names
 
     register_backends()  # so spec.model may name a captrack backend such as captrack-ds
@@ -61,6 +63,7 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     names = manager.match_tasks(list(spec.tasks))
     if not names:
         raise InputError(f"no lm-eval task matches {list(spec.tasks)}; see `captrack tasks`")
+    check_task_data(manager, names, spec.metadata)  # before the model loads: official tasks without data
     tracker = EvaluationTracker(output_path=str(output_path))
     device = spec.device or _default_device()
     results = simple_evaluate(

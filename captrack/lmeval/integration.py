@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -56,15 +57,46 @@ def _accept_path_lists() -> None:
     lm_tasks.TaskManager = TaskManager
 
 
+def _resolve_aliases(argv: list[str]) -> list[str]:
+    """argv with captrack model aliases in ``--model_args pretrained=ALIAS`` (and ``tokenizer=``) replaced
+    by their local folder (converted once from the alias's pip package into captrack's cache; no download)."""
+    from captrack.models import KNOWN_ALIASES, resolve_model
+
+    def resolve(text: str) -> str:
+        if text.lstrip().startswith("{"):
+            values = json.loads(text)
+            for key in ("pretrained", "tokenizer"):
+                if str(values.get(key, "")).lower() in KNOWN_ALIASES:
+                    values[key] = str(resolve_model(str(values[key])))
+            return json.dumps(values)
+        parts = []
+        for part in text.split(","):
+            key, sep, value = part.partition("=")
+            if sep and key.strip() in ("pretrained", "tokenizer") and value.strip().lower() in KNOWN_ALIASES:
+                part = f"{key}={resolve_model(value.strip())}"
+            parts.append(part)
+        return ",".join(parts)
+
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--model_args" and i + 1 < len(args):
+            args[i + 1] = resolve(args[i + 1])
+        elif arg.startswith("--model_args="):
+            args[i] = "--model_args=" + resolve(arg.partition("=")[2])
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of `captrack-eval`: lm-eval's own CLI with captrack's tasks and backends."""
+    """Entry point of `captrack-eval`: lm-eval's own CLI with captrack's tasks, backends and model aliases."""
+    import captrack_lmeval_hook
     from captrack.backends import register_backends
     from captrack.backends.launch import strip_local_rank
 
+    captrack_lmeval_hook.install()  # data preflight and one-line errors, as for stock lm_eval after `pip install`
     register_backends()
     _accept_path_lists()
     from lm_eval.__main__ import cli_evaluate
 
     args = strip_local_rank(sys.argv[1:] if argv is None else argv)  # `deepspeed` launcher's --local_rank
-    sys.argv = [sys.argv[0], *_with_include_path(args)]
+    sys.argv = [sys.argv[0], *_with_include_path(_resolve_aliases(args))]
     cli_evaluate()

@@ -1,6 +1,7 @@
 """lm-eval hooks shared by every official CapTrack task (tasks/<family>/utils.py re-exports them).
 
-``load`` reads one config from the mirror (``custom_dataset``), ``process_results`` runs the config's
+``load`` reads one config (``custom_dataset``) from the mirror when one is set, else from the hub
+dataset through the Hugging Face cache, ``process_results`` runs the config's
 registered scorers on the response (row fields plus the row's ``meta``) and logs the judge metrics
 no judge prompt exists for as None, and ``nanmean`` aggregates while skipping those. Judged metrics
 (captrack/judges/catalog.py) are not logged here: `captrack judge` scores them from the samples.
@@ -10,19 +11,23 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from captrack.metrics import score
 from captrack.official.configs import get_config
-from captrack.official.mirror import load_config
+from captrack.official.hub import load_hub_config
+from captrack.official.mirror import DATA_DIR_ENV, load_config
 
 __all__ = ["load", "nanmean", "process_results", "scoring_doc"]
 
 
 def load(**metadata: Any) -> Any:
-    """``custom_dataset`` entry: the task's config (``metadata.config``) from the mirror."""
-    return load_config(**metadata)
+    """``custom_dataset`` entry: the task's config (``metadata.config``) from the mirror, else the hub."""
+    if metadata.get("data_dir") or os.environ.get(DATA_DIR_ENV):
+        return load_config(**metadata)
+    return load_hub_config(**metadata)
 
 
 def scoring_doc(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -242,7 +242,7 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         label = f"[{i}/{len(stages)}] {stage.title}"
         if stage.done():
             console.print(f"[dim]{label}: unchanged, reusing[/]")
-            if stage.rerun_when_reused:
+            if stage.rerun_when_reused and not dry_run:
                 stage.action()  # e.g. resolving the cached base: instant, and later stages need it
             continue
         if dry_run:

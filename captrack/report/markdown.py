@@ -148,6 +148,8 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
     by_key = caps[caps["level"] == "capability"].set_index("key")
     items = _capability_items(comparison, name)
     for cap in taxonomy.capabilities:
+        if cap.key not in by_key.index:
+            continue
         row = by_key.loc[cap.key]
         if row["n_metrics"] == 0:
             continue
@@ -161,6 +163,7 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
         header += ["95% CI", "MDE", "F", "BT"]
     lines += [*_table([*header, "metrics", "items (n)"], rows), ""]
     lines += _task_table(comparison, name)
+    lines += _unmapped_section(comparison, name)
     return lines
 
 
@@ -187,6 +190,16 @@ def _ranking_section(comparison: Comparison) -> list[str]:
     header = ["algorithms", "mean |drift|", "difference", "95% CI", "capabilities"]
     return ["## Ranking algorithms", "", intro, "", *_table(header, rows), "", *(f"- {s}" for s in said), ""]
 
+def _unmapped_section(comparison: Comparison, name: str) -> list[str]:
+    """Tasks outside the taxonomy: analysed item by item, in no capability aggregate."""
+    drift = comparison.drift[(comparison.drift["variant"] == name) & (comparison.drift["capability"].fillna("") == "")]
+    if drift.empty:
+        return []
+    shown = ", ".join(f"`{t}/{m}`" for t, m in sorted(set(zip(drift["task"], drift["metric"], strict=True))))
+    return ["### Unmapped tasks", "",
+            f"Not in the taxonomy, so in no capability aggregate: {shown}. Their transitions and drift are in "
+            "the per-task table above and in transitions.csv / drift.csv; map them to capabilities with "
+            "`captrack compare --taxonomy EXTRA.yaml` (the schema of taxonomy/captrack.yaml).", ""]
 
 
 def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str) -> list[str]:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
-from captrack.files import write_atomic
+from captrack.files import staged_folder, write_atomic
 from captrack.report.markdown import render_report
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
@@ -63,9 +63,14 @@ def write_comparison(
 ) -> list[Path]:
     """Write transitions.csv, drift.csv, capabilities.csv, replicates.csv, the CapTrack-layout
     tables, power.csv and rankings.csv (items only), summary.json and report.md into `out`; returns the paths written."""
-    taxonomy = taxonomy or load_taxonomy()
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    with staged_folder(folder) as staging:  # all or nothing: never a new summary.json beside an old report.md
+        written = _write_comparison(comparison, staging, inputs, taxonomy or load_taxonomy())
+    return [folder / p.name for p in written]
+
+
+def _write_comparison(comparison: Comparison, folder: Path, inputs: dict[str, Any], taxonomy: Taxonomy) -> list[Path]:
+    """Write every comparison file into `folder` (a staging folder)."""
     names = [v.name for v in comparison.variants]
     means, stds = compatible_table(comparison.drift, taxonomy, names)
     tables = {

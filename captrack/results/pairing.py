@@ -47,6 +47,7 @@ class PairedItems:
     replicates: list[int]
     warnings: list[str] = field(default_factory=list)
     nan_excluded: dict[str, int] = field(default_factory=dict)
+    seeds: dict[str, int] | None = None  # one run per side made with different seeds: {"base": s, "variant": t}
 
 
 def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool) -> PairedItems:
@@ -66,9 +67,14 @@ def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_p
     con.register("_keys_df", keys)
     con.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT task, filter, metric FROM _keys_df")
     con.unregister("_keys_df")
-    replicates = _replicates(con, base, variant, problems)
+    replicates, remap = _replicates(con, base, variant, problems)
+    if remap is not None:
+        warnings.append(
+            f"{variant}: one run each, made with different seeds (base {remap[1]}, variant {remap[0]}): "
+            "paired as one replicate; for replicates, evaluate each checkpoint with several --seed values"
+        )
     problems += _judge_problems(con, base, variant)
-    _join(con, base, variant, replicates)
+    _join(con, base, variant, replicates, remap)
     problems += _unpaired_items(con, base, variant)
     if problems:
         if not allow_partial:
@@ -97,11 +103,22 @@ def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_p
             + ", ".join(f"{k}: {n}" for k, n in nan_excluded.items())
         )
     con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys")
-    return PairedItems(base, variant, items[PAIRED_COLUMNS], keys, replicates, warnings, nan_excluded)
+    if items.empty:
+        why = "; ".join(problems) or "every paired value is NaN (unscored)"
+        raise MismatchError(f"{variant!r} and base {base!r} have no scored item in common ({why}); nothing to compare: "
+                            "re-run both on the same tasks and --limit, or check the unscored reasons with `captrack judge`")
+    seeds = {"base": remap[1], "variant": remap[0]} if remap is not None else None
+    return PairedItems(base, variant, items[PAIRED_COLUMNS], keys, replicates, warnings, nan_excluded, seeds)
 
 
-def _join(con: duckdb.DuckDBPyConnection, base: str, variant: str, replicates: list[int]) -> None:
-    """Full outer join of both sides' ranked rows into temp table ``_joined`` (the common replicates only)."""
+def _join(
+    con: duckdb.DuckDBPyConnection, base: str, variant: str, replicates: list[int], remap: tuple[int, int] | None
+) -> None:
+    """Full outer join of both sides' ranked rows into temp table ``_joined`` (the common replicates only).
+
+    ``remap`` (variant replicate, base replicate) relabels a single variant run as the base's replicate.
+    """
+    variant_rows = f"SELECT * REPLACE ({int(remap[1])} AS replicate) FROM ({_RANKED})" if remap else _RANKED
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _joined AS
         SELECT coalesce(b.task, v.task) AS task, coalesce(b.filter, v.filter) AS filter,
@@ -109,7 +126,7 @@ def _join(con: duckdb.DuckDBPyConnection, base: str, variant: str, replicates: l
                coalesce(b.doc_hash, v.doc_hash) AS doc_hash, coalesce(b.occ, v.occ) AS occ,
                b.doc_id AS base_doc, v.doc_id AS variant_doc, b.value AS base, v.value AS variant,
                b.n_choices AS n_choices, b.run_id AS base_run, v.run_id AS variant_run, b.task_version AS base_version, v.task_version AS variant_version
-        FROM ({_RANKED}) b FULL OUTER JOIN ({_RANKED}) v
+        FROM ({_RANKED}) b FULL OUTER JOIN ({variant_rows}) v
           ON b.task = v.task AND b.task_version = v.task_version AND b.doc_hash = v.doc_hash
          AND b.occ = v.occ AND b.filter = v.filter AND b.metric = v.metric AND b.replicate = v.replicate
         WHERE coalesce(b.replicate, v.replicate) IN (SELECT unnest(?::INTEGER[]))""",
@@ -177,7 +194,10 @@ def _version_problems(logged: pd.DataFrame, base: str, variant: str, problems: l
             problems.append(f"task {task}: version {vb} in the base but {vv} in the variant")
 
 
-def _replicates(con: duckdb.DuckDBPyConnection, base: str, variant: str, problems: list[str]) -> list[int]:
+def _replicates(
+    con: duckdb.DuckDBPyConnection, base: str, variant: str, problems: list[str]
+) -> tuple[list[int], tuple[int, int] | None]:
+    """The replicates both sides have, and (variant, base) replicate to pair when each side is one run."""
     reps: dict[str, set[int]] = {}
     for model in (base, variant):
         dupes = con.execute(
@@ -192,10 +212,17 @@ def _replicates(con: duckdb.DuckDBPyConnection, base: str, variant: str, problem
                 "distinct seeds (lm-eval --seed) or ingest them with --replicate N"
             )
         reps[model] = {int(r[0]) for r in con.execute("SELECT DISTINCT replicate FROM samples WHERE model = ?", [model]).fetchall()}
+    if len(reps[base]) == 1 and len(reps[variant]) == 1 and reps[base] != reps[variant]:
+        (b,), (v,) = reps[base], reps[variant]
+        return [b], (v, b)  # one run per checkpoint pairs whatever its seed
     common = sorted(reps[base] & reps[variant])
     if reps[base] != reps[variant]:
-        problems.append(f"replicates differ: base has {sorted(reps[base])}, variant has {sorted(reps[variant])}")
-    return common
+        problems.append(
+            f"replicates (seeds) differ: base has {sorted(reps[base])}, variant has {sorted(reps[variant])}; "
+            "replicates pair seed by seed, so evaluate both with the same --seed values "
+            "(or ingest into a store with `captrack ingest --replicate N` to set them)"
+        )
+    return common, None
 
 
 def _judge_problems(con: duckdb.DuckDBPyConnection, base: str, variant: str) -> list[str]:

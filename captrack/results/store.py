@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,11 +138,15 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def ingest(self, runs: Sequence[Run], labels: Labels, rename: bool = False) -> list[IngestResult]:
+    def ingest(
+        self, runs: Sequence[Run], labels: Labels, rename: bool = False,
+        progress: Callable[[IngestResult], None] | None = None,
+    ) -> list[IngestResult]:
         """Add runs to the store in one transaction; re-ingesting a run replaces its rows.
 
         A run is its results file's content: the same run under another model name is refused
-        unless `rename` (then it moves to the new name).
+        unless `rename` (then it moves to the new name). ``progress`` is called after each run (its
+        samples files and rows), e.g. to advance a progress bar.
 
         Raises:
             InputError: a corrupt, truncated or inconsistent samples file (file and line named: not
@@ -154,6 +158,8 @@ class Store:
         try:
             for run in runs:
                 results.append(self._ingest_run(run, labels, rename))
+                if progress is not None:
+                    progress(results[-1])
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")

@@ -152,6 +152,7 @@ def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path) -> dict[str, Any]:
     from transformers import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(progress_callback(type(trainer).__name__))
     before = {k: v.detach().clone() for k, v in trainer.model.state_dict().items() if v.is_floating_point()}
     train_start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()
@@ -167,6 +168,43 @@ def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path) -> dict[str, Any]:
         "weight_change": change,
         "log_history": list(trainer.state.log_history),
     }
+
+
+def progress_callback(label: str) -> Any:
+    """A TrainerCallback showing step / total, the last loss or reward and the ETA (rich, on stderr)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from transformers import TrainerCallback
+
+    class _Progress(TrainerCallback):
+        def __init__(self) -> None:
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True))
+            self.task: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.bar.start()
+            self.task = self.bar.add_task(f"{label} steps", total=state.max_steps, last="")
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.bar.update(self.task, completed=state.global_step)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            shown = [f"{key} {float(logs[key]):.4g}" for key in ("loss", "reward") if logs and key in logs]
+            if shown:
+                self.bar.update(self.task, last=", ".join(shown))
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.bar.stop()
+
+    return _Progress()
 
 
 def _relative_change(before: dict[str, Any], after: dict[str, Any]) -> float:

@@ -77,11 +77,11 @@ def test_different_limit_is_refused_with_the_difference_listed(tmp_path: Path) -
     assert "2 (doc, metric) rows only in the base" in message and "--allow-partial" in message
 
 
-def _mismatch_message(tmp_path: Path, base: Path, variant: Path) -> str:
+def _mismatch_message(tmp_path: Path, base: Path, variant: Path, *extra: str) -> str:
     """Run compare, expect exit status 1, and return the printed error on one line."""
     buffer = io.StringIO()
     with contextlib.redirect_stderr(buffer):
-        status = _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}")
+        status = _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}", *extra)
     assert status == 1
     return buffer.getvalue().replace("\n", " ")
 
@@ -199,3 +199,116 @@ def test_identical_runs_have_full_overlap_and_no_collapse(tmp_path: Path) -> Non
     assert dist["mean_bc"] == pytest.approx(1.0) and dist["n_collapse"] == 0 and dist["n_drift"] == 0
     calib = _csv(tmp_path, "calibration.csv").iloc[0]
     assert calib["ece_change"] == pytest.approx(0.0) and calib["brier_change"] == pytest.approx(0.0)
+
+
+def _transitions_from_samples(base_dir: Path, variant_dir: Path, task: str, metric: str) -> dict[str, int]:
+    """n_11, n_10, n_01, n_00 computed straight from two runs' samples files (paired on doc_hash)."""
+    def read(folder: Path) -> dict[str, float]:
+        path = next(folder.rglob(f"samples_{task}_*.jsonl"))
+        return {row["doc_hash"]: float(row[metric]) for row in map(json.loads, path.read_text().splitlines())}
+
+    base, variant = read(base_dir), read(variant_dir)
+    pairs = [(base[h], variant[h]) for h in base.keys() & variant.keys()]
+    return {f"n_{b}{v}": sum(1 for x, y in pairs if (x, y) == (b, v)) for b, v in ((1, 1), (1, 0), (0, 1), (0, 0))}
+
+
+def test_one_run_each_with_different_seeds_pairs_in_folder_mode(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 1, 0, 0, 1, 1, 0], seed=1)
+    variant = _write(tmp_path, "v", [1, 0, 1, 0, 0, 1, 1], seed=2)
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    row = _csv(tmp_path, "transitions.csv").set_index("task").loc[FACTS]
+    expected = _transitions_from_samples(base, variant, FACTS, "acc")
+    assert {k: int(row[k]) for k in expected} == expected == {"n_11": 2, "n_10": 2, "n_01": 2, "n_00": 1}
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["counts"]["v"]["seeds"] == {"base": 1, "variant": 2}
+    assert any("different seeds" in w and "several --seed" in w for w in summary["warnings"])
+
+
+def test_several_runs_on_one_side_still_pair_seed_by_seed(tmp_path: Path) -> None:
+    for seed in (1, 2):
+        _write(tmp_path / "base_runs", f"s{seed}", [1, 0, 1], seed=seed)
+    variant = _write(tmp_path, "v", [1, 1, 1], seed=3)
+    message = _mismatch_message(tmp_path, tmp_path / "base_runs", variant)
+    assert "seeds) differ: base has [1, 2], variant has [3]" in message and "same --seed" in message
+
+
+def test_nothing_paired_is_a_clear_error_and_out_is_left_as_it_was(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 0, 1])
+    other = tmp_path / "other"
+    write_run(other, "other", [FakeTask(IF, {"prompt_level_strict_acc": [1, 0, 1]}, output_type="generate_until")])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("an earlier report")
+    message = _mismatch_message(tmp_path, base, other, "--allow-partial")
+    assert "no scored item in common" in message and "nothing to compare" in message
+    assert [p.name for p in out.iterdir()] == ["report.md"] and (out / "report.md").read_text() == "an earlier report"
+
+
+def test_out_is_replaced_whole_and_a_foreign_folder_is_refused(tmp_path: Path) -> None:
+    base, variant = _write(tmp_path, "base", [1, 0, 1]), _write(tmp_path, "v", [1, 1, 1])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.csv").write_text("from an earlier comparison")
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    assert not (out / "stale.csv").exists() and (out / "summary.json").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no staging folder left behind
+    (out / "notes.txt").write_text("mine")
+    message = _mismatch_message(tmp_path, base, variant)
+    assert "holds notes.txt" in message and "give a new or empty folder" in message
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_an_all_nan_metric_is_left_out_with_its_reason_not_a_crash(tmp_path: Path) -> None:
+    base = _write(tmp_path, "base", [1, 1, 0], words=[None, None, None])
+    variant = _write(tmp_path, "v", [1, 0, 1], words=[None, None, None])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    assert list(_csv(tmp_path, "drift.csv")["task"]) == [FACTS]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert f"v: unscored (NaN) items excluded from pairing: {STYLE}/verbosity: 3" in summary["warnings"]
+
+
+def test_own_tasks_join_through_an_extra_taxonomy_or_show_as_unmapped(tmp_path: Path) -> None:
+    for name, acc, mmlu in (("base", [1, 1, 0], [1, 1, 0, 0]), ("v", [1, 0, 1], [1, 0, 0, 0])):
+        write_run(tmp_path / name, name, [FakeTask(FACTS, {"acc": acc}), FakeTask("mmlu_anatomy", {"acc": mmlu})])
+    args = ["--base", str(tmp_path / "base"), "--variant", f"v={tmp_path / 'v'}"]
+    assert _compare(tmp_path, *args) == 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "### Unmapped tasks" in report and "`mmlu_anatomy/acc`" in report and "--taxonomy EXTRA.yaml" in report
+    row = _csv(tmp_path, "transitions.csv").set_index("task").loc["mmlu_anatomy"]
+    assert (row["n"], row["n_10"], row["n_01"]) == (4, 1, 0)
+
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("groups:\n  CAN:\n    capabilities:\n      C1:\n        members:\n"
+                     "          - {task: mmlu_anatomy, metric: acc, direction: higher}\n")
+    assert _compare(tmp_path, *args, "--taxonomy", str(extra)) == 0
+    caps = _csv(tmp_path, "capabilities.csv").set_index("key")
+    assert caps.loc["C1", "n_metrics"] == 2 and "### Unmapped tasks" not in (tmp_path / "out" / "report.md").read_text()
+
+    extra.write_text("groups:\n  CAN:\n    capabilities:\n      H1:\n        members:\n"
+                     "          - {task: mmlu_anatomy, metric: acc, direction: higher}\n")
+    message = _mismatch_message(tmp_path, tmp_path / "base", tmp_path / "v", "--taxonomy", str(extra))
+    assert "capability H1 belongs to group HOW, not CAN" in message
+
+
+def test_different_evaluation_settings_are_warned_about(tmp_path: Path) -> None:
+    base, variant = _write(tmp_path, "base", [1, 0, 1]), _write(tmp_path, "v", [1, 1, 1])
+    results = next(base.rglob("results_*.json"))
+    data = json.loads(results.read_text())
+    data.update({"chat_template_sha": "0123456789abcdef", "n-shot": {FACTS: 5}, "lm_eval_version": "0.4.12"})
+    data["config"]["gen_kwargs"] = {"temperature": 0.7}
+    results.write_text(json.dumps(data))
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    warnings = json.loads((tmp_path / "out" / "summary.json").read_text())["warnings"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    for key, fix in (("chat template", "--apply_chat_template"), ("few-shot count", "--num_fewshot"),
+                     ("generation kwargs", "--gen_kwargs"), ("lm-eval version", "same lm-eval version")):
+        found = [w for w in warnings if w.startswith(f"v: {key} differs from base 'base'")]
+        assert len(found) == 1 and fix in found[0] and found[0] in report, key
+    assert "base applied (sha 0123456789ab), variant not applied" in " ".join(warnings)
+
+
+def test_same_settings_give_no_setting_warning(tmp_path: Path) -> None:
+    base, variant = _write(tmp_path, "base", [1, 0, 1]), _write(tmp_path, "v", [1, 1, 1])
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    warnings = json.loads((tmp_path / "out" / "summary.json").read_text())["warnings"]
+    assert not [w for w in warnings if "differs from base" in w]
