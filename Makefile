@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: test test-slow demo lint bench clean browser sandbox
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	# The pinned CPU build first, so nothing below pulls a CUDA torch.
 	$(BIN)/pip install --quiet torch==2.13.0
