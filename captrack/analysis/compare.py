@@ -107,9 +107,9 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
         UnknownNameError: a model name not in the store.
     """
-    taxonomy = taxonomy or load_taxonomy()
-    warnings: list[str] = []
-    transitions, drift, replicates, pairs = [], [], [], []
+    taxonomy, warnings, replicates, pairs = taxonomy or load_taxonomy(), [], [], []
+    transitions: list[dict[str, Any]] = []
+    drift: list[dict[str, Any]] = []
     items: Items = {}
     counts: dict[str, Any] = {}
     for variant in variants:
@@ -120,8 +120,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         variant_items = _item_means(paired)
         items |= variant_items
         t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
-        transitions += t_rows
-        drift += d_rows
+        transitions, drift = [*transitions, *t_rows], [*drift, *d_rows]
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
         if paired.seeds is not None:
@@ -137,9 +136,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
-    untracked = sorted({f"{t}/{m}" for t, m, c in zip(drift_df["task"], drift_df["metric"], drift_df["capability"], strict=True) if not c})
-    if untracked:
-        warnings.append("not in the taxonomy, so in no capability aggregate: " + ", ".join(untracked))
+    warnings += _untracked(drift_df)
     return Comparison(
         base=base,
         variants=list(variants),
@@ -159,6 +156,12 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         contrasts=algorithm_contrasts(with_rates, boot, taxonomy, options.level, base),
         by_field=by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level, warnings),
     )
+
+
+def _untracked(drift: pd.DataFrame) -> list[str]:
+    """A warning naming the (task, metric)s outside the taxonomy (in no capability aggregate), if any."""
+    names = sorted({f"{t}/{m}" for t, m, c in zip(drift["task"], drift["metric"], drift["capability"], strict=True) if not c})
+    return ["not in the taxonomy, so in no capability aggregate: " + ", ".join(names)] if names else []
 
 
 def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFrame) -> pd.DataFrame:
