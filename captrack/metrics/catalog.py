@@ -15,6 +15,8 @@ declare(MetricSpec("exact_match", "higher", "binary", "the extracted answer equa
 
 # CAN: latent competence.
 declare(MetricSpec("pass_at_1", "higher", "binary", "the first generated program passes the unit tests"))
+declare(MetricSpec("sandbox_isolated", "neutral", "binary",
+                   "1: the program ran under bubblewrap; 0: under the weaker opt-in fallback (CAPTRACK_UNSAFE_CODE_FALLBACK)"))
 declare(MetricSpec("reasoning", "higher", "score", "judged quality of the reasoning steps, in [0, 1]"))
 declare(MetricSpec("evidence_hit", "higher", "score", "share of the gold evidence the answer relies on"))
 declare(MetricSpec("form_accuracy", "higher", "score", "share of an item's prompt forms (phrasings, option orders, typos, languages) answered correctly"))

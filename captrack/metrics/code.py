@@ -51,9 +51,9 @@ def run_tests_batch(docs: Sequence[Mapping[str, Any]], responses: Sequence[str])
     return run_batch(jobs)
 
 
-@scorer("code_tests", produces=("pass_at_1",))
+@scorer("code_tests", produces=("pass_at_1", "sandbox_isolated"))
 def code_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
-    """1 when the (single, greedy) program passes every test of the item."""
+    """1 when the (single, greedy) program passes every test of the item; which sandbox ran it, as a number."""
     result = run_tests(doc, response)
     if not result.passed:
         level = logging.DEBUG if result.status == "failed" and result.sandbox == "bwrap" else logging.WARNING
@@ -61,4 +61,4 @@ def code_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | Non
                  doc.get("id", "?"), result.status, result.sandbox, result.detail.splitlines()[0] if result.detail else "")
     elif result.sandbox != "bwrap":
         _LOG.warning("doc %s: passed in the %s sandbox (weaker than bubblewrap)", doc.get("id", "?"), result.sandbox)
-    return {"pass_at_1": float(result.passed)}
+    return {"pass_at_1": float(result.passed), "sandbox_isolated": float(result.sandbox == "bwrap")}

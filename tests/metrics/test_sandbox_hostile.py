@@ -155,7 +155,7 @@ def test_signals_to_the_evaluator_do_not_arrive(signal_call: str, canary: Path) 
 def test_early_exits_and_harness_tampering_with_a_wrong_solution_score_zero(exit_call: str, canary: Path) -> None:
     result = _score(f"import os, sys\n{WRONG}{exit_call}\n")
     assert result.status in ("failed", "exited"), result
-    assert code_metrics(DOC, f"```python\nimport os, sys\n{WRONG}{exit_call}\n```") == {"pass_at_1": 0.0}
+    assert code_metrics(DOC, f"```python\nimport os, sys\n{WRONG}{exit_call}\n```") == {"pass_at_1": 0.0, "sandbox_isolated": 1.0}
 
 
 def test_a_socket_to_a_listener_on_this_machine_never_connects(canary: Path) -> None:
