@@ -168,7 +168,7 @@ def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFr
     """Drift rows with their task's F, BT and MDE beside them (what capability aggregates average)."""
     keys = ["variant", "task", "metric"]
     rates = transitions[[*keys, "forgetting", "backward_transfer"]].drop_duplicates()
-    return drift.merge(rates, on=keys, how="left").merge(power[[*keys, "mde_pct"]], on=keys, how="left")
+    return drift.merge(rates, on=keys, how="left").merge(power[[*keys, "n", "mde_pct"]], on=keys, how="left")
 
 
 def _distribution(

@@ -117,7 +117,8 @@ def aggregate_capabilities(
 
 CAPABILITY_COLUMNS = [
     "variant", "algorithm", "level", "key", "mean_rel_drift_pct", "std_rel_drift_pct",
-    "ci_low", "ci_high", "forgetting", "backward_transfer", "n_metrics", "mde_pct",
+    "ci_low", "ci_high", "forgetting", "backward_transfer", "n_metrics", "mde_pct", "n_items", "base_value",
+    "variant_value",
 ]
 
 
@@ -169,7 +170,18 @@ def _row(
         "forgetting": _nanmean(members, "forgetting"),
         "backward_transfer": _nanmean(members, "backward_transfer"),
         "n_metrics": n_metrics,
-    }
+    } | _values(members)
+
+
+def _values(members: pd.DataFrame) -> dict[str, float]:
+    """Paired items (each member task counted once) and the mean base and variant value over the members
+    that have both (metrics of different scales are averaged as they are: a summary, not a drift); NaN without."""
+    if not {"base_value", "variant_value"} <= set(members) or members.empty:
+        return {"n_items": math.nan, "base_value": math.nan, "variant_value": math.nan}
+    both = members[members["base_value"].notna() & members["variant_value"].notna()]
+    n_items = float(both.drop_duplicates("task")["n"].sum()) if "n" in both and len(both) else math.nan
+    return {"n_items": n_items, "base_value": float(both["base_value"].mean()) if len(both) else math.nan,
+            "variant_value": float(both["variant_value"].mean()) if len(both) else math.nan}
 
 
 def _nanmean(frame: pd.DataFrame, column: str) -> float:
