@@ -12,6 +12,7 @@ import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift
 from captrack.analysis.by_field import by_field_tables
+from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -92,7 +93,8 @@ class Comparison:
     judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
     paired: dict[str, PairedItems] = field(default_factory=dict)  # variant -> its paired items (drill-down pages)
     power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))  # MDE per (variant, task, metric)
-    contrasts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CONTRAST_COLUMNS))  # algorithm vs algorithm
+    contrasts: pd.DataFrame = field(  # algorithm vs algorithm
+        default_factory=lambda: pd.DataFrame(columns=[*CONTRAST_COLUMNS, *MEASURE_COLUMNS]))
     aggregate_only: bool = False  # scores without items: no CIs, transitions or MDE can be computed
     by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
 
@@ -153,7 +155,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         judged=store.judged_summary([base, *(v.name for v in variants)]),
         paired={p.variant: p for p in pairs},
         power=power,
-        contrasts=algorithm_contrasts(with_rates, boot, taxonomy, options.level, base),
+        contrasts=_contrasts(with_rates, boot, taxonomy, options, base, variants, items, transitions_df, dist_items),
         by_field=by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level, warnings),
     )
 
@@ -162,6 +164,15 @@ def _untracked(drift: pd.DataFrame) -> list[str]:
     """A warning naming the (task, metric)s outside the taxonomy (in no capability aggregate), if any."""
     names = sorted({f"{t}/{m}" for t, m, c in zip(drift["task"], drift["metric"], drift["capability"], strict=True) if not c})
     return ["not in the taxonomy, so in no capability aggregate: " + ", ".join(names)] if names else []
+
+
+def _contrasts(with_rates: pd.DataFrame, boot: dict[tuple[str, str, str], Any], taxonomy: Taxonomy, options: CompareOptions,
+               base: str, variants: Sequence[VariantSpec], items: Items, transitions: pd.DataFrame,
+               dist_items: pd.DataFrame) -> pd.DataFrame:
+    """Algorithm pairs: mean |drift| (captrack.analysis.ranking), then F_adj and 1 − BC (captrack.analysis.contrasts)."""
+    pairs = algorithm_contrasts(with_rates, boot, taxonomy, options.level, base)
+    return item_contrasts(pairs, {v.name: v.algorithm for v in variants}, items, transitions, dist_items,
+                          options.bootstrap, options.seed, options.level)
 
 
 def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,10 @@ import math
 
 import pandas as pd
 
-__all__ = ["EXPECTATION", "findings", "ranking_sentence"]
+__all__ = ["EXPECTATION", "findings", "measure_sentence", "ranking_sentence"]
+
+MEASURES = {"f_adj": ("chance-adjusted forgetting F_adj", 100.0, "points"),
+            "one_minus_bc": ("option-distribution movement 1 − BC", 100.0, "points")}
 
 EXPECTATION = ("published expectation (CapTrack; Balasubramanian & Kasiviswanathan 2026): SFT drifts most, "
                "preference optimisation (DPO) and RL are more conservative")
@@ -67,6 +70,32 @@ def ranking_sentence(a: str, b: str, difference: float, low: float, high: float)
             f"95% CI [{low:+.1f}, {high:+.1f}] includes 0.")
 
 
+def measure_sentence(a: str, b: str, measure: str, difference: float, low: float, high: float) -> str | None:
+    """An ordering of `a` and `b` by an item-level measure (F_adj, 1 − BC) only where its CI excludes 0; None without a value."""
+    label, scale, unit = MEASURES[measure]
+    if any(math.isnan(float(x)) for x in (difference, low, high)):
+        return None
+    d, lo, hi = scale * difference, scale * low, scale * high
+    if lo > 0 or hi < 0:
+        more, less = (a, b) if d > 0 else (b, a)
+        return (f"{more} has more {label} than {less}: {abs(d):.1f} {unit} (95% CI of {a} − {b} "
+                f"[{lo:+.1f}, {hi:+.1f}] excludes 0).")
+    return f"The data cannot order {a} and {b} by {label}: {a} − {b} = {d:+.1f} {unit}, 95% CI [{lo:+.1f}, {hi:+.1f}] includes 0."
+
+
+def _measure_sentences(contrasts: pd.DataFrame) -> list[str]:
+    out = []
+    for measure in MEASURES:
+        if f"{measure}_difference" not in contrasts:
+            continue
+        for r in contrasts.to_dict("records"):
+            said = measure_sentence(str(r["algorithm_a"]), str(r["algorithm_b"]), measure, float(r[f"{measure}_difference"]),
+                                    float(r[f"{measure}_ci_low"]), float(r[f"{measure}_ci_high"]))
+            if said:
+                out.append(said)
+    return out
+
+
 def _expectation_sentence(contrasts: pd.DataFrame) -> str | None:
     """Whether SFT's contrasts test the published expectation: it needs a CI that excludes 0 against every other algorithm."""
     rows = contrasts[(contrasts["algorithm_a"] == "SFT") | (contrasts["algorithm_b"] == "SFT")]
@@ -114,6 +143,7 @@ def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame, contrasts: pd.DataFr
         return sentences
     sentences += [ranking_sentence(r.algorithm_a, r.algorithm_b, r.difference, r.ci_low, r.ci_high)
                   for r in contrasts.itertuples()]
+    sentences += _measure_sentences(contrasts)
     expectation = _expectation_sentence(contrasts)
     if expectation:
         sentences.append(expectation)

@@ -1,0 +1,106 @@
+"""Item-level algorithm contrasts beside mean |drift|: chance-adjusted forgetting F_adj and option
+distribution movement 1 − BC, each as a − b with a paired bootstrap CI over items.
+
+Per algorithm a measure is the mean over its variants of the mean over tasks that every variant of
+both algorithms has: F_adj per (task, metric) of binary items (max(F − E, 0) with E the chance flips
+of a k-option task, 0 without k; with replicates the items are replicate means in [0, 1] and
+base·(1 − variant) is an item's expected forgetting) and, per multiple-choice task, the mean over items of 1 − BC (the
+Bhattacharyya overlap of the base's and variant's option distributions, captrack.analysis.distribution).
+Each task is resampled with captrack.analysis.bootstrap.resample_counts, the same index for every
+variant, so a − b is resampled item by item jointly; the CI is the percentile interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from captrack.analysis.bootstrap import Items, resample_counts
+from captrack.analysis.stats import percentile_ci
+
+__all__ = ["MEASURE_COLUMNS", "item_contrasts"]
+
+MEASURES = ("f_adj", "one_minus_bc")
+MEASURE_COLUMNS = [f"{m}_{s}" for m in MEASURES for s in ("a", "b", "difference", "ci_low", "ci_high")]
+Series = dict[tuple[str, str], tuple[float, NDArray[np.float64]]]  # (variant, unit) -> (point, resamples)
+
+
+def _f_adj(base: NDArray[np.float64], post: NDArray[np.float64], k: float, counts: NDArray[np.float32]) -> tuple[float, NDArray[np.float64]]:
+    """F_adj of paired binary items and its resamples (rows of `counts`)."""
+    weights = np.vstack([np.ones((1, base.size), dtype=np.float32), counts]).astype(np.float64) / base.size
+    forgot, pre, after = weights @ (base * (1 - post)), weights @ base, weights @ post
+    chance = (1 - pre) * (1 - after) / (k - 1) if not math.isnan(k) and k >= 2 else 0.0
+    values = np.maximum(forgot - chance, 0.0)
+    return float(values[0]), values[1:]
+
+
+def _forgetting_series(items: Items, transitions: pd.DataFrame, n_resamples: int, seed: int) -> Series:
+    out: Series = {}
+    scored = transitions[transitions["forgetting_adj"].notna()]
+    for row in scored.itertuples():
+        base, post = items.get((str(row.variant), str(row.task), str(row.metric)), (np.empty(0), np.empty(0)))
+        if base.size == 0 or not (((base >= 0) & (base <= 1)).all() and ((post >= 0) & (post <= 1)).all()):
+            continue
+        counts = resample_counts(str(row.task), base.size, n_resamples, seed)
+        k = math.nan if row.k is None or pd.isna(row.k) else float(row.k)
+        out[(str(row.variant), f"{row.task}/{row.metric}")] = _f_adj(base, post, k, counts)
+    return out
+
+
+def _bc_series(dist_items: pd.DataFrame, n_resamples: int, seed: int) -> Series:
+    out: Series = {}
+    if dist_items.empty:
+        return out
+    for (variant, task), frame in dist_items.groupby(["variant", "task"], sort=True):
+        values = 1.0 - frame.sort_values("doc_hash")["bhattacharyya"].to_numpy(dtype=float)
+        counts = resample_counts(str(task), values.size, n_resamples, seed).astype(np.float64)
+        out[(str(variant), str(task))] = (float(values.mean()), counts @ values / values.size)
+    return out
+
+
+def _algorithm_value(series: Series, variants: list[str], units: list[str]) -> tuple[float, NDArray[np.float64]]:
+    point = float(np.mean([np.mean([series[(v, u)][0] for u in units]) for v in variants]))
+    samples = np.mean([np.mean(np.vstack([series[(v, u)][1] for u in units]), axis=0) for v in variants], axis=0)
+    return point, samples
+
+
+def _pair(series: Series, by_algorithm: dict[str, list[str]], a: str, b: str, level: float) -> list[float]:
+    """[a, b, a − b, ci_low, ci_high] over the units every variant of a and b has (NaN without any)."""
+    variants = by_algorithm[a] + by_algorithm[b]
+    units = sorted(set.intersection(*({u for (v, u) in series if v == name} for name in variants)))
+    if not units:
+        return [math.nan] * 5
+    (value_a, samples_a), (value_b, samples_b) = (_algorithm_value(series, by_algorithm[x], units) for x in (a, b))
+    low, high = percentile_ci(samples_a - samples_b, level) if samples_a.size else (math.nan, math.nan)
+    return [value_a, value_b, value_a - value_b, low, high]
+
+
+def item_contrasts(contrasts: pd.DataFrame, algorithms: dict[str, str], items: Items, transitions: pd.DataFrame,
+                   dist_items: pd.DataFrame, n_resamples: int, seed: int, level: float = 0.95) -> pd.DataFrame:
+    """`contrasts` (one row per algorithm pair) with F_adj and 1 − BC of a and b, a − b and its CI appended.
+
+    Args:
+        algorithms: variant name -> algorithm label.
+    """
+    by_algorithm: dict[str, list[str]] = {}
+    for variant, algorithm in sorted(algorithms.items()):
+        if algorithm:
+            by_algorithm.setdefault(algorithm, []).append(variant)
+    builders: dict[str, Callable[[], Series]] = {
+        "f_adj": lambda: _forgetting_series(items, transitions, n_resamples, seed),
+        "one_minus_bc": lambda: _bc_series(dist_items, n_resamples, seed),
+    }
+    out = contrasts.copy()
+    for measure, build in builders.items():
+        series = build() if len(contrasts) else {}
+        values = [_pair(series, by_algorithm, str(r.algorithm_a), str(r.algorithm_b), level)
+                  if series and {r.algorithm_a, r.algorithm_b} <= set(by_algorithm) else [math.nan] * 5
+                  for r in contrasts.itertuples()]
+        for i, suffix in enumerate(("a", "b", "difference", "ci_low", "ci_high")):
+            out[f"{measure}_{suffix}"] = [v[i] for v in values]
+    return out.reindex(columns=[*contrasts.columns, *MEASURE_COLUMNS])
+
