@@ -81,6 +81,7 @@ class ExperimentFile(_Config):
     data: dict[str, Any] | None = Field(None, description="a mapping {sources: DIR, configs: [...]} or {dir: MIRROR}")
     by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
     source_note: Text = ""
+    target: Text = Field("", description="the task the post-training aims at (text), e.g. captrack_probe_c2_word_problems")
     variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
 
 
@@ -125,6 +126,7 @@ class LeaderboardFile(_Config):
     bootstrap: StrictInt = Field(1000, ge=0, description="a whole number of bootstrap resamples ≥ 0")
     seed: StrictInt = Field(0, description="a whole number")
     by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
+    target: Text = Field("", description="the task the post-training aims at (text): the page states its change per variant")
 
 
 # -- validation with messages people can act on --------------------------------------------------------------

@@ -12,6 +12,7 @@ An experiment YAML::
     batch_size: 8
     metadata: {}                         # lm-eval --metadata (e.g. probe seed / n)
     title: ..., description: ..., source_note: ...   # shown on the leaderboard
+    target: ""                           # the task post-training aims at: the page states its change
     base: {name: base, model: hf, model_args: {pretrained: /path/or/alias}, family: x, size: 1B}
     variants:
       - {name: sft, model: hf, model_args: {pretrained: /path}, algorithm: SFT, data: ...}
@@ -95,6 +96,7 @@ class Experiment:
     data_configs: tuple[str, ...] = ()
     data_dir: Path | None = None
     by: tuple[str, ...] = ()
+    target: str = ""
 
     @property
     def bases(self) -> tuple[Checkpoint, ...]:
@@ -220,6 +222,7 @@ def load_experiment(path: str | Path) -> Experiment:
         other_bases=bases[1:],
         by=tuple(spec.by),
         **_data(spec.data, where, folder),
+        target=spec.target,
     )
 
 

@@ -217,7 +217,7 @@ def _board_yaml(experiment: Experiment) -> dict[str, Any]:
         "title": experiment.title or experiment.name, "description": experiment.description,
         "source_note": experiment.source_note or f"captrack run {experiment.source.name}: {how} of every checkpoint",
         "store": store_ref, "comparisons": [c for c in comparisons if c["variants"]], "bootstrap": 1000}
-    return board | ({"by": list(experiment.by)} if experiment.by else {})
+    return board | ({"by": list(experiment.by)} if experiment.by else {}) | ({"target": experiment.target} if experiment.target else {})
 
 
 def _leaderboard(experiment: Experiment) -> None:

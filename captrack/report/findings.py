@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-__all__ = ["EXPECTATION", "findings", "measure_sentence", "ranking_sentence"]
+__all__ = ["EXPECTATION", "findings", "measure_sentence", "ranking_sentence", "target_sentences"]
 
 MEASURES = {"f_adj": ("chance-adjusted forgetting F_adj", 100.0, "points"),
             "one_minus_bc": ("option-distribution movement 1 − BC", 100.0, "points")}
@@ -148,3 +148,27 @@ def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame, contrasts: pd.DataFr
     if expectation:
         sentences.append(expectation)
     return sentences
+
+
+def target_sentences(drift: pd.DataFrame, target: str) -> list[str]:
+    """Per variant, the change of the post-training's target task (each metric): base → variant, relative
+    change with its 95% CI, and whether that CI excludes 0; a variant without the target says so."""
+    rows = drift[drift["task"] == target]
+    out = []
+    for variant in dict.fromkeys(str(v) for v in drift["variant"]):
+        mine = rows[rows["variant"] == variant]
+        if mine.empty:
+            out.append(f"Target {target} was not evaluated for {variant}: its post-training cannot be checked.")
+            continue
+        for r in mine.to_dict("records"):
+            low, high = float(r["ci_low"]), float(r["ci_high"])
+            head = (f"Target {target}/{r['metric']} for {variant}: {float(r['base_value']):.3f} → "
+                    f"{float(r['variant_value']):.3f} ({_pct(float(r['rel_drift_pct']))}")
+            if math.isnan(low) or math.isnan(high):
+                out.append(f"{head}, no CI): the data cannot say whether the post-training moved its target.")
+            elif low > 0 or high < 0:
+                out.append(f"{head}, 95% CI [{low:+.1f}, {high:+.1f}] excludes 0): the post-training moved its target.")
+            else:
+                out.append(f"{head}, 95% CI [{low:+.1f}, {high:+.1f}] includes 0): the post-training did NOT "
+                           "measurably move its target.")
+    return out

@@ -63,6 +63,7 @@ class LeaderboardSpec:
     bootstrap: int = 1000
     seed: int = 0
     by: tuple[str, ...] = ()
+    target: str = ""
 
 
 def _expand(text: str, folder: Path) -> Path:
@@ -104,6 +105,7 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
         reference=reference,
         capabilities=tuple(board.capabilities),
         bootstrap=board.bootstrap,
+        target=board.target,
         seed=board.seed,
         by=tuple(board.by),
     )

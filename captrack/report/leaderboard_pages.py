@@ -13,7 +13,7 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
-from captrack.report.findings import findings
+from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
 from captrack.report.markdown import md_text
 from captrack.report.writer import write_contract_tables
@@ -189,6 +189,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
     said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only)
+    said += target_sentences(tables["drift"], spec.target) if spec.target else []
     board = Board(spec, matrix, summary, checkpoints, _capability_rows(tables), _per_task(tables), scoring, said, aggregate_only,
                   html_sections, md_sections)
     written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
