@@ -66,11 +66,6 @@ class LeaderboardSpec:
     target: str = ""
 
 
-def _expand(text: str, folder: Path) -> Path:
-    """Expand ${VAR} / ${VAR:-default} and resolve relative to the leaderboard folder."""
-    return expand_path(text, folder)
-
-
 def load_spec(folder: str | Path) -> LeaderboardSpec:
     """Read and check ``folder/leaderboard.yaml``.
 
@@ -100,8 +95,8 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
         description=board.description,
         source_note=board.source_note,
         variants=tuple(variants),
-        store=_expand(board.store, root) if board.store else None,
-        scores=_expand(board.scores, root) if board.scores else None,
+        store=expand_path(board.store, root) if board.store else None,
+        scores=expand_path(board.scores, root) if board.scores else None,
         reference=reference,
         capabilities=tuple(board.capabilities),
         bootstrap=board.bootstrap,
@@ -138,8 +133,8 @@ def _comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str, Vari
         frame = read_scores(spec.scores)
     else:
         ref = spec.reference
-        variants = {str(k): _expand(str(p), spec.folder) for k, p in (ref.get("variants") or {}).items()}
-        frame = scores_from_reference(_expand(str(ref["base"]), spec.folder), variants)
+        variants = {str(k): expand_path(str(p), spec.folder) for k, p in (ref.get("variants") or {}).items()}
+        frame = scores_from_reference(expand_path(str(ref["base"]), spec.folder), variants)
     comparison = compare_scores(frame)
     labels = {v.name: v for v in spec.variants}
     for v in comparison.variants:
