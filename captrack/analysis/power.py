@@ -5,9 +5,12 @@ What a sample of n paired items can tell apart from no change, planned from n an
 
 - binary metric, base rate p: McNemar's test in Connor's (1987) normal approximation. With ψ the
   expected share of discordant items, the smallest detectable change δ in the rate solves
-  √n·δ = z_{1−α/2}·√ψ + z_{1−β}·√(ψ − δ²); captrack plans with ψ = 2p(1 − p), the discordance of
-  independent outcomes at the base rate (conservative: real base/variant pairs agree more often).
-  p is first clipped to [1/(2n), 1 − 1/(2n)] so a task solved on every item still has an MDE.
+  √n·δ = z_{1−α/2}·√ψ + z_{1−β}·√(ψ − δ²); captrack plans with ψ = 2p(1 − p) + δ·|1 − 2p|, the
+  discordance of independent outcomes at the base rate p and the changed rate p ± δ (the side toward
+  1/2, the larger discordance; conservative: real base/variant pairs agree more often). At p = 1/2 this
+  is 2p(1 − p); near 0 or 1 it keeps ψ ≥ δ, since a change of δ flips at least δ of the items (ψ =
+  2p(1 − p) alone would call a change of 10 points on a task solved on every item detectable on
+  30 items). p is first clipped to [1/(2n), 1 − 1/(2n)].
 - other metrics: δ = (z_{1−α/2} + z_{1−β})·√2·s/√n with s the base items' standard deviation
   (ddof = 1), the same independence planning assumption.
 
@@ -37,17 +40,18 @@ def mde_binary(n: int, p: float) -> float:
     if n <= 0 or math.isnan(p):
         return math.nan
     p = min(max(p, 0.5 / n), 1.0 - 0.5 / n)
-    psi = 2.0 * p * (1.0 - p)
-    root_n = math.sqrt(n)
-    if root_n * math.sqrt(psi) <= Z_ALPHA * math.sqrt(psi):  # not even δ = √ψ is detectable
+    root_n, tilt = math.sqrt(n), abs(1.0 - 2.0 * p)
+
+    def gap(delta: float) -> float:  # grows with δ: negative while δ is too small to detect
+        psi = 2.0 * p * (1.0 - p) + delta * tilt
+        return root_n * delta - Z_ALPHA * math.sqrt(psi) - Z_BETA * math.sqrt(max(psi - delta * delta, 0.0))
+
+    low, high = 0.0, max(p, 1.0 - p)  # the largest change toward 1/2
+    if gap(high) < 0:
         return math.nan
-    low, high = 0.0, math.sqrt(psi)
-    for _ in range(80):  # the gap root_n·δ − z_a√ψ − z_b√(ψ − δ²) grows with δ: bisect its zero
+    for _ in range(80):
         mid = (low + high) / 2.0
-        if root_n * mid - Z_ALPHA * math.sqrt(psi) - Z_BETA * math.sqrt(max(psi - mid * mid, 0.0)) < 0:
-            low = mid
-        else:
-            high = mid
+        low, high = (mid, high) if gap(mid) < 0 else (low, mid)
     return high
 
 

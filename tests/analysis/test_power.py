@@ -1,0 +1,46 @@
+"""The planned minimum detectable effect: README's figures, ψ ≥ δ near 0 and 1, and real power by simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from captrack.analysis.power import mde_binary, mde_continuous
+
+
+@pytest.mark.parametrize(("n", "points"), [(50, 27.4), (300, 11.4), (500, 8.8), (12032, 1.8)])
+def test_half_rate_figures_in_the_readme(n: int, points: float) -> None:
+    assert round(100 * mde_binary(n, 0.5), 1) == points
+
+
+def test_a_task_solved_on_every_item_is_not_powered_by_thirty_items() -> None:
+    # ψ = 2p(1 − p) alone would plan ~10 points here; a drop of δ flips at least δ·n items, all one way.
+    assert mde_binary(30, 1.0) > 0.25
+    assert mde_binary(30, 0.0) == pytest.approx(mde_binary(30, 1.0))
+
+
+def test_the_rate_is_symmetric_and_more_items_detect_less() -> None:
+    assert mde_binary(200, 0.9) == pytest.approx(mde_binary(200, 0.1))
+    sizes = [mde_binary(n, 0.7) for n in (50, 100, 200, 400, 800)]
+    assert sizes == sorted(sizes, reverse=True)
+    assert np.isnan(mde_binary(3, 0.5)) and np.isnan(mde_binary(0, 0.5))
+
+
+@pytest.mark.parametrize(("n", "p"), [(200, 0.9), (390, 0.5), (150, 0.05), (80, 1.0)])
+def test_simulated_power_at_the_mde_is_near_eighty_percent(n: int, p: float) -> None:
+    """Independent outcomes at p and at p moved δ toward 1/2: exact McNemar rejects in ≈ 80% of runs."""
+    delta = mde_binary(n, p)
+    q = p - delta if p > 0.5 else p + delta
+    rng = np.random.default_rng(0)
+    runs, rejected = 1500, 0
+    for _ in range(runs):
+        base, variant = rng.random(n) < p, rng.random(n) < q
+        n10, n01 = int((base & ~variant).sum()), int((~base & variant).sum())
+        if n10 + n01 and binomtest(n10, n10 + n01, 0.5).pvalue < 0.05:
+            rejected += 1
+    assert 0.72 <= rejected / runs <= 0.9
+
+
+def test_scores_use_the_paired_sd() -> None:
+    assert mde_continuous(100, 0.5) == pytest.approx((1.959963984540054 + 0.8416212335729143) * 0.05)
