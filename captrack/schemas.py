@@ -69,6 +69,9 @@ class ExperimentFile(_Config):
                              description='a list of task names or globs, e.g. ["captrack_probe_*"]')
     limit: Annotated[StrictInt, Field(ge=1)] | Annotated[StrictFloat, Field(gt=0, le=1)] | None = Field(
         None, description="null, a whole number of items ≥ 1, or a fraction in (0, 1]")
+    items: dict[str, Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=dict, description=(
+        "a mapping task name -> whole number ≥ 1: the first N items of that task (lm-eval --samples); "
+        "not with limit"))
     seeds: list[StrictInt] = Field([0], min_length=1, description=(
         "a list of whole numbers, one evaluation replicate per seed: e.g. [0] (one run) or [0, 1, 2] (three)"))
     apply_chat_template: StrictBool = Field(True, description="true or false")

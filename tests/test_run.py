@@ -25,10 +25,11 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return build_tiny_model(root / "a", texts, seed=0), build_tiny_model(root / "b", texts, seed=1)
 
 
-def _manifest(tmp_path: Path, base: Path, variant: Path, tasks: str = "captrack_probe_c1_facts") -> Path:
+def _manifest(tmp_path: Path, base: Path, variant: Path, tasks: str = "captrack_probe_c1_facts",
+              sizes: str = "limit: 6") -> Path:
     path = tmp_path / "exp.yaml"
     path.write_text(
-        f"name: t\nworkdir: work\nleaderboard: board\ntasks: [{tasks}]\nlimit: 6\nbatch_size: 4\n"
+        f"name: t\nworkdir: work\nleaderboard: board\ntasks: [{tasks}]\n{sizes}\nbatch_size: 4\n"
         f"base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}\n"
         f"variants:\n  - {{name: other, model_args: {{pretrained: {variant}}}, algorithm: SFT, family: tiny}}\n"
     )
@@ -45,6 +46,22 @@ def test_bad_manifests_fail_before_any_work(tmp_path: Path, models: tuple[Path, 
     with pytest.raises(UnknownNameError, match="training method"):
         load_experiment(bad)
     assert not (tmp_path / "work").exists()
+
+
+def test_items_run_the_first_n_items_of_each_named_task(tmp_path: Path, models: tuple[Path, Path]) -> None:
+    tasks = "captrack_probe_c1_facts, captrack_probe_c2_logic"
+    with pytest.raises(InputError, match="not both"):
+        load_experiment(_manifest(tmp_path, *models, tasks=tasks, sizes="limit: 3\nitems: {captrack_probe_c2_logic: 5}"))
+    with pytest.raises(UnknownNameError, match="items"):
+        run_experiment(load_experiment(_manifest(tmp_path, *models, tasks=tasks, sizes="items: {captrack_probe_c5a_forms: 5}")))
+    with pytest.raises(InputError, match="items"):
+        load_experiment(_manifest(tmp_path, *models, tasks=tasks, sizes="items: {captrack_probe_c2_logic: 0}"))
+    assert not (tmp_path / "work").exists()
+
+    sizes = "items: {captrack_probe_c1_facts: 4, captrack_probe_c2_logic: 7}\nmetadata: {n: 12}"
+    run_experiment(load_experiment(_manifest(tmp_path, *models, tasks=tasks, sizes=sizes)))
+    power = {line.split(",")[1]: int(line.split(",")[3]) for line in (tmp_path / "board" / "power.csv").read_text().splitlines()[1:]}
+    assert power == {"captrack_probe_c1_facts": 4, "captrack_probe_c2_logic": 7}
 
 
 def test_run_reuses_and_resumes(tmp_path: Path, models: tuple[Path, Path]) -> None:
@@ -123,3 +140,24 @@ def test_quick_demo_end_to_end(tmp_path: Path) -> None:
         assert task in transitions, task
     assert {p.stem for p in (board / "tasks").glob("*.html")} >= set(QUICK_TASKS)
     assert run_experiment(experiment) == {}
+
+
+def test_evaluations_run_side_by_side_in_workers(tmp_path: Path, models: tuple[Path, Path],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers evaluate base and variant at once; a worker that fails names its stage and log, and leaves no marker."""
+    monkeypatch.setenv("CAPTRACK_WORKERS", "2")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    timings = run_experiment(load_experiment(_manifest(tmp_path, *models)))
+    assert {"evaluate base (seed 0)", "evaluate other (seed 0)"} <= set(timings)
+    logs = sorted(p.name for p in (tmp_path / "work" / "logs").glob("*.log"))
+    assert logs == ["evaluate-base-seed-0.log", "evaluate-other-seed-0.log"]
+    assert (tmp_path / "board" / "transitions.csv").is_file()
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")  # exists, so validation passes; loading it fails in the worker
+    failing = tmp_path / "failing"
+    failing.mkdir()
+    with pytest.raises(InputError, match=r"evaluate other \(seed 0\).*failed.*evaluate-other-seed-0.log"):
+        run_experiment(load_experiment(_manifest(failing, models[0], broken)))
+    assert not (failing / "work" / "markers" / "eval-other-0.json").exists()

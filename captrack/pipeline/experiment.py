@@ -7,6 +7,8 @@ An experiment YAML::
     leaderboard: leaderboards/mine       # folder (leaderboard.yaml is written there)
     tasks: ["captrack_probe_*"]
     limit: null                          # lm-eval --limit (int, fraction or null)
+    items: {}                            # or per task: {captrack_probe_c2_logic: 400} (the first N items;
+                                         # lm-eval --samples; a task not named runs all its items)
     seeds: [0]                           # one evaluation replicate per seed
     apply_chat_template: true
     batch_size: 8
@@ -84,6 +86,8 @@ class Experiment:
     variants: tuple[Checkpoint, ...]
     tasks: tuple[str, ...] = ("captrack_probe_*",)
     limit: int | float | None = None
+    items: dict[str, int] = field(default_factory=dict)
+    """Per task, how many of its items to run (the first N); exclusive with `limit`."""
     seeds: tuple[int, ...] = (0,)
     apply_chat_template: bool = True
     batch_size: int = 8
@@ -201,6 +205,8 @@ def load_experiment(path: str | Path) -> Experiment:
     names = [*(b.name for b in bases), *(v.name for v in variants)]
     if len(set(names)) != len(names):
         raise InputError(f"{where}: checkpoint names must be unique; got {names}")
+    if spec.items and spec.limit is not None:
+        raise InputError(f"{where}: give 'limit' (every task) or 'items' (per task), not both")
     if len(set(spec.seeds)) != len(spec.seeds):
         raise InputError(f"{where}: key 'seeds' is {spec.seeds}: each seed once (a repeated seed repeats the same run)")
     return Experiment(
@@ -212,6 +218,7 @@ def load_experiment(path: str | Path) -> Experiment:
         variants=variants,
         tasks=tuple(spec.tasks),
         limit=spec.limit,
+        items=dict(spec.items),
         seeds=tuple(spec.seeds),
         apply_chat_template=spec.apply_chat_template,
         batch_size=spec.batch_size,
@@ -244,8 +251,8 @@ def demo_experiment() -> Path:
     return path
 
 
-QUICK_TASKS = ("captrack_probe_c1_facts", "captrack_probe_c1_skills", "captrack_probe_w1_harmful",
-               "captrack_probe_w1_benign", "captrack_probe_h3_tools")
+QUICK_TASKS = ("captrack_probe_c1_facts", "captrack_probe_c2_word_problems", "captrack_probe_w1_harmful",
+               "captrack_probe_w1_benign", "captrack_probe_h4_multiturn")
 """What `--quick` evaluates when the experiment's tasks include them: CAN, WILL and HOW, loglikelihood and
 generation, short outputs, so the whole pipeline is exercised in a few minutes on CPU."""
 
@@ -262,5 +269,5 @@ def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
     )
     tasks = tuple(t for t in QUICK_TASKS if any(fnmatchcase(t, p) for p in experiment.tasks)) or experiment.tasks
     workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
-    return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, workdir=workdir,
+    return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, items={}, workdir=workdir,
                                leaderboard=workdir / "leaderboard")

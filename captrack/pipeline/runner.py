@@ -9,6 +9,7 @@ a run killed mid-evaluation redoes only the requests that had not finished.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import time
 from collections.abc import Callable
@@ -37,6 +38,10 @@ class Stage:
     """Whether the stage's outputs are on disk (a deleted output makes the stage run again)."""
     rerun_when_reused: bool = False
     """Run the action even when reused (cheap, and later stages need what it sets)."""
+    side_by_side: bool = False
+    """May run in a worker process beside other such stages (trainings, evaluations of hf models)."""
+    needs: tuple[str, ...] = ()
+    """Titles of side-by-side stages that must finish first (an evaluation needs its variant's training)."""
 
     def current_inputs(self) -> dict[str, Any]:
         """The inputs as they are now (files produced by earlier stages included)."""
@@ -91,11 +96,15 @@ def validate(experiment: Experiment) -> None:
             raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: model path {pretrained} does not exist")
     only_ours = all(t.startswith("captrack") for t in experiment.tasks)
     manager = task_manager(include_defaults=not only_ours)
+    from captrack.errors import UnknownNameError
+
     for pattern in experiment.tasks:
         if not manager.match_tasks([pattern]):
-            from captrack.errors import UnknownNameError
-
             raise UnknownNameError("task", pattern, manager.all_subtasks)
+    selected = manager.match_tasks(list(experiment.tasks))
+    for task in experiment.items:
+        if task not in selected:
+            raise UnknownNameError("task in 'items' (not among the experiment's tasks)", task, selected)
 
 
 def plan(experiment: Experiment, console: Console) -> list[Stage]:
@@ -149,10 +158,13 @@ def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[st
 
         return run_recipe(variant.train, Path(base_path["path"]), out)
 
-    return Stage(f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)",
-                 experiment.workdir / "markers" / f"train-{variant.name}.json",
+    return Stage(_train_title(variant), experiment.workdir / "markers" / f"train-{variant.name}.json",
                  {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()}, action,
-                 produced=lambda: (out / "captrack_train.json").is_file())
+                 produced=lambda: (out / "captrack_train.json").is_file(), side_by_side=True)
+
+
+def _train_title(variant: Checkpoint) -> str:
+    return f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)"
 
 
 def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_path: dict[str, str]) -> Stage:
@@ -168,7 +180,8 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_
         args = model_args()
         spec = EvalSpec(model_args=args, tasks=experiment.tasks, model=checkpoint.model, batch_size=experiment.batch_size,
                         limit=experiment.limit, apply_chat_template=experiment.apply_chat_template, seed=seed,
-                        metadata=experiment.metadata)
+                        metadata=experiment.metadata,
+                        samples={task: list(range(n)) for task, n in experiment.items.items()} or None)
         cache = experiment.workdir / "cache" / f"{checkpoint.name}-seed{seed}-{_fingerprint(Path(args['pretrained']))}"
         shutil.rmtree(out, ignore_errors=True)
         return evaluate_checkpoint(spec, out, cache)
@@ -178,10 +191,11 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_
         return {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
                 "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
                 "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
-                "weights": _fingerprint(Path(model_args()["pretrained"]))}
+                "weights": _fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {})
 
     return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json",
-                 inputs, action, produced=lambda: any(out.rglob("results_*.json")))
+                 inputs, action, produced=lambda: any(out.rglob("results_*.json")), side_by_side=checkpoint.model == "hf",
+                 needs=(_train_title(checkpoint),) if checkpoint.train else ())
 
 
 def _ingest(experiment: Experiment) -> None:
@@ -233,13 +247,32 @@ def _leaderboard(experiment: Experiment) -> None:
 
 
 def run_experiment(experiment: Experiment, dry_run: bool = False, console: Console | None = None) -> dict[str, float]:
-    """Run (or, with `dry_run`, print) every stage; returns wall seconds per stage run."""
+    """Run (or, with `dry_run`, print) every stage; returns wall seconds per stage run.
+
+    Consecutive side-by-side stages (trainings, evaluations) that have work to do run in worker
+    processes, one per usable core (captrack.pipeline.workers); the rest run here, one after another.
+    """
     console = console or Console()
     validate(experiment)
     stages = plan(experiment, console)
     timings: dict[str, float] = {}
+    batch: list[Stage] = []
+
+    def finish(stage: Stage, seconds: float) -> None:
+        timings[stage.title] = seconds
+        stage.marker.parent.mkdir(parents=True, exist_ok=True)
+        stage.marker.write_text(json.dumps({"config_hash": stage.digest, "inputs": stage.current_inputs()}, default=str, indent=2))
+        console.print(f"[green]done[/] {stage.title} in {seconds:.1f} s")
+
     for i, stage in enumerate(stages, start=1):
         label = f"[{i}/{len(stages)}] {stage.title}"
+        if stage.side_by_side and not dry_run and not stage.done():
+            console.print(f"{label}: queued")
+            batch.append(stage)
+            continue
+        if not stage.side_by_side:
+            _run_batch(experiment, batch, console, finish)
+            batch = []
         if stage.done():
             console.print(f"[dim]{label}: unchanged, reusing[/]")
             if stage.rerun_when_reused and not dry_run:
@@ -249,13 +282,35 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
             console.print(f"{label}: would run")
             continue
         console.rule(label)
-        threads = plan_threads()
-        apply_thread_plan(threads)
-        console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}[/]")
-        start = time.perf_counter()
-        stage.action()
-        timings[stage.title] = time.perf_counter() - start
-        stage.marker.parent.mkdir(parents=True, exist_ok=True)
-        stage.marker.write_text(json.dumps({"config_hash": stage.digest, "inputs": stage.current_inputs()}, default=str, indent=2))
-        console.print(f"[green]done[/] in {timings[stage.title]:.1f} s")
+        _run_here(stage, console, finish)
+    _run_batch(experiment, batch, console, finish)
     return timings
+
+
+def _run_here(stage: Stage, console: Console, finish: Callable[[Stage, float], None]) -> None:
+    """Run one stage in this process with torch threads from the free cores."""
+    threads = plan_threads()
+    apply_thread_plan(threads)
+    console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}[/]")
+    start = time.perf_counter()
+    stage.action()
+    finish(stage, time.perf_counter() - start)
+
+
+def _run_batch(experiment: Experiment, batch: list[Stage], console: Console, finish: Callable[[Stage, float], None]) -> None:
+    """Run queued side-by-side stages: in worker processes when there are cores for two or more, else here."""
+    from captrack.pipeline.workers import run_side_by_side, worker_count
+
+    if not batch:
+        return
+    threads = plan_threads()
+    explicit = math.isnan(threads.load)  # CAPTRACK_THREADS / OMP_NUM_THREADS: never more threads in all than that
+    workers = worker_count(len(batch), threads.threads if explicit else threads.usable_cores)
+    if workers < 2:
+        for stage in batch:
+            console.rule(stage.title)
+            _run_here(stage, console, finish)
+        return
+    per_worker = max(1, threads.threads // workers)
+    console.print(f"[dim]{threads.reason}[/]")
+    run_side_by_side(experiment, batch, workers, per_worker, console, finish)

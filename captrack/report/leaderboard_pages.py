@@ -16,6 +16,7 @@ from captrack.report import figures
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
 from captrack.report.markdown import md_text
+from captrack.report.power_section import power_sections
 from captrack.report.writer import write_contract_tables
 from captrack.taxonomy import load_taxonomy
 
@@ -182,6 +183,9 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
         csvs |= {"power.csv": tables["power"], "rankings.csv": tables["contrasts"]}
     written += write_contract_tables(folder, csvs)
     extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
+    if not aggregate_only:
+        power_html, power_md = power_sections(tables["drift"], tables["power"])
+        html_sections, md_sections = [power_html, *html_sections], [power_md, *md_sections]
     written += write_contract_tables(folder, extra_tables)
     scoring = scoring_table(spec, comparisons)
     pages = task_pages(spec, comparisons, tables["transitions"], scoring) if spec.store is not None else {}

@@ -50,6 +50,7 @@ def train_dpo(
     batch_size: int = DEFAULT_DPO_BATCH_SIZE,
     max_length: int = DEFAULT_MAX_LENGTH,
     beta: float = DEFAULT_DPO_BETA,
+    bf16: bool = False,
 ) -> dict[str, Any]:
     """Full-parameter DPO (sigmoid loss, reference = frozen base) of `base_dir` on preference `rows`, cached."""
     check_inputs(rows, steps)
@@ -58,7 +59,7 @@ def train_dpo(
             raise ValueError("each preference row needs 'prompt', 'chosen' and 'rejected'")
     config = hashed_config(
         base_dir, rows, "full-dpo-sigmoid", steps=steps, seed=seed, learning_rate=learning_rate,
-        batch_size=batch_size, max_length=max_length, beta=beta,
+        batch_size=batch_size, max_length=max_length, beta=beta, bf16=bf16,
     )
 
     def run(tmp: Path) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def train_dpo(
         tokenizer, model = load_base(Path(base_dir), seed)
         _, reference = load_base(Path(base_dir), seed)
         args = DPOConfig(
-            **trainer_args(tmp, steps, seed, learning_rate, batch_size),
+            **trainer_args(tmp, steps, seed, learning_rate, batch_size, bf16),
             max_length=max_length,
             beta=beta,
             loss_type=["sigmoid"],

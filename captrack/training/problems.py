@@ -152,15 +152,72 @@ def _pages(rng: random.Random) -> Problem:
 _GENERATORS: list[Callable[[random.Random], Problem]] = [_shop, _boxes, _savings, _bus, _garden, _pages]
 
 
-def arithmetic_problems(n: int, seed: int) -> list[Problem]:
-    """Generate `n` deterministic multi-step arithmetic problems as (question, steps, answer)."""
+def _everyday(rng: random.Random) -> Problem:
+    """One to three small steps about everyday things, the difficulty mix of the C2 word-problem probe."""
+    from captrack.probes.world import FIRST_NAMES, FOODS
+
+    name, food, level = rng.choice(FIRST_NAMES), rng.choice(FOODS), rng.randint(1, 4)
+    if level <= 2:
+        a, b = (rng.randint(2, 6), rng.randint(1, 3)) if level == 1 else (rng.randint(5, 30), rng.randint(3, 20))
+        if rng.random() < 0.5:
+            return (f"{name} has {a} {food} and gets {b} more. How many {food} does {name} have now?",
+                    [f"{name} has {a} + {b} = {a + b} {food}."], a + b)
+        return (f"{name} has {a + b} {food} and eats {b} of them. How many {food} are left?",
+                [f"{a + b} - {b} = {a} {food} are left."], a)
+    if level == 3:
+        packs, each, given = rng.randint(2, 6), rng.randint(3, 9), rng.randint(1, 5)
+        return (f"{name} has {packs} boxes with {each} {food} in each box and gives {given} {food} away. "
+                f"How many {food} does {name} keep?",
+                [f"{name} has {packs} * {each} = {packs * each} {food}.", f"{packs * each} - {given} = {packs * each - given} {food} are kept."],
+                packs * each - given)
+    first, price = rng.randint(4, 15), rng.randint(2, 5)
+    cost = first * price
+    paid = cost + rng.randint(1, 20)
+    return (f"{name} buys {first} {food} at {price} coins each and pays {paid} coins. How many coins does {name} get back?",
+            [f"The {food} cost {first} * {price} = {cost} coins.", f"{name} gets {paid} - {cost} = {paid - cost} coins back."],
+            paid - cost)
+
+
+DOMAINS: dict[str, list[Callable[[random.Random], Problem]]] = {"multi_step": _GENERATORS, "everyday": [_everyday]}
+"""Problem families a recipe can train on (`domain:`): multi-step shop/savings/bus problems with larger
+numbers, or everyday one- to three-step problems at the difficulty of the C2 word-problem probe."""
+
+
+def arithmetic_problems(n: int, seed: int, domain: str = "multi_step") -> list[Problem]:
+    """Generate `n` deterministic arithmetic word problems of `domain` as (question, steps, answer).
+
+    The "everyday" domain leaves out every question the C2 word-problem probe asks at its default
+    seed (the demo's evaluation items), so training never sees a test item.
+    """
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
-    rng = random.Random(f"captrack-arithmetic-{seed}")
-    return [rng.choice(_GENERATORS)(rng) for _ in range(n)]
+    if domain not in DOMAINS:
+        from captrack.errors import UnknownNameError
+
+        raise UnknownNameError("problem domain", domain, DOMAINS)
+    rng = random.Random(f"captrack-arithmetic-{seed}" if domain == "multi_step" else f"captrack-{domain}-{seed}")
+    held_out = _probe_questions() if domain == "everyday" else set()
+    problems: list[Problem] = []
+    while len(problems) < n:
+        problem = rng.choice(DOMAINS[domain])(rng)
+        if _bare(problem[0]) not in held_out:
+            problems.append(problem)
+    return problems
 
 
-def arithmetic_sft_rows(n: int, seed: int) -> list[dict[str, Any]]:
+def _bare(question: str) -> str:
+    """A question without names, foods and wording: its numbers in order (what makes two items the same task)."""
+    return " ".join(re.findall(r"\d+", question))
+
+
+def _probe_questions() -> set[str]:
+    """The number patterns of the C2 word-problem probe's items at its default seed (1,000 items)."""
+    from captrack.probes.reasoning import word_problems
+
+    return {_bare(item["prompt"]) for item in word_problems(1234, 1000)}
+
+
+def arithmetic_sft_rows(n: int, seed: int, domain: str = "multi_step") -> list[dict[str, Any]]:
     """Generate `n` deterministic multi-step arithmetic word problems as chat rows ending in `#### <answer>`."""
     return [
         {
@@ -169,7 +226,7 @@ def arithmetic_sft_rows(n: int, seed: int) -> list[dict[str, Any]]:
                 {"role": "assistant", "content": format_solution(steps, answer)},
             ]
         }
-        for question, steps, answer in arithmetic_problems(n, seed)
+        for question, steps, answer in arithmetic_problems(n, seed, domain)
     ]
 
 
@@ -184,11 +241,11 @@ EQUATION = re.compile(r"(\d+(?: [-+*/] \d+)+) = (\d+)")
 _SLIPS = (-10, -2, -1, 1, 2, 10)
 
 
-def arithmetic_preference_rows(n: int, seed: int) -> list[dict[str, Any]]:
+def arithmetic_preference_rows(n: int, seed: int, domain: str = "multi_step") -> list[dict[str, Any]]:
     """Conversational prompt/chosen/rejected rows: the SFT problems, correct vs a plausible wrong solution."""
     rng = random.Random(f"captrack-preference-{seed}")
     rows: list[dict[str, Any]] = []
-    for question, steps, answer in arithmetic_problems(n, seed):
+    for question, steps, answer in arithmetic_problems(n, seed, domain):
         wrong_steps, wrong = _wrong_solution(steps, answer, rng)
         rows.append(
             {
@@ -200,11 +257,11 @@ def arithmetic_preference_rows(n: int, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def arithmetic_prompt_rows(n: int, seed: int) -> list[dict[str, Any]]:
+def arithmetic_prompt_rows(n: int, seed: int, domain: str = "multi_step") -> list[dict[str, Any]]:
     """Conversational prompt rows with the gold `answer`, for RL with a verifiable reward (same problems as SFT)."""
     return [
         {"prompt": [{"role": "user", "content": question}], "answer": answer}
-        for question, _, answer in arithmetic_problems(n, seed)
+        for question, _, answer in arithmetic_problems(n, seed, domain)
     ]
 
 

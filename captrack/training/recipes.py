@@ -20,7 +20,7 @@ def _sft(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
     from captrack.training.problems import arithmetic_sft_rows
     from captrack.training.sft import train_sft
 
-    rows = arithmetic_sft_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
+    rows = arithmetic_sft_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)), domain=_domain(recipe))
     return train_sft(base, out, rows, steps=int(recipe["steps"]), seed=int(recipe.get("seed", 0)), **_extra(recipe))
 
 
@@ -28,7 +28,7 @@ def _dpo(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
     from captrack.training.preference import train_dpo
     from captrack.training.problems import arithmetic_preference_rows
 
-    rows = arithmetic_preference_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
+    rows = arithmetic_preference_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)), domain=_domain(recipe))
     return train_dpo(base, out, rows, steps=int(recipe["steps"]), seed=int(recipe.get("seed", 0)), **_extra(recipe))
 
 
@@ -36,12 +36,16 @@ def _rl(recipe: Mapping[str, Any], base: Path, out: Path) -> dict[str, Any]:
     from captrack.training.problems import arithmetic_prompt_rows
     from captrack.training.rl import train_rl
 
-    rows = arithmetic_prompt_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)))
+    rows = arithmetic_prompt_rows(int(recipe.get("rows", 160)), seed=int(recipe.get("data_seed", 0)), domain=_domain(recipe))
     return train_rl(base, out, rows, steps=int(recipe["steps"]), seed=int(recipe.get("seed", 0)), **_extra(recipe))
 
 
 RECIPES: dict[str, Callable[[Mapping[str, Any], Path, Path], dict[str, Any]]] = {"sft": _sft, "dpo": _dpo, "rl": _rl}
-_COMMON = {"method", "steps", "rows", "seed", "data_seed"}
+_COMMON = {"method", "steps", "rows", "seed", "data_seed", "domain"}
+
+
+def _domain(recipe: Mapping[str, Any]) -> str:
+    return str(recipe.get("domain", "multi_step"))
 
 
 def _extra(recipe: Mapping[str, Any]) -> dict[str, Any]:

@@ -124,6 +124,7 @@ def train_rl(
     max_completion_length: int = DEFAULT_MAX_COMPLETION_LENGTH,
     beta: float = 0.0,
     temperature: float = DEFAULT_TEMPERATURE,
+    bf16: bool = False,
 ) -> dict[str, Any]:
     """Full-parameter GRPO of `base_dir` on `prompts` ({prompt, answer}) with a verifiable answer reward, cached.
 
@@ -134,7 +135,7 @@ def train_rl(
     config = hashed_config(
         base_dir, prompts, "full-grpo-answer-reward", steps=steps, seed=seed, learning_rate=learning_rate,
         batch_size=batch_size, num_generations=num_generations, max_completion_length=max_completion_length,
-        beta=beta, temperature=temperature, format_bonus=FORMAT_BONUS, step_bonus=STEP_BONUS,
+        beta=beta, temperature=temperature, format_bonus=FORMAT_BONUS, step_bonus=STEP_BONUS, bf16=bf16,
     )
 
     def run(tmp: Path) -> dict[str, Any]:
@@ -143,7 +144,7 @@ def train_rl(
 
         tokenizer, model = load_base(Path(base_dir), seed)
         args = GRPOConfig(
-            **trainer_args(tmp, steps, seed, learning_rate, batch_size * num_generations),
+            **trainer_args(tmp, steps, seed, learning_rate, batch_size * num_generations, bf16),
             num_generations=num_generations,
             max_completion_length=max_completion_length,
             beta=beta,

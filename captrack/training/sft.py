@@ -30,6 +30,7 @@ def train_config(
     learning_rate: float = DEFAULT_LEARNING_RATE,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = DEFAULT_MAX_LENGTH,
+    bf16: bool = False,
 ) -> dict[str, Any]:
     """Return the JSON-able training config (with `config_hash`) that keys the output cache."""
     return hashed_config(
@@ -41,6 +42,7 @@ def train_config(
         learning_rate=learning_rate,
         batch_size=batch_size,
         max_length=max_length,
+        bf16=bf16,
     )
 
 
@@ -53,10 +55,11 @@ def train_sft(
     learning_rate: float = DEFAULT_LEARNING_RATE,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = DEFAULT_MAX_LENGTH,
+    bf16: bool = False,
 ) -> dict[str, Any]:
     """Full-parameter SFT of `base_dir` on chat `rows` with TRL on CPU; save atomically to `out_dir`."""
     check_inputs(rows, steps)
-    config = train_config(base_dir, rows, steps, seed, learning_rate, batch_size, max_length)
+    config = train_config(base_dir, rows, steps, seed, learning_rate, batch_size, max_length, bf16)
     examples = [_prompt_completion(row) for row in rows]
 
     def run(tmp: Path) -> dict[str, Any]:
@@ -66,7 +69,7 @@ def train_sft(
         tokenizer, model = load_base(Path(base_dir), seed)
         dataset = datasets.Dataset.from_list(examples)
         args = SFTConfig(
-            **trainer_args(tmp, steps, seed, learning_rate, batch_size),
+            **trainer_args(tmp, steps, seed, learning_rate, batch_size, bf16),
             max_length=max_length,
             completion_only_loss=True,
             packing=False,

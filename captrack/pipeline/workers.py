@@ -1,0 +1,135 @@
+"""Independent stages (trainings, evaluations) side by side in worker processes, one torch thread each.
+
+On a CPU the stages of `captrack run` that do not depend on each other — the three trainings, then the
+four evaluations — run in as many worker processes as there are usable cores, each with a share of the
+free cores as torch threads. A 135M model's small matrix products scale poorly from one thread to two
+(a decode step: 206 ms on one thread, 132 ms on two), so two single-threaded workers finish more work
+than one two-threaded process; and on a shared machine a single-threaded worker never waits at a
+barrier for a thread the scheduler has parked. Each worker writes its output to
+``<workdir>/logs/<stage>.log``; the parent records a stage's marker only when its worker succeeded.
+
+    python -m captrack.pipeline.workers EXPERIMENT.pickle "evaluate base (seed 0)"   # one stage (internal)
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from captrack.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from captrack.pipeline.experiment import Experiment
+    from captrack.pipeline.runner import Stage
+
+__all__ = ["run_side_by_side", "worker_count"]
+
+
+def worker_count(stages: int, cores: int, env: dict[str, str] | None = None) -> int:
+    """Workers for `stages` independent stages: one per usable core (CAPTRACK_WORKERS wins), 1 with a GPU."""
+    env = dict(os.environ) if env is None else env
+    value = env.get("CAPTRACK_WORKERS", "").strip()
+    if value.isdigit() and int(value) > 0:
+        return max(1, min(int(value), stages))
+    if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
+        return 1  # one accelerator: its stages queue on it anyway
+    return max(1, min(cores, stages))
+
+
+@dataclass
+class _Running:
+    stage: Stage
+    process: subprocess.Popen[bytes]
+    log: Path
+    handle: IO[bytes]
+    started: float
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()
+
+
+def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, threads: int, console: Console,
+                     finish: Callable[[Stage, float], None]) -> None:
+    """Run `stages` (each `needs` only stages in this list or done ones) in `workers` processes of `threads` threads.
+
+    Raises:
+        InputError: a stage failed (its log's last lines quoted); the others are stopped.
+    """
+    logs = experiment.workdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    frozen = experiment.workdir / "markers" / ".experiment.pickle"
+    frozen.parent.mkdir(parents=True, exist_ok=True)
+    frozen.write_bytes(pickle.dumps(experiment))
+    waiting, done = list(stages), set[str]()
+    running: list[_Running] = []
+    pending = {s.title for s in stages}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "CAPTRACK_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE",
+           "TOKENIZERS_PARALLELISM": "false"}
+    console.print(f"[dim]{len(stages)} stage(s) side by side: {workers} worker process(es) x {threads} torch thread(s); "
+                  f"logs in {logs}[/]")
+    try:
+        while waiting or running:
+            ready = [s for s in waiting if all(n in done or n not in pending for n in s.needs)]
+            while ready and len(running) < workers:
+                stage = ready.pop(0)
+                waiting.remove(stage)
+                log = logs / f"{_slug(stage.title)}.log"
+                handle = log.open("wb")
+                process = subprocess.Popen([sys.executable, "-m", "captrack.pipeline.workers", str(frozen), stage.title],
+                                           stdout=handle, stderr=subprocess.STDOUT, env=env)
+                running.append(_Running(stage, process, log, handle, time.perf_counter()))
+                console.print(f"started {stage.title} (log: {log.name})")
+            time.sleep(0.2)
+            for job in [j for j in running if j.process.poll() is not None]:
+                running.remove(job)
+                job.handle.close()
+                if job.process.returncode != 0:
+                    tail = job.log.read_text(errors="replace").strip().splitlines()[-15:]
+                    raise InputError(f"stage {job.stage.title!r} failed (exit {job.process.returncode}); "
+                                     f"last lines of {job.log}:\n" + "\n".join(tail))
+                done.add(job.stage.title)
+                finish(job.stage, time.perf_counter() - job.started)
+    finally:
+        for job in running:
+            job.process.kill()
+            job.process.wait()
+            job.handle.close()
+
+
+def _main(argv: list[str]) -> int:
+    """Run one stage of a pickled experiment in this process (the resolve stage first, when it has one)."""
+    from rich.console import Console
+
+    from captrack.pipeline.cpu import prepare_openmp
+    from captrack.pipeline.runner import plan
+
+    prepare_openmp()
+    import torch
+
+    torch.set_num_threads(max(1, int(os.environ.get("CAPTRACK_THREADS", "1"))))
+    experiment: Any = pickle.loads(Path(argv[0]).read_bytes())
+    stages = plan(experiment, Console(stderr=True))
+    for stage in stages:
+        if stage.rerun_when_reused:  # e.g. the base model's local path, which later stages read
+            stage.action()
+    matching = [s for s in stages if s.title == argv[1]]
+    if not matching:
+        print(f"no stage {argv[1]!r} in this experiment", file=sys.stderr)
+        return 2
+    matching[0].action()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
