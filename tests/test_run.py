@@ -161,3 +161,11 @@ def test_evaluations_run_side_by_side_in_workers(tmp_path: Path, models: tuple[P
     with pytest.raises(InputError, match=r"evaluate other \(seed 0\).*failed.*evaluate-other-seed-0.log"):
         run_experiment(load_experiment(_manifest(failing, models[0], broken)))
     assert not (failing / "work" / "markers" / "eval-other-0.json").exists()
+
+
+def test_items_beyond_a_tasks_distinct_items_are_refused_before_work(tmp_path: Path, models: tuple[Path, Path]) -> None:
+    """W1's generator repeats 36 requests: asking for 400 of them is refused, naming the 36."""
+    sizes = "items: {captrack_probe_w1_harmful: 400}\nmetadata: {n: 400}"
+    with pytest.raises(InputError, match="captrack_probe_w1_harmful for 400 items but it has 36 distinct items"):
+        run_experiment(load_experiment(_manifest(tmp_path, *models, tasks="captrack_probe_w1_harmful", sizes=sizes)))
+    assert not (tmp_path / "work").exists()

@@ -105,6 +105,23 @@ def validate(experiment: Experiment) -> None:
     for task in experiment.items:
         if task not in selected:
             raise UnknownNameError("task in 'items' (not among the experiment's tasks)", task, selected)
+    _check_item_counts(experiment)
+
+
+def _check_item_counts(experiment: Experiment) -> None:
+    """Refuse `items` asking a task for more distinct items than it has (before any model loads)."""
+    from captrack.lmeval import task_manager
+
+    if not experiment.items:
+        return
+    manager = task_manager(metadata=experiment.metadata or None, include_defaults=not all(t.startswith("captrack") for t in experiment.items))
+    loaded = manager.load(sorted(experiment.items))["tasks"]
+    for task, wanted in sorted(experiment.items.items()):
+        found = len(loaded[task].eval_docs)
+        if found < wanted:
+            raise InputError(f"{experiment.source}: items asks {task} for {wanted} items but it has {found} distinct "
+                             f"items{' with metadata ' + str(experiment.metadata) if experiment.metadata else ''}; "
+                             f"lower it to {found} (a generator's repeats are not new items)")
 
 
 def plan(experiment: Experiment, console: Console) -> list[Stage]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -69,11 +70,21 @@ def probe(name: str) -> Probe:
 def generate(name: str, seed: int, n: int | None = None, **options: Any) -> list[dict[str, Any]]:
     """Generate the items of probe `name` for `seed` (the generator's default count when `n` is None).
 
-    Options the generator does not declare are ignored: lm-eval passes every metadata key.
+    Options the generator does not declare are ignored: lm-eval passes every metadata key. An item that
+    repeats an earlier one (the same fields but its id) is dropped: a generator whose pool of templates
+    is smaller than `n` returns its distinct items only, since a repeated item would be counted as new
+    evidence by every statistic (W1's 36 requests asked 400 times are 36 items, not 400).
     """
     found = probe(name)
     accepted = {k: v for k, v in options.items() if k in found.options}
-    return found.make(int(seed), None if n is None else int(n), **accepted)
+    seen: set[str] = set()
+    items = []
+    for item in found.make(int(seed), None if n is None else int(n), **accepted):
+        content = json.dumps({k: v for k, v in item.items() if k != "id"}, sort_keys=True, default=str)
+        if content not in seen:
+            seen.add(content)
+            items.append(item)
+    return items
 
 
 def to_dataset(name: str, seed: int = 1234, n: int | None = None, **metadata: Any) -> Any:

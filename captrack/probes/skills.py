@@ -92,20 +92,32 @@ def program(rng: random.Random, level: int) -> tuple[str, int]:
     return f"What does this Python program print?\n\n{code}\n\nReply with just the output.", value
 
 
-@generator("skills", version=1.0)
+@generator("skills", version=1.1)
 def skills(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Arithmetic, date and program-tracing items; kinds and levels 1-4 cycle, values come from `seed`."""
+    """Arithmetic, date and program-tracing items; kinds and levels 1-4 cycle, values come from `seed`.
+
+    An item whose prompt was already drawn is drawn again (same kind and level), so no item repeats.
+    """
     rng = random.Random(seed)
-    items = []
+    items: list[dict[str, Any]] = []
+    asked: set[str] = set()
     for i in range(24 if n is None else n):
         kind, level = plan(i, KINDS, levels=4)
-        if kind == "arithmetic":
-            question, value = arithmetic(rng, level)
-            items.append(short_item(f"skills:{i}", kind, level, f"{question} Reply with just the number.", str(value), "number"))
-        elif kind == "dates":
-            question, answer, aliases, others = calendar(rng, level)
-            items.append(short_item(f"skills:{i}", kind, level, question, answer, "text", aliases, others))
-        else:
-            question, value = program(rng, level)
-            items.append(short_item(f"skills:{i}", kind, level, question, str(value), "number"))
+        for _ in range(100):
+            item = _skill(rng, f"skills:{i}", kind, level)
+            if item["prompt"] not in asked:
+                break
+        asked.add(item["prompt"])
+        items.append(item)
     return items
+
+
+def _skill(rng: random.Random, item_id: str, kind: str, level: int) -> dict[str, Any]:
+    if kind == "arithmetic":
+        question, value = arithmetic(rng, level)
+        return short_item(item_id, kind, level, f"{question} Reply with just the number.", str(value), "number")
+    if kind == "dates":
+        question, answer, aliases, others = calendar(rng, level)
+        return short_item(item_id, kind, level, question, answer, "text", aliases, others)
+    question, value = program(rng, level)
+    return short_item(item_id, kind, level, question, str(value), "number")

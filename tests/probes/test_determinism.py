@@ -70,7 +70,7 @@ def test_the_task_version_is_the_generator_version(folder: str) -> None:
 
 
 def test_version_mismatch_is_refused_with_the_fix() -> None:
-    with pytest.raises(InputError, match=r"set metadata.version: 1.0"):
+    with pytest.raises(InputError, match=r"set metadata.version: 1.1"):
         to_dataset("skills", seed=1, n=2, version=9.0)
 
 
@@ -85,3 +85,15 @@ def test_retrieval_lengths_are_validated() -> None:
     with pytest.raises(InputError, match=r"metadata\.lengths"):
         generate("retrieval", 1, 2, lengths=[10])
     assert generate("retrieval", 1, 2, lengths="1000,2000")[0]["length"] == 1000
+
+
+def test_a_generator_never_repeats_an_item() -> None:
+    """Asked for more items than its templates hold, a generator returns its distinct items only, ids kept."""
+    import json
+
+    from captrack.probes import generate
+
+    items = generate("harmful", 1234, 400)
+    contents = {json.dumps({k: v for k, v in item.items() if k != "id"}, sort_keys=True) for item in items}
+    assert len(items) == len(contents) == 36
+    assert [item["id"] for item in items] == [item["id"] for item in generate("harmful", 1234, 36)]
