@@ -80,7 +80,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
                   f"logs in {logs}[/]")
     try:
         while waiting or running:
-            ready = [s for s in waiting if all(n in done or n not in pending for n in s.needs)]
+            ready = sorted((s for s in waiting if all(n in done or n not in pending for n in s.needs)), key=lambda s: -s.cost)
             while ready and len(running) < workers:
                 stage = ready.pop(0)
                 waiting.remove(stage)
