@@ -48,10 +48,10 @@ def _variant_sentence(name: str, algorithm: str, rows: pd.DataFrame, point: pd.S
         text += f", {len(scored) - len(with_ci)} without a CI"
     if not drops.empty:
         worst = drops.loc[drops["mean_rel_drift_pct"].idxmin()]
-        text += f"; largest drop {worst['key']} {_pct(worst['mean_rel_drift_pct'])}"
+        text += f"; largest fall {worst['key']} {_pct(worst['mean_rel_drift_pct'])}"
     if not rises.empty:
         best = rises.loc[rises["mean_rel_drift_pct"].idxmax()]
-        text += f"; largest gain {best['key']} {_pct(best['mean_rel_drift_pct'])}"
+        text += f"; largest rise {best['key']} {_pct(best['mean_rel_drift_pct'])}"
     if point is not None and not math.isnan(float(point["forgetting_adj"])):
         text += (f"; F_adj {100 * float(point['forgetting_adj']):.1f}% of items forgotten vs "
                  f"BT_adj {100 * float(point['backward_transfer_adj']):.1f}% gained")

@@ -136,7 +136,9 @@ AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so n
                   "computed. None of these drifts can be told apart from noise: every number is a point estimate of unknown precision.")
 NOISE_NOTE = ("A drift is beyond noise (marked *) only where its 95% paired bootstrap CI exists and excludes 0. "
               "MDE: the smallest relative drift the items detect with 80% power (two-sided α = 0.05, paired; "
-              "planned from n and the base rate).")
+              "planned from n and the base rate). Drift is the relative change of a metric's value, so \"rose\" and \"fell\" "
+              "say which way the value moved: for a lower-is-better metric (W2's overreach, for one) a rise is a change for "
+              "the worse; drift.csv's oriented_drift_pct gives every metric's change with + meaning better.")
 
 
 def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

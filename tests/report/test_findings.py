@@ -27,9 +27,9 @@ def test_clear_drift_needs_a_ci_that_excludes_zero() -> None:
                            {"variant": "rl", "forgetting_adj": math.nan, "backward_transfer_adj": math.nan}])
     sft, rl, *_ = findings(caps, points)
     assert sft == ("sft (SFT): mean |drift| 25.0% over 2 capabilities; 1 fell and 0 rose beyond noise (a 95% CI that excludes 0); "
-                   "largest drop C1 -30.0%; F_adj 25.0% of items forgotten vs BT_adj 5.0% gained.")
+                   "largest fall C1 -30.0%; F_adj 25.0% of items forgotten vs BT_adj 5.0% gained.")
     assert rl == ("rl (RL): mean |drift| 7.5% over 2 capabilities; 0 fell and 1 rose beyond noise (a 95% CI that excludes 0); "
-                  "largest gain H1 +10.0%.")
+                  "largest rise H1 +10.0%.")
 
 
 def test_algorithms_are_ranked_only_with_a_ci_on_their_difference() -> None:

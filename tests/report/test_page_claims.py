@@ -119,3 +119,17 @@ def test_every_flipped_item_shows_its_gold_and_how_it_was_scored(tmp_path: Path)
     index = (board / "index.html").read_text()
     assert 'id="scoring-table"' in index and 'id="task-table"' in index
     assert (board / "power.csv").is_file() and (board / "rankings.csv").is_file()
+
+
+def test_item_boards_print_what_the_items_can_detect(tmp_path: Path) -> None:
+    """The power table: one row per task and metric with its group, n, base value and MDE; none without items."""
+    board = _item_board(tmp_path)
+    build_leaderboard(board)
+    readme = (board / "README.md").read_text()
+    assert "## What the items can detect" in readme
+    assert "| CAN | C1 | captrack_probe_c1_facts | acc | 4 | 0.5 | " in readme  # binary: MDE in points
+    assert "Tasks whose rate metric can detect a change of 10 points or less" in readme and "CAN 0, WILL 0" in readme
+    assert 'id="power-table"' in (board / "index.html").read_text()
+    aggregate = _scores_board(tmp_path)
+    build_leaderboard(aggregate)
+    assert "What the items can detect" not in (aggregate / "README.md").read_text()
