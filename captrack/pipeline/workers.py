@@ -59,6 +59,27 @@ def _slug(title: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()
 
 
+PROGRESS_EVERY_S = 20.0
+"""How often the parent shows each running worker's latest progress line (its log's last line)."""
+
+
+def _latest_line(log: Path) -> str:
+    """The last non-empty line or progress-bar refresh written to `log` (tqdm redraws with carriage returns)."""
+    with log.open("rb") as handle:
+        handle.seek(max(0, log.stat().st_size - 4096))
+        tail = handle.read().decode("utf-8", errors="replace")
+    parts = [p.strip() for p in re.split(r"[\r\n]+", tail) if p.strip()]
+    return parts[-1][:160] if parts else ""
+
+
+def _show_progress(running: list[_Running], console: Console) -> None:
+    from rich.markup import escape
+
+    for job in running:
+        line = escape(_latest_line(job.log))
+        console.print(f"[dim]{escape(job.stage.title)} ({time.perf_counter() - job.started:.0f} s): {line}[/]", highlight=False)
+
+
 def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, threads: int, console: Console,
                      finish: Callable[[Stage, float], None]) -> None:
     """Run `stages` (each `needs` only stages in this list or done ones) in `workers` processes of `threads` threads.
@@ -78,6 +99,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
            "TOKENIZERS_PARALLELISM": "false"}
     console.print(f"[dim]{len(stages)} stage(s) side by side: {workers} worker process(es) x {threads} torch thread(s); "
                   f"logs in {logs}[/]")
+    shown = time.perf_counter()
     try:
         while waiting or running:
             ready = sorted((s for s in waiting if all(n in done or n not in pending for n in s.needs)), key=lambda s: -s.cost)
@@ -91,6 +113,9 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
                 running.append(_Running(stage, process, log, handle, time.perf_counter()))
                 console.print(f"started {stage.title} (log: {log.name})")
             time.sleep(0.2)
+            if running and time.perf_counter() - shown >= PROGRESS_EVERY_S:
+                _show_progress(running, console)
+                shown = time.perf_counter()
             for job in [j for j in running if j.process.poll() is not None]:
                 running.remove(job)
                 job.handle.close()
