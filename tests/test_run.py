@@ -169,3 +169,26 @@ def test_items_beyond_a_tasks_distinct_items_are_refused_before_work(tmp_path: P
     with pytest.raises(InputError, match="captrack_probe_w1_harmful for 400 items but it has 36 distinct items"):
         run_experiment(load_experiment(_manifest(tmp_path, *models, tasks="captrack_probe_w1_harmful", sizes=sizes)))
     assert not (tmp_path / "work").exists()
+
+
+def test_an_evaluation_is_judged_after_the_training_it_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retraining writes new weights: the evaluation that needs them reruns, though its marker matched the old ones."""
+    from captrack.pipeline import runner
+
+    weights, evaluated, recipe = tmp_path / "weights.txt", tmp_path / "evaluated.txt", {"lr": 1}
+
+    def stages(experiment: object, console: object) -> list[runner.Stage]:
+        train = runner.Stage("train v", tmp_path / "m-train.json", lambda: dict(recipe),
+                             lambda: weights.write_text(f"weights for lr {recipe['lr']}"), side_by_side=True)
+        evaluate = runner.Stage("evaluate v", tmp_path / "m-eval.json", lambda: {"weights": weights.read_text() if weights.exists() else ""},
+                                lambda: evaluated.write_text(weights.read_text()), side_by_side=True, needs=("train v",))
+        return [train, evaluate]
+
+    monkeypatch.setattr(runner, "plan", stages)
+    monkeypatch.setattr(runner, "validate", lambda experiment: None)
+    monkeypatch.setenv("CAPTRACK_WORKERS", "1")
+    assert set(runner.run_experiment(object())) == {"train v", "evaluate v"}  # type: ignore[arg-type]
+    assert runner.run_experiment(object()) == {}  # type: ignore[arg-type]
+    recipe["lr"] = 2
+    assert set(runner.run_experiment(object())) == {"train v", "evaluate v"}  # type: ignore[arg-type]
+    assert evaluated.read_text() == "weights for lr 2"

@@ -291,7 +291,8 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
 
     for i, stage in enumerate(stages, start=1):
         label = f"[{i}/{len(stages)}] {stage.title}"
-        if stage.side_by_side and not dry_run and not stage.done():
+        waits = any(need in {b.title for b in batch} for need in stage.needs)  # judged once what it needs has run
+        if stage.side_by_side and not dry_run and (waits or not stage.done()):
             console.print(f"{label}: queued")
             batch.append(stage)
             continue
@@ -333,6 +334,9 @@ def _run_batch(experiment: Experiment, batch: list[Stage], console: Console, fin
     workers = worker_count(len(batch), threads.threads if explicit else threads.usable_cores)
     if workers < 2:
         for stage in batch:
+            if stage.done():  # queued behind a stage it needs, which left its inputs as they were
+                console.print(f"[dim]{stage.title}: unchanged, reusing[/]")
+                continue
             console.rule(stage.title)
             _run_here(stage, console, finish)
         return

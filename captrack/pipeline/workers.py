@@ -106,6 +106,10 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
             while ready and len(running) < workers:
                 stage = ready.pop(0)
                 waiting.remove(stage)
+                if stage.done():  # what it needed ran again and left its inputs as they were
+                    console.print(f"[dim]{stage.title}: unchanged, reusing[/]")
+                    done.add(stage.title)
+                    continue
                 log = logs / f"{_slug(stage.title)}.log"
                 handle = log.open("wb")
                 process = subprocess.Popen([sys.executable, "-m", "captrack.pipeline.workers", str(frozen), stage.title],
