@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
-from captrack.errors import InputError
+from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.cpu import apply_thread_plan, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 
@@ -98,8 +98,6 @@ def validate(experiment: Experiment) -> None:
             raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: model path {pretrained} does not exist")
     only_ours = all(t.startswith("captrack") for t in experiment.tasks)
     manager = task_manager(include_defaults=not only_ours)
-    from captrack.errors import UnknownNameError
-
     for pattern in experiment.tasks:
         if not manager.match_tasks([pattern]):
             raise UnknownNameError("task", pattern, manager.all_subtasks)
