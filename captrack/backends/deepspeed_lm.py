@@ -11,22 +11,30 @@ world of one, its tensor-parallel contract) and only global rank 0 keeps the res
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from lm_eval.models.huggingface import HFLM
 
+from captrack.backends.auto_placement import Placement, choose_placement, zero3_warning
 from captrack.backends.launch import Ranks, ensure_process_env
 from captrack.backends.options import (
+    DSOptions,
     UnsupportedCombinationError,
     check_combination,
     parse_options,
 )
-from captrack.backends.placement import Placed, place_model
+from captrack.backends.placement import Placed, place_model, resolve_dtype
+from captrack.backends.plan_table import DTYPE_BYTES
 
-__all__ = ["DeepSpeedLM"]
+__all__ = ["DeepSpeedLM", "resolve_auto"]
+
+# A child of lm-eval's logger: shown wherever lm-eval's own messages are (captrack-eval, lm_eval CLI).
+_log = logging.getLogger("lm_eval").getChild("captrack_ds")
 
 # model_args for `from_pretrained` (trust_remote_code and revision also reach HFLM's tokenizer loading).
 _LOAD_KEYS = ("trust_remote_code", "revision", "attn_implementation")
@@ -45,7 +53,9 @@ class DeepSpeedLM(HFLM):
                 f"batch_size={batch_size} under {launch.world} ranks: every rank must run the same batches "
                 "in lockstep, and an OOM-probed size can differ between them. Pass an integer, e.g. --batch_size 8.")
         accelerator = _accelerator_name()
-        check_combination(options, _config_dict(pretrained, kwargs), launch.world, _transformers_version(),
+        config = _config_dict(pretrained, kwargs)
+        options, placement = _placement(options, config, launch, accelerator, batch_size, kwargs)
+        check_combination(options, config, launch.world, _transformers_version(),
                           accelerator, libaio=options.offload != "nvme" or _libaio_available())
         load_kwargs = {k: kwargs[k] for k in _LOAD_KEYS if k in kwargs}
         placed = place_model(pretrained, options, launch.world, accelerator, **load_kwargs)
@@ -54,6 +64,7 @@ class DeepSpeedLM(HFLM):
         self.pretrained = pretrained
         self.ds_options = options
         self.ds_launch = launch
+        self.ds_placement = placement
         self._placed: Placed = placed
         _only_global_rank_zero_writes(launch)
         if launch.world > 1:
@@ -63,8 +74,69 @@ class DeepSpeedLM(HFLM):
         """HFLM's model info plus how DeepSpeed placed the model (recorded in results_*.json)."""
         info: dict[str, Any] = super().get_model_info()
         info.update({"deepspeed_mode": self.ds_options.mode, "deepspeed_world_size": self.ds_launch.world,
-                     "deepspeed_dtype": self._placed.dtype, "deepspeed_offload": self.ds_options.offload})
+                     "deepspeed_dtype": self._placed.dtype, "deepspeed_offload": self.ds_options.offload,
+                     "deepspeed_placement": self.ds_placement.reason,
+                     "deepspeed_restored_buffers": list(self._placed.restored_buffers)})
         return info
+
+
+def resolve_auto(options: DSOptions, placement: Placement, world: int) -> tuple[DSOptions, Placement]:
+    """Turn mode=auto into the chosen mode for a launch of `world` ranks.
+
+    Raises:
+        UnsupportedCombinationError: the placement needs more GPUs than the launch has ranks.
+    """
+    if placement.gpus > world:
+        raise UnsupportedCombinationError(
+            f"mode=auto: {placement.reason}, which needs {placement.gpus} ranks, and this launch has {world}. "
+            f"Launch one rank per GPU (`deepspeed --num_gpus {placement.gpus} $(which captrack-eval) ...` or "
+            f"`torchrun --nproc_per_node {placement.gpus} ...`), or pass mode=zero3,offload=cpu to run on {world}.")
+    if placement.gpus < world and placement.offload == "none":
+        split = "tensor parallel" if placement.mode != "zero3" else "ZeRO-3"
+        placement = dataclasses.replace(placement, gpus=world,
+                                        reason=f"{placement.reason}; launched with {world} ranks: {split} across them")
+    return dataclasses.replace(options, mode=placement.mode, offload=placement.offload), placement
+
+
+def _placement(options: DSOptions, config: dict[str, Any], launch: Ranks, accelerator: str, batch_size: int | str,
+               kwargs: dict[str, Any]) -> tuple[DSOptions, Placement]:
+    """The options to place with and why: mode=auto resolved, or the user's mode (warned where ZeRO-3 is slow)."""
+    dtype_bytes = DTYPE_BYTES[resolve_dtype(options.dtype, accelerator)]
+    batch = int(batch_size) if str(batch_size).isdigit() else 8
+    seq_len = int(kwargs.get("max_length") or 2048)
+    gpus = _gpu_free_bytes(accelerator)
+    if options.mode != "auto":
+        warning = zero3_warning(config, gpus, dtype_bytes, seq_len, batch) if options.mode == "zero3" else None
+        if warning:
+            _log.warning(warning)
+        asked = Placement(options.mode, options.offload, launch.world, f"mode={options.mode} asked for")
+        return options, asked
+    chosen = choose_placement(config, gpus, _host_free_bytes(), dtype_bytes, seq_len, batch, options.nvme_path)
+    options, chosen = resolve_auto(options, chosen, launch.world)
+    text = f"captrack-ds mode=auto chose mode={options.mode} offload={options.offload} on {launch.world} rank(s): {chosen.reason}"
+    if launch.rank == 0:
+        _log.info(text)
+    return options, dataclasses.replace(chosen, reason=f"auto: {chosen.reason}")
+
+
+def _gpu_free_bytes(accelerator: str) -> list[int]:
+    """Free bytes on each visible GPU of this node (empty unless DeepSpeed's accelerator is CUDA)."""
+    if accelerator != "cuda":
+        return []
+    import torch
+
+    return [int(torch.cuda.mem_get_info(i)[0]) for i in range(torch.cuda.device_count())]
+
+
+def _host_free_bytes() -> int:
+    """Available host RAM (MemAvailable), 0 where /proc/meminfo cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _accelerator_name() -> str:

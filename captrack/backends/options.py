@@ -20,9 +20,10 @@ __all__ = [
     "check_combination",
     "is_moe",
     "parse_options",
+    "tp_mode_for",
 ]
 
-MODES = ("tp", "autotp", "zero3")
+MODES = ("auto", "tp", "autotp", "zero3")
 OFFLOADS = ("none", "cpu", "nvme")
 
 # Model types whose decoder layer has a kernel-injection policy in DeepSpeed 0.19.8
@@ -37,6 +38,11 @@ KERNEL_INJECT_FAMILIES = frozenset(
 _TP_UNSUPPORTED = {"qwen3_next": "Qwen3-Next"}
 
 
+def tp_mode_for(config: dict[str, Any]) -> str:
+    """The tensor-parallel mode a model family runs under: ``tp``, or ``autotp`` where tp is refused."""
+    return "autotp" if str(config.get("model_type", "")) in _TP_UNSUPPORTED else "tp"
+
+
 class UnsupportedCombinationError(InputError):
     """A mode, model family, library version or machine that DeepSpeed is known to get wrong."""
 
@@ -46,8 +52,9 @@ class DSOptions:
     """How to place one model with DeepSpeed; parsed from lm-eval's --model_args.
 
     Attributes:
-        mode: ``tp`` (init_inference tensor parallel), ``autotp`` (deepspeed.initialize AutoTP)
-            or ``zero3`` (ZeRO-3 parameter partitioning, optionally offloaded).
+        mode: ``auto`` (captrack.backends.auto_placement picks one of the others from the config and
+            the machine), ``tp`` (init_inference tensor parallel), ``autotp`` (deepspeed.initialize
+            AutoTP) or ``zero3`` (ZeRO-3 parameter partitioning, optionally offloaded).
         dtype: torch dtype name; None means bfloat16 on an accelerator, float32 on CPU.
         offload: ZeRO-3 parameter offload target (``none``, ``cpu`` or ``nvme``).
         nvme_path: folder for NVMe offload (required with ``offload=nvme``).
@@ -56,7 +63,7 @@ class DSOptions:
             from the safetensors files; None means "when world > 1 (and no kernel injection)".
     """
 
-    mode: str = "tp"
+    mode: str = "auto"
     dtype: str | None = None
     offload: str = "none"
     nvme_path: str | None = None
@@ -83,18 +90,22 @@ def parse_options(kwargs: dict[str, Any]) -> DSOptions:
     Raises:
         InputError: an unknown mode or offload target, or nvme offload without ``nvme_path``.
     """
-    mode = str(kwargs.pop("mode", "tp")).lower()
+    mode = str(kwargs.pop("mode", "auto")).lower()
     if mode not in MODES:
         raise InputError(f"model_args mode={mode!r}: expected one of {', '.join(MODES)}")
     offload = str(kwargs.pop("offload", "none")).lower()
     if offload not in OFFLOADS:
         raise InputError(f"model_args offload={offload!r}: expected one of {', '.join(OFFLOADS)}")
+    if mode == "auto" and offload != "none":
+        mode = "zero3"  # offloading is a ZeRO-3 option: asking for it chooses the mode
     if offload != "none" and mode != "zero3":
         raise InputError(f"model_args offload={offload} needs mode=zero3 (got mode={mode})")
     nvme_path = kwargs.pop("nvme_path", None)
     if offload == "nvme" and not nvme_path:
         raise InputError("model_args offload=nvme needs nvme_path=/a/folder/on/a/local/nvme/disk")
     kernel_inject = _as_bool("kernel_inject", kwargs.pop("kernel_inject", False))
+    if kernel_inject and mode == "auto":
+        mode = "tp"  # kernels are injected by init_inference, mode=tp
     if kernel_inject and mode != "tp":
         raise InputError(f"model_args kernel_inject=true is a mode=tp option (got mode={mode})")
     meta = kwargs.pop("meta_load", None)

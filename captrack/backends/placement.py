@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from captrack.backends.buffers import BufferSnapshot, keep_buffer_dtypes, snapshot_buffers
 from captrack.backends.options import DSOptions
 from captrack.errors import InputError
 
@@ -19,11 +20,22 @@ __all__ = ["Placed", "place_model", "resolve_dtype", "safetensors_shards"]
 
 @dataclass
 class Placed:
-    """A placed model and the DeepSpeed objects it depends on (kept referenced on purpose)."""
+    """A placed model and the DeepSpeed objects it depends on (kept referenced on purpose).
+
+    `restored_buffers` names the buffers DeepSpeed had cast and captrack put back in the dtype
+    transformers gave them (captrack.backends.buffers).
+    """
 
     model: Any
     dtype: str
     keep_alive: list[Any] = field(default_factory=list)
+    restored_buffers: list[str] = field(default_factory=list)
+
+
+def _placed(model: Any, dtype: str, keep_alive: list[Any], snapshot: BufferSnapshot, replaced_layers: bool = False) -> Placed:
+    """The placed model, its buffers back in the dtypes of `snapshot` (raises if that cannot be done)."""
+    restored = keep_buffer_dtypes(model, snapshot, replaced_layers)
+    return Placed(model, dtype, keep_alive, restored)
 
 
 def resolve_dtype(dtype: str | None, accelerator: str) -> str:
@@ -86,9 +98,11 @@ def _tp(path: str, options: DSOptions, dtype: str, world: int, hf_kwargs: dict[s
         extra = {"checkpoint": {"type": "ds_model", "version": 1.0, "checkpoints": shards}, "base_dir": path}
     else:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype), **hf_kwargs)
+    snapshot = snapshot_buffers(model, dtype)
+    # init_inference casts every floating buffer to `dtype` (rotary inv_freq included); _placed undoes it.
     engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": world}, dtype=_torch_dtype(dtype),
                                       replace_with_kernel_inject=options.kernel_inject, **extra)
-    return Placed(_no_retie(engine.module), dtype, [engine])
+    return _placed(_no_retie(engine.module), dtype, [engine], snapshot, replaced_layers=options.kernel_inject)
 
 
 def _ds_dtype_section(dtype: str) -> dict[str, Any]:
@@ -104,11 +118,12 @@ def _autotp(path: str, dtype: str, world: int, hf_kwargs: dict[str, Any]) -> Pla
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype), **hf_kwargs)
+    snapshot = snapshot_buffers(model, dtype)
     config = {"train_micro_batch_size_per_gpu": 1, "tensor_parallel": {"autotp_size": world},
               "zero_optimization": {"stage": 0}, **_ds_dtype_section(dtype)}
     engine, *_ = deepspeed.initialize(model=model, config=config)
     engine.eval()
-    return Placed(_no_retie(engine.module), dtype, [engine])
+    return _placed(_no_retie(engine.module), dtype, [engine], snapshot)
 
 
 def zero3_config(options: DSOptions, dtype: str, hidden_size: int) -> dict[str, Any]:
@@ -137,9 +152,10 @@ def _zero3(path: str, options: DSOptions, dtype: str, hf_kwargs: dict[str, Any])
     # across ranks while loading instead of materialising the whole model on each rank.
     hf_ds = HfDeepSpeedConfig(config)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype), **hf_kwargs)
+    snapshot = snapshot_buffers(model, dtype)
     engine, *_ = deepspeed.initialize(model=model, config=config)
     engine.module.eval()
-    return Placed(engine.module, dtype, [engine, hf_ds])
+    return _placed(engine.module, dtype, [engine, hf_ds], snapshot)
 
 
 def _no_retie(model: Any) -> Any:

@@ -26,3 +26,8 @@ QWEN3_NEXT_80B_A3B = {
     "full_attention_interval": 4, "mlp_only_layers": [], "tie_word_embeddings": False,
     "max_position_embeddings": 262144,
 }
+SMOLLM2_135M = {
+    "model_type": "llama", "vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536,
+    "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3, "tie_word_embeddings": True,
+    "max_position_embeddings": 8192,
+}

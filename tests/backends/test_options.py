@@ -32,11 +32,12 @@ def test_model_args_are_parsed_and_the_rest_left_for_hflm() -> None:
     kwargs = {"mode": "zero3", "offload": "cpu", "dtype": "bf16", "max_length": "2048"}
     assert parse_options(kwargs) == DSOptions(mode="zero3", dtype="bf16", offload="cpu")
     assert kwargs == {"max_length": "2048"}
-    assert parse_options({}) == DSOptions(mode="tp")
+    assert parse_options({}) == DSOptions(mode="auto")
+    assert parse_options({"offload": "cpu"}).mode == "zero3" and parse_options({"kernel_inject": "1"}).mode == "tp"
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"mode": "pipeline"}, "expected one of tp, autotp, zero3"),
+    ({"mode": "pipeline"}, "expected one of auto, tp, autotp, zero3"),
     ({"mode": "tp", "offload": "cpu"}, "offload=cpu needs mode=zero3"),
     ({"mode": "zero3", "offload": "nvme"}, "needs nvme_path"),
     ({"mode": "zero3", "kernel_inject": "true"}, "kernel_inject=true is a mode=tp option"),
