@@ -96,6 +96,9 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
+    compare.add_argument("--strict", action="store_true",
+                         help="refuse (exit 1, nothing written) when base and a variant were evaluated with different "
+                              "settings: backend, placement, dtype, batch size, tensor-parallel degree, chat template, ...")
     compare.add_argument("--by", action="append", default=[], metavar="FIELD",
                          help="also break transitions and drift down by this doc field (e.g. category) into by_FIELD.csv; repeatable")
     compare.add_argument("--taxonomy", metavar="EXTRA.yaml",
@@ -277,6 +280,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 batches += [(found[name], Labels(model=name, algorithm=algorithm)) for name, _, algorithm in parsed]
                 _ingest_with_progress(console, store, batches)
             comparison = _compare_with_progress(console, store, base, variants, options, taxonomy)
+            if args.strict and comparison.setting_differences:
+                raise InputError("--strict: base and variant were evaluated with different settings (nothing was "
+                                 "written): " + " | ".join(comparison.setting_differences))
             inputs = {"store": args.store or "(in memory)", "base": args.base,
                       "variants": {n: p or n for n, p, _ in parsed}, "runs": store.runs(),
                       "bootstrap": args.bootstrap, "seed": args.seed, "allow_partial": args.allow_partial,

@@ -97,6 +97,7 @@ class Comparison:
         default_factory=lambda: pd.DataFrame(columns=[*CONTRAST_COLUMNS, *MEASURE_COLUMNS]))
     aggregate_only: bool = False  # scores without items: no CIs, transitions or MDE can be computed
     by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
+    setting_differences: list[str] = field(default_factory=list)  # also in warnings; `compare --strict` refuses them
 
 
 def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions = CompareOptions(),
@@ -110,6 +111,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         UnknownNameError: a model name not in the store.
     """
     taxonomy, warnings, replicates, pairs = taxonomy or load_taxonomy(), [], [], []
+    differences: list[str] = []
     transitions: list[dict[str, Any]] = []
     drift: list[dict[str, Any]] = []
     items: Items = {}
@@ -117,7 +119,9 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     for variant in variants:
         paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
         pairs.append(paired)
-        warnings += paired.warnings + setting_warnings(store, base, variant.name)
+        differs = setting_warnings(store, base, variant.name)
+        differences += differs
+        warnings += paired.warnings + differs
         per_rep = _per_replicate(paired)
         variant_items = _item_means(paired)
         items |= variant_items
@@ -147,6 +151,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         capabilities=capabilities,
         replicates=rep_df,
         warnings=warnings,
+        setting_differences=differences,
         counts=counts,
         replicate_spread=_replicate_spread(rep_df, taxonomy),
         distribution_items=dist_items,

@@ -59,9 +59,9 @@ def choose_placement(config: dict[str, Any], gpu_free: Sequence[int], host_free:
     Raises:
         InputError: nothing fits; the message gives each placement's need and what to change.
     """
-    if not gpu_free:
-        return Placement("tp", "none", 1, "no GPU visible: the model's own weights in one process on CPU")
     tp = tp_mode_for(config)
+    if not gpu_free:
+        return Placement(tp, "none", 1, "no GPU visible: the model's own weights in one process on CPU")
     per_gpu, count = min(gpu_free), len(gpu_free)
     need = f"batch {batch_size} x {seq_len} tokens"
     one = _plans(config, 1, per_gpu, dtype_bytes, seq_len, batch_size)

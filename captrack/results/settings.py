@@ -1,8 +1,11 @@
-"""Evaluation settings that change scores (chat template, few-shot, generation kwargs, lm-eval version),
-read from each run's lm-eval results file, and the differences between a base and a variant.
+"""Evaluation settings that change scores, read from each run's lm-eval results file, and the
+differences between a base and a variant.
 
-A base evaluated with ``--apply_chat_template`` and a variant without it differ for a reason that is
-not post-training; compare says so in summary.json and report.md instead of staying silent.
+Prompting (chat template, few-shot count, generation kwargs, lm-eval version) and the machinery that
+computed the numbers (backend, DeepSpeed placement and tensor-parallel degree, dtype, batch size: a
+bfloat16 base against a float32 variant, or an hf base against a DeepSpeed variant, differs for a
+reason that is not post-training). compare says so in summary.json and report.md instead of staying
+silent, and `captrack compare --strict` refuses.
 """
 
 from __future__ import annotations
@@ -20,7 +23,30 @@ _FIXES = {
     "few-shot count": "evaluate both with the same --num_fewshot",
     "generation kwargs": "evaluate both with the same --gen_kwargs",
     "lm-eval version": "evaluate both with the same lm-eval version",
+    "backend": "evaluate both with the same --model backend (hf, captrack-ds, ...)",
+    "placement": "evaluate both with the same captrack-ds mode and offload",
+    "tensor-parallel degree": "evaluate both on the same number of ranks",
+    "dtype": "evaluate both in the same dtype (model_args dtype=...)",
+    "batch size": "evaluate both with the same --batch_size (padding and batched kernels change the last bits)",
 }
+
+
+def _backend(config: dict[str, Any]) -> dict[str, str]:
+    """Backend, placement, tensor-parallel degree, dtype and batch size from a results file's config."""
+    args = config.get("model_args")
+    asked = args.get("dtype") if isinstance(args, dict) else None
+    if isinstance(args, str):
+        asked = next((kv.split("=", 1)[1] for kv in args.split(",") if kv.strip().startswith("dtype=")), None)
+    mode = config.get("deepspeed_mode")
+    tp = config.get("deepspeed_world_size") if mode in ("tp", "autotp") else 1
+    dtype = config.get("deepspeed_dtype") or config.get("model_dtype") or asked
+    return {
+        "backend": str(config.get("model") or "unknown"),
+        "placement": f"mode={mode}, offload={config.get('deepspeed_offload', 'none')}" if mode else "one process",
+        "tensor-parallel degree": str(tp),
+        "dtype": str(dtype).removeprefix("torch.") if dtype else "unknown",
+        "batch size": str(config.get("batch_size", "unknown")),
+    }
 
 
 def _from_results(data: dict[str, Any]) -> dict[str, Any]:
@@ -34,6 +60,7 @@ def _from_results(data: dict[str, Any]) -> dict[str, Any]:
                                          **{t: c.get("generation_kwargs") for t, c in configs.items() if c.get("generation_kwargs")}},
                                         sort_keys=True, default=str),
         "lm-eval version": str(data.get("lm_eval_version") or "unknown"),
+        **_backend(data.get("config") or {}),
     }
 
 

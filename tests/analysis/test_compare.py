@@ -312,3 +312,31 @@ def test_same_settings_give_no_setting_warning(tmp_path: Path) -> None:
     assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
     warnings = json.loads((tmp_path / "out" / "summary.json").read_text())["warnings"]
     assert not [w for w in warnings if "differs from base" in w]
+
+
+def test_a_deepspeed_variant_in_another_dtype_is_warned_about_and_strict_refuses(tmp_path: Path) -> None:
+    """Base on lm-eval's hf backend in bfloat16, variant on captrack-ds tp across 2 ranks in float32."""
+    base, variant = _write(tmp_path, "base", [1, 0, 1]), _write(tmp_path, "v", [1, 1, 1])
+    for folder, config in ((base, {"model": "hf", "model_dtype": "torch.bfloat16", "batch_size": 8}),
+                           (variant, {"model": "captrack-ds", "model_dtype": "torch.float32", "batch_size": 8,
+                                      "deepspeed_mode": "tp", "deepspeed_world_size": 2, "deepspeed_dtype": "float32",
+                                      "deepspeed_offload": "none"})):
+        results = next(folder.rglob("results_*.json"))
+        data = json.loads(results.read_text())
+        data["config"].update(config)
+        results.write_text(json.dumps(data))
+    args = ("--base", str(base), "--variant", f"v={variant}")
+    assert _compare(tmp_path, *args) == 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    for key, shown in (("backend", "base hf, variant captrack-ds"), ("dtype", "base bfloat16, variant float32"),
+                       ("placement", "base one process, variant mode=tp, offload=none"),
+                       ("tensor-parallel degree", "base 1, variant 2")):
+        assert f"v: {key} differs from base 'base': {shown}" in report, key
+    assert "batch size differs" not in report
+    strict = tmp_path / "strict"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status = main(["compare", *args, "--out", str(strict), "--strict"])
+    assert status == 1 and not strict.exists()
+    assert "--strict: base and variant were evaluated with different settings" in err.getvalue()
+    assert "dtype differs from base 'base': base bfloat16, variant float32" in err.getvalue()

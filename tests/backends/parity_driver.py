@@ -5,7 +5,8 @@
 RUNS.json is a list of {"name", "model", "model_args"}. Each run writes OUT_DIR/<name>.json with
 lm-eval's aggregated results and per-sample logs (only global rank 0 writes), and prints its time.
 The runs share one process and one TaskManager (captrack's tasks only), so a launch pays for its
-start-up once. CAPTRACK_PARITY_DEVICE=cuda runs the `hf` references on the GPU (default cpu).
+start-up once. CAPTRACK_PARITY_DEVICE=cuda runs the `hf` references on the GPU (default cpu);
+CAPTRACK_PARITY_TASKS (comma-separated) and CAPTRACK_PARITY_LIMIT replace the tasks and the limit.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ def main(out: str, runs_file: str) -> None:
     device = os.environ.get("CAPTRACK_PARITY_DEVICE", "cpu")
     for run in json.loads(Path(runs_file).read_text()):
         start = time.perf_counter()
-        results = simple_evaluate(model=run["model"], model_args=run["model_args"], tasks=TASKS,
-                                  batch_size=BATCH_SIZE, limit=LIMIT, device=device, log_samples=True,
+        tasks = os.environ.get("CAPTRACK_PARITY_TASKS", ",".join(TASKS)).split(",")
+        limit = int(os.environ.get("CAPTRACK_PARITY_LIMIT", LIMIT))
+        results = simple_evaluate(model=run["model"], model_args=run["model_args"], tasks=tasks,
+                                  batch_size=BATCH_SIZE, limit=limit, device=device, log_samples=True,
                                   apply_chat_template=True, task_manager=manager, gen_kwargs=GEN_KWARGS, random_seed=0,
                                   numpy_random_seed=0, torch_random_seed=0, fewshot_random_seed=0)
         if results is not None:
-            kept = {"results": results["results"], "samples": results["samples"]}
+            kept = {"results": results["results"], "samples": results["samples"], "config": results["config"]}
             (Path(out) / f"{run['name']}.json").write_text(json.dumps(kept, default=str))
             print(f"PARITY-RUN {run['name']} {time.perf_counter() - start:.1f} s", flush=True)
 

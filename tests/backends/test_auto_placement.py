@@ -53,6 +53,7 @@ def test_qwen3_next_80b_on_4x80gb_uses_autotp_never_tp() -> None:
 def test_on_cpu_it_chooses_the_plain_path() -> None:
     chosen = choose_placement(LLAMA_3_70B, [], HOST)
     assert (chosen.mode, chosen.offload, chosen.gpus) == ("tp", "none", 1) and "no GPU" in chosen.reason
+    assert choose_placement(QWEN3_NEXT_80B_A3B, [], HOST).mode == "autotp"  # tp is refused for it
 
 
 def test_zero3_is_never_chosen_where_tp_fits_and_asking_for_it_warns() -> None:

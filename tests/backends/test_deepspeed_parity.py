@@ -1,5 +1,9 @@
-"""captrack-ds gives `--model hf`'s numbers: per-sample loglikelihoods within 1e-4, identical greedy
-generations and metrics, on tiny random models of six families, on CPU (DS_ACCELERATOR=cpu).
+"""captrack-ds gives `--model hf`'s numbers: identical greedy generations and metrics, and per-sample
+loglikelihoods bitwise equal in bfloat16 at world 1 (the same computation: every placement keeps
+transformers' float32 rotary buffers), within 1e-4 in float32, on tiny random models of eight families,
+on CPU (DS_ACCELERATOR=cpu). Two ranks split each matrix product and sum the halves, a different order
+of additions: there loglikelihoods agree within 1e-4 in float32 and within BF16_WORLD2_TOLERANCE in
+bfloat16 (bfloat16 keeps 8 bits of mantissa, so one rounding of a logit of size ~10 moves it by ~0.03).
 
 Three launches, each a real process tree: one process (hf references, mode=tp at world 1, mode=zero3),
 torchrun with 2 ranks (mode=tp sharded from meta-device loading; Qwen3-Next with mode=autotp), and
@@ -36,11 +40,17 @@ pytestmark = [
                        reason="DeepSpeed JIT-compiles its CPU all-reduce op and needs a C++ compiler (apt-get install g++)"),
 ]
 
-TOLERANCE = 1e-4
+TOLERANCE = {"float32": 1e-4, "bfloat16": 0.0}  # world 1: bfloat16 is the same computation, bit for bit
+BF16_WORLD2_TOLERANCE = 0.125
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-WORLD1 = [(f, "tp") for f in FAMILIES if f != "qwen3_next"] + [(f, "zero3") for f in FAMILIES] + [("llama", "zero3+cpu")]
-WORLD2 = [(f, "tp") for f in FAMILIES if f != "qwen3_next"] + [("qwen3_next", "autotp")]
+DTYPES = ("float32", "bfloat16")
+# Gemma-3 under ZeRO-3: transformers 4.57 initialises the (partitioned, empty) embedding's padding row
+# while loading and fails with an IndexError before DeepSpeed is reached; not a captrack-ds path.
+_ZERO3 = [f for f in FAMILIES if f != "gemma3_text"]
+WORLD1 = [(f, "tp") for f in FAMILIES if f != "qwen3_next"] + [(f, "zero3") for f in _ZERO3] + [
+    ("llama", "zero3+cpu"), ("qwen3_next", "autotp")] + [(f, "auto") for f in FAMILIES]
+WORLD2 = [(f, "tp") for f in FAMILIES if f not in ("qwen3_next", "gemma3_text")] + [("qwen3_next", "autotp")]
 _LAUNCH_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "LOCAL_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -66,17 +76,21 @@ def _launch(command: list[str], log: Path) -> None:
         raise AssertionError(f"{' '.join(command[:6])} ... exited {done.returncode}:\n{log.read_text()[-4000:]}")
 
 
-def _runs(models: Path, pairs: list[tuple[str, str]], with_hf: bool, prefix: str = "") -> list[dict]:
+def _runs(models: Path, pairs: list[tuple[str, str]], with_hf: bool, prefix: str = "",
+          dtypes: tuple[str, ...] = DTYPES) -> list[dict]:
     runs = []
-    for family in dict.fromkeys(f for f, _ in pairs):
-        if with_hf:
-            runs.append({"name": f"hf-{family}", "model": "hf", "model_args": {"pretrained": str(models / family)}})
-        for fam, mode in pairs:
-            if fam == family:
-                name, _, offload = mode.partition("+")  # "zero3+cpu": ZeRO-3 with CPU offload
-                args = {"pretrained": str(models / family), "mode": name, "offload": offload or "none",
-                        "dtype": "float32"}
-                runs.append({"name": f"{prefix}{mode}-{family}", "model": "captrack-ds", "model_args": args})
+    for dtype in dtypes:
+        for family in dict.fromkeys(f for f, _ in pairs):
+            if with_hf:
+                runs.append({"name": f"hf-{family}-{dtype}", "model": "hf",
+                             "model_args": {"pretrained": str(models / family), "dtype": dtype}})
+            for fam, mode in pairs:
+                if fam == family:
+                    name, _, offload = mode.partition("+")  # "zero3+cpu": ZeRO-3 with CPU offload
+                    args = {"pretrained": str(models / family), "mode": name, "dtype": dtype}
+                    if offload:
+                        args["offload"] = offload
+                    runs.append({"name": f"{prefix}{mode}-{family}-{dtype}", "model": "captrack-ds", "model_args": args})
     return runs
 
 
@@ -105,24 +119,31 @@ def world2(models: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _assert_parity(reference: Path, candidate: Path, label: str) -> None:
+def _assert_parity(reference: Path, candidate: Path, label: str, tolerance: float, same_text: bool = True) -> None:
     parity = compare_runs(reference, candidate)
     print(f"{label}: max |loglikelihood diff| {parity.max_ll_diff:.3g} over {parity.n_loglikelihoods} requests, "
           f"{parity.n_generations} generations")
     assert parity.n_loglikelihoods > 0 and parity.n_generations > 0
-    assert parity.max_ll_diff <= TOLERANCE
-    assert parity.generation_mismatches == []
-    assert parity.metric_mismatches == []
+    assert parity.max_ll_diff <= tolerance
+    if same_text:
+        assert parity.generation_mismatches == []
+        assert parity.metric_mismatches == []
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("family", "mode"), WORLD1)
-def test_one_process_matches_hf(world1: Path, family: str, mode: str) -> None:
-    _assert_parity(world1 / f"hf-{family}.json", world1 / f"{mode}-{family}.json", f"{family} {mode} world 1")
+def test_one_process_matches_hf(world1: Path, family: str, mode: str, dtype: str) -> None:
+    _assert_parity(world1 / f"hf-{family}-{dtype}.json", world1 / f"{mode}-{family}-{dtype}.json",
+                   f"{family} {mode} world 1 {dtype}", TOLERANCE[dtype])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("family", "mode"), WORLD2)
-def test_two_ranks_under_torchrun_match_hf(world1: Path, world2: Path, family: str, mode: str) -> None:
-    _assert_parity(world1 / f"hf-{family}.json", world2 / f"2x{mode}-{family}.json", f"{family} {mode} world 2")
+def test_two_ranks_under_torchrun_match_hf(world1: Path, world2: Path, family: str, mode: str, dtype: str) -> None:
+    # In bfloat16 a summed half can round a near-tie the other way: greedy text may then differ.
+    tolerance = TOLERANCE["float32"] if dtype == "float32" else BF16_WORLD2_TOLERANCE
+    _assert_parity(world1 / f"hf-{family}-{dtype}.json", world2 / f"2x{mode}-{family}-{dtype}.json",
+                   f"{family} {mode} world 2 {dtype}", tolerance, same_text=dtype == "float32")
 
 
 def test_captrack_eval_under_the_deepspeed_launcher(world1: Path, models: Path, tmp_path: Path) -> None:
@@ -138,7 +159,8 @@ def test_captrack_eval_under_the_deepspeed_launcher(world1: Path, models: Path, 
              "--output_path", str(out)],
             tmp_path / "log.txt")
     assert len(list(out.rglob("results_*.json"))) == 1
-    _assert_parity(world1 / "hf-llama.json", out, "llama tp world 2 (deepspeed launcher, captrack-eval)")
+    _assert_parity(world1 / "hf-llama-float32.json", out, "llama tp world 2 (deepspeed launcher, captrack-eval)",
+                   TOLERANCE["float32"])
 
 
 @pytest.fixture()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-FAMILIES = ("llama", "qwen3", "mistral", "mixtral", "qwen3_moe", "qwen3_next")
+FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen3_moe", "gemma3_text", "qwen3_next")
 
 TEXTS = ["What is the capital of France? Answer: Paris", "Question: the opposite of hot is cold",
          "Tom has 3 apples and buys 2 more. How many apples? 5", "The answer is 12."] * 10
@@ -21,6 +21,8 @@ _COMMON: dict[str, Any] = {"hidden_size": 32, "intermediate_size": 64, "num_hidd
 _MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 16}
 _EXTRA: dict[str, dict[str, Any]] = {
     "llama": {"tie_word_embeddings": True},
+    "qwen2": {"tie_word_embeddings": False},
+    "gemma3_text": {"head_dim": 8, "sliding_window": 16, "tie_word_embeddings": True},
     "qwen3": {"head_dim": 8, "tie_word_embeddings": False},
     "mistral": {"sliding_window": None},
     "mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
