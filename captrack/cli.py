@@ -11,6 +11,8 @@ from typing import Any
 from captrack import __version__
 from captrack.errors import CaptrackError, InputError
 
+GATE_EXIT = 3  # `--fail-on`: a verdict failed the gate (1 is a user error, 2 argparse's usage error)
+
 __all__ = ["main"]
 
 
@@ -96,6 +98,15 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
+    compare.add_argument("--margin", type=float, default=None, metavar="M",
+                         help="equivalence margin of the verdicts: points for binary/score metrics (0-100 scale), "
+                              "percent of the base mean for count metrics (default 5)")
+    compare.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
+                         help="exit 3 naming the capability cells whose verdict is regressed (or, with inconclusive, "
+                              "regressed or inconclusive): a gate for training pipelines")
+    compare.add_argument("--cluster", metavar="FIELD", default=None,
+                         help="doc field grouping items that are not independent (a template id, a conversation, "
+                              "MMLU-Pro's src): CIs resample clusters, verdicts use a cluster-robust variance")
     compare.add_argument("--strict", action="store_true",
                          help="refuse (exit 1, nothing written) when base and a variant were evaluated with different "
                               "settings: backend, placement, dtype, batch size, tensor-parallel degree, chat template, ...")
@@ -265,7 +276,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if not args.base or not args.variant:
             raise InputError("compare needs --base and at least one --variant (or --scores FILE.csv)")
         options = CompareOptions(bootstrap=args.bootstrap, seed=args.seed, allow_partial=args.allow_partial,
-                                 by=tuple(args.by))
+                                 by=tuple(args.by), cluster=args.cluster,
+                                 **({"margin": args.margin} if args.margin is not None else {}))
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
         variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
@@ -293,6 +305,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
+    return _gate(console, comparison.capabilities, args.fail_on)
+
+
+def _gate(console: Any, capabilities: Any, fail_on: str | None) -> int:
+    """Exit status of `--fail-on`: 3 naming each capability cell with a failing verdict, else 0."""
+    from rich.markup import escape
+
+    from captrack.analysis.verdicts import failing_cells
+
+    cells = failing_cells(capabilities, fail_on)
+    for cell in cells:
+        console.print(f"[red]fail:[/] {escape(cell)}", highlight=False)
+    if cells:
+        console.print(f"--fail-on {fail_on}: {len(cells)} capability cell(s) failed the gate (exit {GATE_EXIT})")
+        return GATE_EXIT
     return 0
 
 

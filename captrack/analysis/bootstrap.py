@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,7 +12,7 @@ from numpy.typing import NDArray
 from captrack.analysis.drift import relative_drift_array
 from captrack.analysis.stats import bootstrap_indices
 
-__all__ = ["Items", "bootstrap_drift", "resample_counts"]
+__all__ = ["Items", "bootstrap_drift", "cluster_resample_counts", "resample_counts"]
 
 # (variant, task, metric) -> (base values, variant values) per paired item, in item order.
 Items = dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
@@ -30,10 +31,20 @@ def resample_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDA
     return flat.reshape(n_resamples, n_items).astype(np.float32)
 
 
-def bootstrap_drift(items: Items, n_resamples: int, seed: int) -> dict[tuple[str, str, str], NDArray[np.float64]]:
+def cluster_resample_counts(task: str, labels: Sequence[object], n_resamples: int, seed: int) -> NDArray[np.float32]:
+    """Like resample_counts, but whole clusters are drawn: each item counts as often as its cluster was drawn."""
+    _, inverse = np.unique(np.asarray([str(x) for x in labels]), return_inverse=True)
+    per_cluster = resample_counts(task + "\x1fclusters", int(inverse.max()) + 1, n_resamples, seed)
+    return per_cluster[:, inverse]
+
+
+def bootstrap_drift(items: Items, n_resamples: int, seed: int,
+                    clusters: Mapping[tuple[str, str, str], Sequence[object]] | None = None,
+                    ) -> dict[tuple[str, str, str], NDArray[np.float64]]:
     """Bootstrap samples of the relative drift (percent) for every (variant, task, metric).
 
-    Works task by task, so memory holds one task's resample counts at a time.
+    Works task by task, so memory holds one task's resample counts at a time. With `clusters` (per key,
+    each item's cluster label), clusters are resampled instead of items (`compare --cluster FIELD`).
     """
     if n_resamples <= 0:
         return {}
@@ -42,12 +53,20 @@ def bootstrap_drift(items: Items, n_resamples: int, seed: int) -> dict[tuple[str
         if base.size:
             by_task[(key[1], base.size)].append(key)
     out: dict[tuple[str, str, str], NDArray[np.float64]] = {}
-    for (task, n_items), keys in sorted(by_task.items()):
-        counts = resample_counts(task, n_items, n_resamples, seed)
-        columns = np.empty((n_items, 2 * len(keys)), dtype=np.float64)
-        for i, key in enumerate(keys):
-            columns[:, 2 * i], columns[:, 2 * i + 1] = items[key]
-        means = (counts.astype(np.float64) @ columns) / n_items
-        for i, key in enumerate(keys):
-            out[key] = relative_drift_array(means[:, 2 * i], means[:, 2 * i + 1])
+    for (task, n_items), all_keys in sorted(by_task.items()):
+        by_labels: dict[tuple[str, ...], list[tuple[str, str, str]]] = defaultdict(list)
+        for key in all_keys:
+            by_labels[tuple(map(str, clusters[key])) if clusters and key in clusters else ()].append(key)
+        for labels, keys in by_labels.items():
+            if labels:
+                counts = cluster_resample_counts(task, labels, n_resamples, seed)
+            else:
+                counts = resample_counts(task, n_items, n_resamples, seed)
+            columns = np.empty((n_items, 2 * len(keys)), dtype=np.float64)
+            for i, key in enumerate(keys):
+                columns[:, 2 * i], columns[:, 2 * i + 1] = items[key]
+            drawn = counts.astype(np.float64).sum(axis=1, keepdims=True) if labels else n_items  # clusters vary in size
+            means = (counts.astype(np.float64) @ columns) / drawn
+            for i, key in enumerate(keys):
+                out[key] = relative_drift_array(means[:, 2 * i], means[:, 2 * i + 1])
     return out

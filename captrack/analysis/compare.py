@@ -23,6 +23,13 @@ from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.analysis.verdict_tables import (
+    Clusters,
+    capability_verdicts,
+    drift_verdicts,
+    item_clusters,
+)
+from captrack.analysis.verdicts import DEFAULT_MARGIN, DRIFT_VERDICT_COLUMNS
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems, pair_runs
@@ -46,7 +53,7 @@ TRANSITION_COLUMNS = [
 ]
 DRIFT_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "direction", "base_value",
-    "variant_value", "rel_drift_pct", "oriented_drift_pct", "ci_low", "ci_high",
+    "variant_value", "rel_drift_pct", "oriented_drift_pct", "ci_low", "ci_high", *DRIFT_VERDICT_COLUMNS,
 ]
 REPLICATE_COLUMNS = [
     "variant", "replicate", "task", "metric", "n", "base_value", "variant_value", "rel_drift_pct",
@@ -72,6 +79,8 @@ class CompareOptions:
     allow_partial: bool = False
     distribution: bool = True  # per-choice diagnostics for multiple-choice tasks (reads samples files)
     by: tuple[str, ...] = ()  # doc fields to break transitions and drift down by (reads samples files)
+    margin: float = DEFAULT_MARGIN  # equivalence margin of the verdicts (points; % of base for count metrics)
+    cluster: str | None = None  # doc field whose values are clusters of non-independent items (reads samples files)
 
 
 @dataclass
@@ -98,6 +107,7 @@ class Comparison:
     aggregate_only: bool = False  # scores without items: no CIs, transitions or MDE can be computed
     by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
     setting_differences: list[str] = field(default_factory=list)  # also in warnings; `compare --strict` refuses them
+    margin: float = DEFAULT_MARGIN  # the equivalence margin the verdicts used
 
 
 def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions = CompareOptions(),
@@ -115,6 +125,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     transitions: list[dict[str, Any]] = []
     drift: list[dict[str, Any]] = []
     items: Items = {}
+    clusters: Clusters = {}
     counts: dict[str, Any] = {}
     for variant in variants:
         paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
@@ -125,6 +136,8 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         per_rep = _per_replicate(paired)
         variant_items = _item_means(paired)
         items |= variant_items
+        if options.cluster:
+            clusters |= item_clusters(store, paired, options.cluster, warnings)
         t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
         transitions, drift = [*transitions, *t_rows], [*drift, *d_rows]
         replicates.append(per_rep.assign(variant=variant.name))
@@ -133,13 +146,14 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
             counts[variant.name]["seeds"] = paired.seeds  # one run each, different seeds, paired as one replicate
         if progress is not None:
             progress(variant.name, len(paired.items))
-    boot = bootstrap_drift(items, options.bootstrap, options.seed)
+    boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters or None)
     _fill_cis(drift, boot, options.level)
     transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
-    drift_df = _finish_drift(drift, taxonomy)
+    drift_df = drift_verdicts(_finish_drift(drift, taxonomy), items, options.margin, clusters or None)
     power = power_table(items)
     with_rates = _with_rates(drift_df, transitions_df, power)
-    capabilities = aggregate_capabilities(with_rates, taxonomy, boot=boot)
+    capabilities = capability_verdicts(aggregate_capabilities(with_rates, taxonomy, boot=boot), drift_df, items,
+                                       taxonomy, options.margin, clusters or None)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
     warnings += _untracked(drift_df)
@@ -152,6 +166,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         replicates=rep_df,
         warnings=warnings,
         setting_differences=differences,
+        margin=options.margin,
         counts=counts,
         replicate_spread=_replicate_spread(rep_df, taxonomy),
         distribution_items=dist_items,

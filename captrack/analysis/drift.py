@@ -10,6 +10,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.power import combined_mde
+from captrack.analysis.verdicts import CAPABILITY_VERDICT_COLUMNS
 from captrack.taxonomy import Taxonomy
 
 __all__ = [
@@ -112,13 +113,13 @@ def aggregate_capabilities(
                      samples, members, int((~np.isnan(members[value].to_numpy(dtype=float))).sum()))
                 | {"mde_pct": combined_mde(scored)}
             )
-    return pd.DataFrame(rows, columns=CAPABILITY_COLUMNS)
+    return pd.DataFrame(rows, columns=CAPABILITY_COLUMNS[:CAPABILITY_COLUMNS.index("oriented_drift_pct")])
 
 
 CAPABILITY_COLUMNS = [
     "variant", "algorithm", "level", "key", "mean_rel_drift_pct", "std_rel_drift_pct",
     "ci_low", "ci_high", "forgetting", "backward_transfer", "n_metrics", "mde_pct", "n_items", "base_value",
-    "variant_value",
+    "variant_value", *CAPABILITY_VERDICT_COLUMNS,  # the verdict columns: filled in by compare
 ]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from captrack.analysis.compare import Comparison
+from captrack.analysis.verdicts import VERDICTS
 from captrack.report.findings import ranking_sentence
 from captrack.taxonomy import Taxonomy
 
@@ -74,6 +75,12 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
         "α = 0.05, paired; planned from n and the base rate, see README's Definitions). "
         "F = share of items forgotten (1→0), BT = share gained (0→1).",
         "",
+        *([] if comparison.aggregate_only else [
+            f"Verdict (margin ±{comparison.margin:g}): the change Δ, oriented so that + is better (points for "
+            "binary and score metrics, % of the base mean for counts), is `regressed` where its 95% CI lies below 0, "
+            "`improved` where it lies above 0, `equivalent` where its 90% CI lies inside ±margin (two one-sided "
+            "tests), else `inconclusive`; neutral metrics are `changed` where the 95% CI excludes 0. CI: adjusted "
+            "Wald (Agresti–Min) on the paired items; see README's Definitions.", ""]),
     ]
     for variant in comparison.variants:
         lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)
@@ -144,6 +151,7 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
         "Groups: " + ", ".join(f"{g} {_pct(groups.loc[g, 'mean_rel_drift_pct'])}" for g in groups.index) + "."
     )
     lines.append("")
+    lines += _verdict_lines(caps, comparison.margin)
     rows = []
     by_key = caps[caps["level"] == "capability"].set_index("key")
     items = _capability_items(comparison, name)
@@ -156,15 +164,33 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
         cells = [f"{cap.key} {cap.name}", _pct(row["mean_rel_drift_pct"]), _pct(row["std_rel_drift_pct"], signed=False)]
         if not comparison.aggregate_only:
             cells += [_ci(row["ci_low"], row["ci_high"]), _pct(row["mde_pct"], signed=False),
-                      _share(row["forgetting"]), _share(row["backward_transfer"])]
+                      _share(row["forgetting"]), _share(row["backward_transfer"]), _verdict_cell(row)]
         rows.append([*cells, str(int(row["n_metrics"])), items.get(cap.key, "n/a")])
     header = ["capability", "drift", "±"]
     if not comparison.aggregate_only:
-        header += ["95% CI", "MDE", "F", "BT"]
+        header += ["95% CI", "MDE", "F", "BT", "verdict: Δ [95% CI]"]
     lines += [*_table([*header, "metrics", "items (n)"], rows), ""]
     lines += _task_table(comparison, name)
     lines += _unmapped_section(comparison, name)
     return lines
+
+
+def _verdict_cell(row: Any) -> str:
+    """'regressed: −4.2 [−6.1, −2.3]' (Δ oriented, + is better), or '' without a verdict."""
+    found = row.get("verdict") if hasattr(row, "get") else None
+    if not isinstance(found, str) or not found:
+        return ""
+    return f"{found}: {row['oriented_change']:+.1f} [{row['change_ci_low']:+.1f}, {row['change_ci_high']:+.1f}]"
+
+
+def _verdict_lines(caps: pd.DataFrame, margin: float) -> list[str]:
+    """One sentence naming the capabilities under each verdict."""
+    rows = caps[(caps["level"] == "capability") & caps["verdict"].isin(VERDICTS)] if "verdict" in caps else caps[:0]
+    if rows.empty:
+        return []
+    parts = [f"{v}: {', '.join(str(k) for k in rows.loc[rows['verdict'] == v, 'key'])}"
+             for v in VERDICTS if (rows["verdict"] == v).any()]
+    return [f"Verdicts at margin ±{margin:g}: " + "; ".join(parts) + ".", ""]
 
 
 def _capability_items(comparison: Comparison, name: str) -> dict[str, str]:
@@ -248,8 +274,8 @@ def _task_table(comparison: Comparison, name: str) -> list[str]:
             _pct(r.mde_pct, signed=False),
             "" if pd.isna(r.n_10) else f"{int(r.n_10)} / {int(r.n_01)}",
             "" if pd.isna(r.forgetting_adj) else f"{_share(r.forgetting_adj)} / {_share(r.backward_transfer_adj)}",
-            "" if pd.isna(r.q_value) else f"{r.q_value:.3g}", significant,
+            "" if pd.isna(r.q_value) else f"{r.q_value:.3g}", significant, _verdict_cell(r._asdict()),
         ])
     header = ["task", "metric", "base", "variant", "n", "drift", "95% CI", "MDE", "1→0 / 0→1",
-              "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05"]
+              "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05", "verdict: Δ [95% CI]"]
     return ["### Per task", "", *_table(header, rows), ""]

@@ -50,7 +50,7 @@ def write_contract_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> list
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, frame in tables.items():
-        shown = frame[CONTRACT_COLUMNS[name]] if name in CONTRACT_COLUMNS else frame
+        shown = frame.reindex(columns=CONTRACT_COLUMNS[name]) if name in CONTRACT_COLUMNS else frame
         labels = [c for c in shown.columns if c in LABEL_COLUMNS and not pd.api.types.is_numeric_dtype(shown[c])]
         if labels:
             shown = shown.assign(**{c: shown[c].map(inert_cell) for c in labels})

@@ -73,7 +73,7 @@ def main() -> None:
     """Parse arguments, run both backends on the same requests and print the throughput table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="HF folder or captrack alias (default: smollm2-135m-instruct)")
-    parser.add_argument("--mode", default="tp", choices=["tp", "autotp", "zero3"], help="captrack-ds mode")
+    parser.add_argument("--mode", default="tp", choices=["auto", "tp", "autotp", "zero3"], help="captrack-ds mode")
     parser.add_argument("--offload", default="none", choices=["none", "cpu", "nvme"], help="zero3 offload")
     parser.add_argument("--dtype", default=None, help="default: float32 on CPU, bfloat16 on GPU")
     parser.add_argument("--tasks", default=DEFAULT_TASKS, help="comma-separated captrack tasks")
@@ -109,9 +109,12 @@ def main() -> None:
                 print(f"{row['backend']:12s} {kind:15s} {n:7d} {tokens:7d} {seconds:8.2f} {n / seconds:10.2f} "
                       f"{tokens / seconds:9.1f}")
     if len(rows) == 2 and "ll" in rows[0]:
-        diff = max(abs(a - b) for a, b in zip(rows[0]["ll"], rows[1]["ll"], strict=True))
+        pairs = list(zip(rows[0]["ll"], rows[1]["ll"], strict=True))
+        diff = max(abs(a - b) for a, b in pairs)
+        equal = sum(a == b for a, b in pairs)
         same = rows[0].get("generations") == rows[1].get("generations")
-        print(f"max |loglikelihood diff| hf vs captrack-ds: {diff:.3g}; greedy generations identical: {same}")
+        print(f"max |loglikelihood diff| hf vs captrack-ds: {diff:.3g}; identical loglikelihoods: {equal}/{len(pairs)} "
+              f"({100 * equal / len(pairs):.1f}%); greedy generations identical: {same}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""Verdict columns of drift.csv and capabilities.csv (rules and CI method: captrack.analysis.verdicts)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from captrack.analysis.bootstrap import Items
+from captrack.analysis.drift import oriented_drift
+from captrack.analysis.verdicts import (
+    CAPABILITY_VERDICT_COLUMNS,
+    DRIFT_VERDICT_COLUMNS,
+    Change,
+    combine_changes,
+    paired_change,
+)
+from captrack.errors import UnknownNameError
+from captrack.metrics.registry import get_metric
+from captrack.taxonomy import Taxonomy
+
+if TYPE_CHECKING:
+    from captrack.results.pairing import PairedItems
+    from captrack.results.store import Store
+
+__all__ = ["Clusters", "capability_verdicts",
+           "drift_verdicts", "item_clusters", "metric_kind"]
+
+# (variant, task, metric) -> the cluster label of each paired item, in the order of Items' arrays.
+Clusters = dict[tuple[str, str, str], Sequence[object]]
+
+
+
+def metric_kind(metric: str, base: np.ndarray) -> str:
+    """The MetricSpec kind of `metric`; undeclared metrics: binary/score when every value is in [0, 1]."""
+    try:
+        return get_metric(metric).kind
+    except UnknownNameError:
+        return "score" if base.size and float(np.nanmin(base)) >= 0 and float(np.nanmax(base)) <= 1 else "count"
+
+
+def _columns(change: Change) -> dict[str, object]:
+    return {"oriented_change": change.delta, "change_ci_low": change.ci95[0], "change_ci_high": change.ci95[1],
+            "change_ci90_low": change.ci90[0], "change_ci90_high": change.ci90[1], "verdict": change.verdict}
+
+
+def drift_verdicts(drift: pd.DataFrame, items: Items, margin: float, clusters: Clusters | None = None) -> pd.DataFrame:
+    """`drift` with the oriented change per (variant, task, metric), its 95%/90% CIs and verdict appended."""
+    rows = []
+    empty = (np.empty(0), np.empty(0))
+    for variant, task, metric, direction in zip(drift["variant"], drift["task"], drift["metric"], drift["direction"],
+                                                strict=True):
+        key = (str(variant), str(task), str(metric))
+        base, var = items.get(key, empty)
+        kind = metric_kind(str(metric), base)
+        change = paired_change(base, var, kind, str(direction), margin, (clusters or {}).get(key))
+        rows.append({"change_unit": "% of base" if kind == "count" else "points"} | _columns(change))
+    extra = pd.DataFrame(rows, columns=DRIFT_VERDICT_COLUMNS, index=drift.index)
+    return pd.concat([drift, extra], axis=1)
+
+
+def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: Items, taxonomy: Taxonomy,
+                        margin: float, clusters: Clusters | None = None) -> pd.DataFrame:
+    """`capabilities` with each row's oriented mean drift, its own paired change, CIs and verdict.
+
+    A capability's change is the mean of its members' oriented changes; a group's, the mean over the
+    member metrics of all its capabilities (captrack.analysis.verdicts.combine_changes).
+    """
+    cap_group = {c.key: g.key for g in taxonomy.groups for c in g.capabilities}
+    rows = []
+    empty = (np.empty(0), np.empty(0))
+    for variant, level, key in zip(capabilities["variant"], capabilities["level"], capabilities["key"], strict=True):
+        frame = drift[drift["variant"] == variant]
+        if level == "capability":
+            members = frame[frame["capability"] == key]
+        else:
+            members = frame[frame["capability"].map(lambda c, k=key: cap_group.get(str(c)) == k)]
+        members = members.drop_duplicates(["task", "metric"])
+        spec = []
+        task_clusters: dict[str, Sequence[object]] = {}
+        for task, metric, direction in zip(members["task"], members["metric"], members["direction"], strict=True):
+            ikey = (str(variant), str(task), str(metric))
+            base, var = items.get(ikey, empty)
+            spec.append((str(task), base, var, metric_kind(str(metric), base), str(direction)))
+            if clusters and ikey in clusters:
+                task_clusters[str(task)] = clusters[ikey]
+        change = combine_changes(spec, margin, task_clusters or None)
+        oriented = [oriented_drift(r, d) for r, d in zip(members["rel_drift_pct"], members["direction"], strict=True)
+                    if d != "neutral" and not math.isnan(r)]
+        if not oriented and len(members):  # all neutral: colour by the raw drift
+            oriented = [r for r in members["rel_drift_pct"] if not math.isnan(r)]
+        rows.append({"oriented_drift_pct": float(np.mean(oriented)) if oriented else math.nan} | _columns(change))
+    extra = pd.DataFrame(rows, columns=CAPABILITY_VERDICT_COLUMNS, index=capabilities.index)
+    out = pd.concat([capabilities, extra], axis=1)
+    caps = out[out["level"] == "capability"]
+    for index in out.index[out["level"] == "group"]:  # a group's colour: the mean over its capabilities
+        mine = caps[(caps["variant"] == out.at[index, "variant"])
+                    & caps["key"].map(lambda c, g=out.at[index, "key"]: cap_group.get(str(c)) == g)]
+        values = mine["oriented_drift_pct"].dropna()
+        out.at[index, "oriented_drift_pct"] = float(values.mean()) if len(values) else math.nan
+    return out
+
+
+def item_clusters(store: Store, paired: PairedItems, field: str, warnings: list[str]) -> Clusters:
+    """Cluster labels (doc field `field`) of each paired item, aligned with captrack.analysis.compare's Items.
+
+    An item without the field is a cluster of its own (and a warning names the tasks).
+    """
+    from captrack.results.samples import paired_doc_field
+
+    values = paired_doc_field(store, paired, field)
+    frame = paired.items.assign(_cluster=values.astype(object))
+    missing = sorted(set(frame.loc[frame["_cluster"].isna(), "task"]))
+    if missing:
+        warnings.append(f"{paired.variant}: items without doc field {field!r} are clusters of one in --cluster "
+                        f"(tasks {', '.join(missing)})")
+    own = "\x1f" + frame["doc_hash"].astype(str) + "\x1f" + frame["occ"].astype(str)
+    frame["_cluster"] = frame["_cluster"].map(lambda v: None if v is None or v != v else str(v)).fillna(own)
+    n_replicates = len(paired.replicates)
+    grouped = frame.groupby(["task", "metric", "doc_hash", "occ"], sort=True)
+    labels = grouped["_cluster"].first()[grouped.size() == n_replicates]
+    out: Clusters = {}
+    for (task, metric), series in labels.groupby(level=["task", "metric"], sort=True):
+        out[(paired.variant, str(task), str(metric))] = list(series.to_numpy())
+    return out

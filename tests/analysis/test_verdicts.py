@@ -1,0 +1,135 @@
+"""Verdicts (regressed / improved / equivalent / inconclusive) on cells built to be each one.
+
+The CIs are recomputed here from the transition counts with Agresti and Min's (2005) adjusted
+interval for a difference of matched proportions, written out independently of captrack's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from fakeruns import FakeTask, write_run
+
+from captrack.analysis.verdicts import DEFAULT_MARGIN, combine_changes, paired_change, verdict
+from captrack.cli import GATE_EXIT, main
+
+FACTS, LOGIC, PASSAGES = "captrack_probe_c1_facts", "captrack_probe_c2_logic", "captrack_probe_c3_passages"
+PREMISE, CONSTRAINTS = "captrack_probe_w2_false_premise", "captrack_probe_h1_constraints"
+
+
+def _pair(n11: int, n10: int, n01: int, n00: int) -> tuple[list[int], list[int]]:
+    """Base and variant 0/1 values with exactly these transition counts."""
+    base = [1] * n11 + [1] * n10 + [0] * n01 + [0] * n00
+    variant = [1] * n11 + [0] * n10 + [1] * n01 + [0] * n00
+    return base, variant
+
+
+# (task, metric, transition counts (n11, n10, n01, n00) in the metric's raw values, the verdict built)
+CELLS = [
+    (FACTS, "acc", (1300, 20, 20, 660), "equivalent"),  # 2,000 items, 40 flips that cancel
+    (LOGIC, "acc", (200, 70, 5, 125), "regressed"),  # a clear drop
+    (PASSAGES, "exact_match", (150, 4, 66, 180), "improved"),  # a clear rise
+    (PREMISE, "overreach", (40, 5, 80, 275), "regressed"),  # overreach rises: lower is better, so worse
+    (CONSTRAINTS, "pass_all", (3, 1, 1, 1), "inconclusive"),  # 6 items: nothing can be said
+]
+
+
+def _agresti_min(n11: int, n10: int, n01: int, n00: int, z: float, sign: float) -> tuple[float, float, float]:
+    n = n11 + n10 + n01 + n00
+    p_up, p_down = (n01 + 0.5) / (n + 2), (n10 + 0.5) / (n + 2)
+    delta = p_up - p_down
+    se = math.sqrt((p_up + p_down - delta**2) / (n + 2))
+    return 100 * sign * delta, 100 * (sign * delta - z * se), 100 * (sign * delta + z * se)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("verdicts")
+    base_tasks, variant_tasks = [], []
+    for task, metric, counts, _ in CELLS:
+        base, variant = _pair(*counts)
+        base_tasks.append(FakeTask(task, {metric: base}))
+        variant_tasks.append(FakeTask(task, {metric: variant}))
+    write_run(root / "base", "base", base_tasks)
+    write_run(root / "sft", "sft", variant_tasks)
+    assert main(["compare", "--base", str(root / "base"), "--variant", f"sft={root / 'sft'}:SFT",
+                 "--out", str(root / "out"), "--bootstrap", "200"]) == 0
+    return root
+
+
+def test_each_cell_gets_the_verdict_it_was_built_for(compared: Path) -> None:
+    drift = pd.read_csv(compared / "out" / "drift.csv").drop_duplicates(["task", "metric"]).set_index("task")
+    for task, _, counts, built in CELLS:
+        assert drift.loc[task, "verdict"] == built, task
+        sign = -1.0 if drift.loc[task, "direction"] == "lower" else 1.0
+        delta, low, high = _agresti_min(*counts, z=1.959963984540054, sign=sign)
+        _, low90, high90 = _agresti_min(*counts, z=1.6448536269514722, sign=sign)
+        row = drift.loc[task]
+        assert (row["oriented_change"], row["change_ci_low"], row["change_ci_high"]) == pytest.approx(
+            (delta, low, high), abs=1e-6)
+        assert (row["change_ci90_low"], row["change_ci90_high"]) == pytest.approx((low90, high90), abs=1e-6)
+        assert row["change_unit"] == "points"
+
+
+def test_capability_verdicts_and_the_gate(compared: Path) -> None:
+    caps = pd.read_csv(compared / "out" / "capabilities.csv")
+    by_key = caps[caps["level"] == "capability"].set_index("key")["verdict"]
+    assert by_key[["C1", "C2", "C3", "W2", "H1"]].tolist() == ["equivalent", "regressed", "improved", "regressed",
+                                                              "inconclusive"]
+    assert caps.set_index("key").loc["W2", "oriented_drift_pct"] < 0 < caps.set_index("key").loc["W2", "mean_rel_drift_pct"]
+    report = (compared / "out" / "report.md").read_text()
+    assert "equivalent" in report and "inconclusive" in report
+    args = ["compare", "--base", str(compared / "base"), "--variant", f"sft={compared / 'sft'}:SFT", "--bootstrap", "0"]
+    for fail_on, cells in (("regressed", ["sft C2: regressed", "sft W2: regressed"]),
+                           ("inconclusive", ["sft C2: regressed", "sft W2: regressed", "sft H1: inconclusive"])):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main([*args, "--out", str(compared / fail_on), "--fail-on", fail_on])
+        assert status == GATE_EXIT
+        for cell in cells:
+            assert cell in err.getvalue(), (fail_on, cell)
+        assert "sft C1" not in err.getvalue() and "sft C3" not in err.getvalue()
+    assert main([*args, "--out", str(compared / "wide"), "--margin", "0.5"]) == 0
+    wide = pd.read_csv(compared / "wide" / "drift.csv").set_index("task")
+    assert wide.loc[FACTS, "verdict"] == "inconclusive"  # ±0.5 points is narrower than its 90% CI
+
+
+def test_rule_edges() -> None:
+    assert verdict((-3.0, -0.1), (-2.5, -0.5), 5) == "regressed"
+    assert verdict((0.1, 3.0), (0.5, 2.5), 5) == "improved"
+    assert verdict((-4.0, 4.0), (-4.9, 4.9), 5) == "equivalent"
+    assert verdict((-4.0, 4.0), (-5.0, 4.9), 5) == "inconclusive"  # the margin itself is outside
+    assert verdict((0.5, 2.0), (0.7, 1.8), 5, oriented=False) == "changed"
+    assert verdict((math.nan, 1.0), (0.0, 1.0), 5) == ""
+
+
+def test_no_flip_among_six_items_is_not_evidence_of_equivalence() -> None:
+    base = np.array([1.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+    change = paired_change(base, base.copy(), "binary", "higher", DEFAULT_MARGIN)
+    assert change.delta == 0 and change.verdict == "inconclusive" and change.ci90[1] > 15
+    many = np.tile(base, 400)
+    assert paired_change(many, many.copy(), "binary", "higher", DEFAULT_MARGIN).verdict == "equivalent"
+
+
+def test_clusters_widen_the_interval_of_correlated_items() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 2, 400).astype(float)
+    variant = base.copy()
+    variant[:40] = 1 - variant[:40]  # 40 flips, all in the first 4 clusters of 10
+    clusters = [i // 10 for i in range(400)]
+    plain = paired_change(base, variant, "binary", "higher", 5)
+    clustered = paired_change(base, variant, "binary", "higher", 5, clusters)
+    assert clustered.se > plain.se
+
+
+def test_capability_change_is_the_mean_of_oriented_members() -> None:
+    up = (np.zeros(100), np.ones(100))
+    members = [("t1", *up, "binary", "higher"), ("t2", *up, "binary", "lower"), ("t3", *up, "count", "neutral")]
+    change = combine_changes(members, 5)
+    assert change.delta == pytest.approx(0.0)  # +98 and −98 points (adjusted), the neutral member left out
