@@ -67,7 +67,8 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
     """`capabilities` with each row's oriented mean drift, its own paired change, CIs and verdict.
 
     A capability's change is the mean of its members' oriented changes; a group's, the mean over the
-    member metrics of all its capabilities (captrack.analysis.verdicts.combine_changes).
+    member metrics of all its capabilities (captrack.analysis.verdicts.combine_changes). oriented_drift_pct
+    is the mean of the members' oriented drift (NaN where every member is neutral: no better side).
     """
     cap_group = {c.key: g.key for g in taxonomy.groups for c in g.capabilities}
     rows = []
@@ -90,8 +91,6 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
         change = combine_changes(spec, margin, task_clusters or None)
         oriented = [oriented_drift(r, d) for r, d in zip(members["rel_drift_pct"], members["direction"], strict=True)
                     if d != "neutral" and not math.isnan(r)]
-        if not oriented and len(members):  # all neutral: colour by the raw drift
-            oriented = [r for r in members["rel_drift_pct"] if not math.isnan(r)]
         rows.append({"oriented_drift_pct": float(np.mean(oriented)) if oriented else math.nan} | _columns(change))
     extra = pd.DataFrame(rows, columns=CAPABILITY_VERDICT_COLUMNS, index=capabilities.index)
     out = pd.concat([capabilities, extra], axis=1)

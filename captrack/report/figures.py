@@ -44,14 +44,23 @@ def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     return paths
 
 
+VERDICT_MARKS = {"regressed": "▼", "improved": "▲", "equivalent": "≈", "inconclusive": "?", "changed": "•"}
+
+
 def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, color_cap: float = 15.0,
-                   with_cis: bool = True) -> list[Path]:
+                   with_cis: bool = True, colors: pd.DataFrame | None = None,
+                   verdicts: pd.DataFrame | None = None) -> list[Path]:
     """CapTrack-style heatmap: rows capabilities (and group means), columns variants, values in %.
 
     Args:
-        matrix: drift in percent, index = row labels (e.g. ``C1 Parametric knowledge``), columns = variants.
+        matrix: drift in percent (printed in each cell), index = row labels (e.g. ``C1 Parametric
+            knowledge``), columns = variants.
         significant: same shape, True where the bootstrap CI excludes 0 (marked with ``*``).
-        with_cis: False for aggregate scores: no ``*`` anywhere and the title says there are no CIs.
+        with_cis: False for aggregate scores: no marks anywhere and the title says there are no CIs.
+        colors: same shape, the oriented drift that sets each cell's colour (+ better: blue, − worse:
+            red; NaN, a capability without a better side: white); default the printed drift.
+        verdicts: same shape, each cell's verdict, marked ▼ regressed, ▲ improved, ≈ equivalent,
+            ? inconclusive, • changed (replacing ``*``).
     """
     import seaborn as sns
 
@@ -60,24 +69,36 @@ def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, c
     transpose = n_cols > 30  # many variants: variants become rows so labels stay readable
     data = matrix.T if transpose else matrix
     marks = significant.T if transpose else significant
+    shade = data if colors is None else (colors.T if transpose else colors)
+    shade = shade.astype(float).where(shade.notna() | data.isna(), 0.0)  # no better side: white
+    if verdicts is not None and with_cis:
+        shown = verdicts.T if transpose else verdicts
+        suffix = np.vectorize(lambda v: VERDICT_MARKS.get(str(v), ""))(shown.to_numpy(dtype=object))
+    else:
+        suffix = np.where(marks.to_numpy(dtype=bool) & with_cis, "*", "")
     width = min(2.0 + 0.55 * data.shape[1], 40.0)
     height = min(1.2 + 0.32 * data.shape[0], 80.0)
     fig, ax = plt.subplots(figsize=(max(width, 6.0), max(height, 3.0)))
-    labels = np.vectorize(lambda v, s: "" if np.isnan(v) else f"{v:+.1f}{'*' if s else ''}")(
-        data.to_numpy(dtype=float), marks.to_numpy(dtype=bool) & with_cis
-    )
+    labels = np.vectorize(lambda v, s: "" if np.isnan(v) else f"{v:+.1f}{s}")(data.to_numpy(dtype=float), suffix)
     sns.heatmap(
-        data.astype(float), ax=ax, cmap="RdBu", center=0.0, vmin=-color_cap, vmax=color_cap,
+        shade, ax=ax, cmap="RdBu", center=0.0, vmin=-color_cap, vmax=color_cap,
         annot=labels if data.size <= 1200 else False, fmt="", linewidths=0.5, linecolor="white",
-        cbar_kws={"label": "relative drift (%)", "shrink": 0.6},
+        cbar_kws={"label": "oriented drift (%): + better, − worse" if colors is not None else "relative drift (%)",
+                  "shrink": 0.6},
     )
     ax.set_xlabel("")
     ax.set_ylabel("")
     ax.tick_params(axis="x", rotation=45 if not transpose else 0)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right" if not transpose else "center")
-    title = "* = 95% CI excludes 0" if with_cis else "aggregate scores: no CIs"
-    ax.set_title(f"Capability drift vs base (%; {title})", loc="left")
+    if not with_cis:
+        title = "aggregate scores: no CIs"
+    elif verdicts is not None:
+        title = "▼ regressed ▲ improved ≈ equivalent ? inconclusive • changed"
+    else:
+        title = "* = 95% CI excludes 0"
+    shading = "colour: + better blue, − worse red; " if colors is not None else ""
+    ax.set_title(f"Capability drift vs base (%; {shading}{title})", loc="left")
     return _save(fig, out, "heatmap")
 
 

@@ -25,6 +25,8 @@ th { background: var(--head); position: sticky; top: 0; cursor: pointer; white-s
 th[aria-sort="ascending"]::after { content: " \\25B2"; } th[aria-sort="descending"]::after { content: " \\25BC"; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.pos { color: #1a5e9a; } td.neg { color: #b3261e; }
+td.v-regressed { color: #b3261e; font-weight: 600; } td.v-improved { color: #1a5e9a; font-weight: 600; }
+td.v-equivalent { color: #2e6b3a; } td.v-inconclusive { color: var(--muted); font-style: italic; }
 pre.text { white-space: pre-wrap; word-break: break-word; margin: 0; max-height: 18rem; overflow: auto;
            font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; background: #fafbfc; padding: 4px; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }

@@ -26,16 +26,32 @@ if TYPE_CHECKING:
 __all__ = ["AGGREGATE_NOTE", "write_pages"]
 
 
-def _num(value: float, pct: bool = True, signed: bool = True) -> str:
+def _num(value: float, pct: bool = True, signed: bool = True, oriented: float | None = None) -> str:
+    """A number cell; signed cells are coloured by `oriented` (+ better: blue, − worse: red) where given,
+    uncoloured where the metric has no better side (oriented NaN), else by the value's own sign."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return '<td class="num" data-sort="">n/a</td>'
-    cls = ("pos" if value > 0 else "neg" if value < 0 else "") if signed else ""
+    side = value if oriented is None else (0.0 if math.isnan(oriented) else oriented)
+    cls = ("pos" if side > 0 else "neg" if side < 0 else "") if signed else ""
     text = (f"{value:+.1f}" if signed else f"{value:.1f}") + ("%" if pct else "")
     return f'<td class="num {cls}" data-sort="{value:.6g}">{esc(text)}</td>'
 
 
 def _td(value: object) -> str:
     return f"<td>{esc(value)}</td>"
+
+
+def _verdict_td(verdict: object) -> str:
+    """A verdict cell, styled per verdict (inconclusive in grey italics, regressed red, improved blue)."""
+    text = verdict if isinstance(verdict, str) else ""
+    return f'<td class="verdict v-{esc(text)}">{esc(text)}</td>' if text else "<td></td>"
+
+
+def _oriented_task(direction: object, rel: float) -> float:
+    """A task row's colour side: + better; NaN (uncoloured) for a metric without a better side."""
+    if direction == "neutral" or rel is None or math.isnan(rel):
+        return math.nan
+    return -rel if direction == "lower" else rel
 
 
 def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, pd.DataFrame]:
@@ -53,7 +69,9 @@ def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> d
             "contrasts": contrasts}
 
 
-def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Raw drift (printed), oriented drift (the colour), CI-excludes-0 marks and verdicts, per row label and variant."""
     taxonomy = load_taxonomy()
     rows: list[tuple[str, str, str]] = []
     for group in taxonomy.groups:
@@ -64,14 +82,19 @@ def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]
     rows = [r for r in rows if (r[0], r[1]) in present and (not keys or r[1] in keys or r[0] == "group")]
     indexed = caps.set_index(["level", "key", "variant"])
     matrix = pd.DataFrame(index=[r[2] for r in rows], columns=variants, dtype=float)
+    colors = matrix.copy()
     marks = pd.DataFrame(False, index=matrix.index, columns=variants)
+    verdicts = pd.DataFrame("", index=matrix.index, columns=variants, dtype=object)
     for level, key, label in rows:
         for v in variants:
             if (level, key, v) in indexed.index:
                 r = indexed.loc[(level, key, v)]
                 matrix.loc[label, v] = r["mean_rel_drift_pct"]
+                colors.loc[label, v] = r.get("oriented_drift_pct", r["mean_rel_drift_pct"])
                 marks.loc[label, v] = bool(r["ci_low"] > 0 or r["ci_high"] < 0)
-    return matrix, marks
+                found = r.get("verdict")
+                verdicts.loc[label, v] = found if isinstance(found, str) else ""
+    return matrix, colors, marks, verdicts
 
 
 def _algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.DataFrame:
@@ -129,6 +152,8 @@ class Board:
     aggregate_only: bool
     html_sections: list[str] = field(default_factory=list)  # extra sections (base → variant pairs, per-field tables)
     md_sections: list[str] = field(default_factory=list)
+    oriented: pd.DataFrame = field(default_factory=pd.DataFrame)  # like matrix: the colour side (+ better)
+    verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)  # like matrix: each cell's verdict
 
 
 AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so no confidence intervals, no item "
@@ -141,13 +166,21 @@ NOISE_NOTE = ("A drift is beyond noise (marked *) only where its 95% paired boot
               "the worse; drift.csv's oriented_drift_pct gives every metric's change with + meaning better.")
 
 
+VERDICT_NOTE = ("Colours say better (blue) or worse (red) whatever the metric's direction; the numbers printed are the "
+                "raw drift. Verdict: Δ, the change oriented so that + is better (points for binary and score metrics, % of "
+                "the base mean for counts), is regressed where its 95% CI lies below 0, improved where it lies above 0, "
+                "equivalent where its 90% CI lies inside ± the margin, else inconclusive (too few items to tell); a metric "
+                "without a better side (verbosity, formatting) is changed where its 95% CI excludes 0.")
+
+
 def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per variant, task and metric: base, variant, n, drift, CI and MDE (n and MDE NaN without items)."""
     drift = tables["drift"].drop_duplicates(["variant", "task", "metric"])
     power = tables["power"][["variant", "task", "metric", "n", "mde_pct"]]
     merged = drift.merge(power, on=["variant", "task", "metric"], how="left")
-    columns = ["variant", "task", "metric", "base_value", "variant_value", "n", "rel_drift_pct", "ci_low", "ci_high", "mde_pct"]
-    return merged[columns].sort_values(["variant", "task", "metric"]).reset_index(drop=True)
+    columns = ["variant", "task", "metric", "base_value", "variant_value", "n", "rel_drift_pct", "ci_low", "ci_high", "mde_pct",
+               "direction", "verdict", "oriented_change", "change_ci_low", "change_ci_high"]
+    return merged.reindex(columns=columns).sort_values(["variant", "task", "metric"]).reset_index(drop=True)
 
 
 def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -170,10 +203,11 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     aggregate_only = all(c.aggregate_only for c, _ in comparisons)
     variants = [v.name for c, _ in comparisons for v in c.variants]
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
-    matrix, marks = _heatmap_data(tables["capabilities"], variants, spec.capabilities)
+    matrix, oriented, marks, verdicts = _heatmap_data(tables["capabilities"], variants, spec.capabilities)
     summary = _algorithm_summary(tables["capabilities"], aggregate_only)
     checkpoints = _checkpoints(tables, variants)
-    written = figures.heatmap_figure(matrix, marks, folder / "figures", with_cis=not aggregate_only)
+    written = figures.heatmap_figure(matrix, marks, folder / "figures", with_cis=not aggregate_only, colors=oriented,
+                                     verdicts=verdicts)
     if not summary.empty:
         written += figures.algorithm_summary_figure(summary, colors, folder / "figures")
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
@@ -197,7 +231,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only)
     said += target_sentences(tables["drift"], spec.target) if spec.target else []
     board = Board(spec, matrix, summary, checkpoints, _capability_rows(tables), _per_task(tables), scoring, said, aggregate_only,
-                  html_sections, md_sections)
+                  html_sections, md_sections, oriented, verdicts)
     written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
     written.append(write_atomic(folder / "README.md", _readme(board)))
     return written
@@ -248,7 +282,10 @@ def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
                      + "".join(f"<li>{esc(s)}</li>" for s in board.said) + "</ul>")
     parts.append('<h2 id="heatmap">Capability drift</h2><figure><img src="figures/heatmap.png" alt="capability drift heatmap" width="900"></figure>')
     header = ["capability", *board.matrix.columns]
-    rows = [[_td(label), *(_num(v) for v in board.matrix.loc[label])] for label in board.matrix.index]
+    rows = []
+    for label in board.matrix.index:
+        side = board.oriented.loc[label] if label in board.oriented.index else board.matrix.loc[label]
+        rows.append([_td(label), *(_num(v, oriented=o) for v, o in zip(board.matrix.loc[label], side, strict=True))])
     parts.append(table(header, rows, "capability-table"))
     parts += _detail_tables(board)
     if "algorithms.png" in names:
@@ -298,15 +335,23 @@ def _detail_tables(board: Board) -> list[str]:
         return ['<h2 id="capability-details">Per capability</h2>', table(["variant", "capability", "drift", "metrics"], rows, "capability-details"),
                 '<h2 id="per-task">Per task: base, variant, n</h2>',
                 table(["variant", "task", "metric", "base", "variant score", "n", "drift"], task_rows, "task-table")]
-    rows = [[_td(r.variant), _td(r.key), _num(r.mean_rel_drift_pct), _ci_cells(r.ci_low, r.ci_high), _td(_mark(r.ci_low, r.ci_high)),
+    rows = [[_td(r.variant), _td(r.key), _num(r.mean_rel_drift_pct, oriented=r.oriented_drift_pct),
+             _ci_cells(r.ci_low, r.ci_high), _td(_mark(r.ci_low, r.ci_high)), _verdict_td(r.verdict),
+             _num(r.oriented_change, pct=False, oriented=r.oriented_change),
              _num(r.mde_pct, signed=False), f'<td class="num">{int(r.n_metrics)}</td>', _count(r.items)] for r in caps.itertuples()]
     task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), f'<td class="num">{r.base_value:.4g}</td>',
-                  f'<td class="num">{r.variant_value:.4g}</td>', _count(r.n), _num(r.rel_drift_pct), _ci_cells(r.ci_low, r.ci_high),
-                  _td(_mark(r.ci_low, r.ci_high)), _num(r.mde_pct, signed=False)] for r in tasks.itertuples()]
+                  f'<td class="num">{r.variant_value:.4g}</td>', _count(r.n),
+                  _num(r.rel_drift_pct, oriented=_oriented_task(r.direction, r.rel_drift_pct)), _ci_cells(r.ci_low, r.ci_high),
+                  _td(_mark(r.ci_low, r.ci_high)), _verdict_td(r.verdict),
+                  _num(r.oriented_change, pct=False, oriented=r.oriented_change if r.direction != "neutral" else math.nan),
+                  _num(r.mde_pct, signed=False)] for r in tasks.itertuples()]
     return ['<h2 id="capability-details">Per capability</h2>',
-            table(["variant", "capability", "drift", "CI low", "CI high", "*", "MDE", "metrics", "items"], rows, "capability-details"),
+            f'<p class="muted">{esc(VERDICT_NOTE)}</p>',
+            table(["variant", "capability", "drift", "CI low", "CI high", "*", "verdict", "Δ (+ better)", "MDE", "metrics",
+                   "items"], rows, "capability-details"),
             '<h2 id="per-task">Per task: base, variant, n</h2>',
-            table(["variant", "task", "metric", "base", "variant score", "n", "drift", "CI low", "CI high", "*", "MDE"], task_rows, "task-table")]
+            table(["variant", "task", "metric", "base", "variant score", "n", "drift", "CI low", "CI high", "*", "verdict",
+                   "Δ (+ better)", "MDE"], task_rows, "task-table")]
 
 
 def _mark(low: float, high: float) -> str:

@@ -113,9 +113,13 @@ def world1(models: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def world2(models: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("world2")
-    (out / "runs.json").write_text(json.dumps(_runs(models, WORLD2, with_hf=False, prefix="2x")))
-    _launch([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", _port(),
-             str(HERE / "parity_driver.py"), str(out), str(out / "runs.json")], out / "log.txt")
+    # One launch per dtype: after deepspeed.initialize (autotp, last in each launch) has run in a process,
+    # a later meta-device tp load there fails inside DeepSpeed; a real evaluation places one model per process.
+    for dtype in DTYPES:
+        runs = out / f"runs-{dtype}.json"
+        runs.write_text(json.dumps(_runs(models, WORLD2, with_hf=False, prefix="2x", dtypes=(dtype,))))
+        _launch([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", _port(),
+                 str(HERE / "parity_driver.py"), str(out), str(runs)], out / f"log-{dtype}.txt")
     return out
 
 
