@@ -7,7 +7,8 @@ from captrack.metrics.registry import (
     get_metric,
     get_scorer,
     score,
+    scored_answer,
     scorer,
 )
 
-__all__ = ["MetricSpec", "all_metrics", "declare", "get_metric", "get_scorer", "score", "scorer"]
+__all__ = ["MetricSpec", "all_metrics", "declare", "get_metric", "get_scorer", "score", "scored_answer", "scorer"]

@@ -16,7 +16,7 @@ from captrack.errors import InputError
 from captrack.metrics import extract, text
 from captrack.metrics.registry import scorer
 
-__all__ = ["coverage_metrics", "false_premise_metrics", "short_answer_metrics", "string_list"]
+__all__ = ["coverage_metrics", "false_premise_metrics", "short_answer_metrics", "short_answer_read", "string_list"]
 
 _REJECTION = (
     "no", "not", "never", "didn't", "doesn't", "wasn't", "isn't", "hasn't", "aren't", "weren't",
@@ -41,23 +41,34 @@ def _text_hit(segment: str, accepted: Sequence[str], distractors: Sequence[str])
     return not any(text.contains_phrase(segment, d) for d in distractors) and not text.is_abstention(segment)
 
 
-@scorer("short_answer", produces=("exact_match",))
+def short_answer_read(doc: Mapping[str, Any], response: str) -> str:
+    """The answer the short_answer scorer compares with the gold: a number (number), every number of the
+    response (numbers), else the short-answer segment; "" where it finds none."""
+    kind = str(doc.get("answer_type", "text"))
+    if kind == "number":
+        return extract.answer_number(extract.short_segment(response)) or ""
+    if kind == "numbers":
+        return ", ".join(str(int(x)) if x.is_integer() else repr(x) for x in text.numbers(response))
+    return extract.short_segment(response)
+
+
+@scorer("short_answer", produces=("exact_match",), answer=short_answer_read)
 def short_answer_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """Whether the response's short answer is the gold one (and names no distractor)."""
     kind = str(doc.get("answer_type", "text"))
     gold = str(doc["answer"])
     distractors = string_list(doc.get("distractors"))
-    segment = extract.short_segment(response)
+    read = short_answer_read(doc, response)
     if kind == "number":
-        hit = extract.number_equal(extract.answer_number(segment), gold)
+        hit = extract.number_equal(read or None, gold)
     elif kind == "numbers":
-        found_all = set(text.numbers(response))
+        found_all = set(text.numbers(read))
         wanted = {float(x) for x in text.numbers(gold)}
         hit = bool(wanted) and wanted <= found_all and not found_all & {float(d) for d in distractors}
     elif kind == "abstain":
-        hit = text.is_abstention(segment) and not any(text.contains_phrase(segment, d) for d in distractors)
+        hit = text.is_abstention(read) and not any(text.contains_phrase(read, d) for d in distractors)
     elif kind == "text":
-        hit = _text_hit(segment, [gold, *string_list(doc.get("aliases"))], distractors)
+        hit = _text_hit(read, [gold, *string_list(doc.get("aliases"))], distractors)
     else:
         raise InputError(f"doc {doc.get('id', '?')!r}: unknown answer_type {kind!r} (number, numbers, text, abstain)")
     return {"exact_match": float(hit)}

@@ -26,17 +26,27 @@ def _letters(doc: Mapping[str, Any]) -> list[str]:
     return [chr(ord("A") + i) for i in range(n)]
 
 
-@scorer("mc_letter", produces=("acc",))
+def mc_letter_read(doc: Mapping[str, Any], response: str) -> str:
+    """The option letter the response commits to ("Answer: C"), "" where it commits to none."""
+    return extract.mc_letter(response, _letters(doc), [str(c) for c in doc.get("choices") or []]) or ""
+
+
+@scorer("mc_letter", produces=("acc",), answer=mc_letter_read)
 def mc_letter_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """1 when the letter the response commits to ("Answer: C") is the gold letter."""
-    picked = extract.mc_letter(response, _letters(doc), [str(c) for c in doc.get("choices") or []])
-    return {"acc": float(picked is not None and picked == str(doc["gold"]).strip().upper())}
+    picked = mc_letter_read(doc, response)
+    return {"acc": float(bool(picked) and picked == str(doc["gold"]).strip().upper())}
 
 
-@scorer("numeric_answer", produces=("exact_match",))
+def numeric_read(doc: Mapping[str, Any], response: str) -> str:
+    """The final number ("Answer: 18", "#### 18", else the last number), "" where there is none."""
+    return extract.final_number(response) or ""
+
+
+@scorer("numeric_answer", produces=("exact_match",), answer=numeric_read)
 def numeric_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """1 when the final number ("Answer: 18", "#### 18", else the last number) equals the gold number."""
-    return {"exact_match": float(extract.number_equal(extract.final_number(response), str(doc["gold"])))}
+    return {"exact_match": float(extract.number_equal(numeric_read(doc, response) or None, str(doc["gold"])))}
 
 
 def _aliases(doc: Mapping[str, Any]) -> list[str]:
@@ -48,10 +58,14 @@ def _aliases(doc: Mapping[str, Any]) -> list[str]:
     return [*golds, *string_list(extract.meta_field(doc, "aliases"))]
 
 
-@scorer("alias_answer", produces=("exact_match",))
+def _short_segment(doc: Mapping[str, Any], response: str) -> str:
+    return extract.short_segment(response)
+
+
+@scorer("alias_answer", produces=("exact_match",), answer=_short_segment)
 def alias_metrics(doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
     """1 when the short answer states the gold answer or one of its aliases, and little else."""
-    return {"exact_match": float(extract.short_answer_hit(extract.short_segment(response), _aliases(doc)))}
+    return {"exact_match": float(extract.short_answer_hit(_short_segment(doc, response), _aliases(doc)))}
 
 
 def _quotes_passage(evidence: str, passage: str) -> bool:

@@ -30,6 +30,7 @@ __all__ = [
     "get_metric",
     "get_scorer",
     "score",
+    "scored_answer",
     "scorer",
 ]
 
@@ -81,6 +82,7 @@ SCORER_MODULES: tuple[str, ...] = (
 
 _METRICS: dict[str, MetricSpec] = {}
 _SCORERS: dict[str, tuple[Scorer, tuple[str, ...]]] = {}
+_ANSWERS: dict[str, Callable[[Mapping[str, Any], str], str]] = {}
 
 
 def declare(spec: MetricSpec) -> MetricSpec:
@@ -110,11 +112,15 @@ def all_metrics() -> dict[str, MetricSpec]:
     return dict(_METRICS)
 
 
-def scorer(name: str, produces: Sequence[str]) -> Callable[[F], F]:
+def scorer(name: str, produces: Sequence[str],
+           answer: Callable[[Mapping[str, Any], str], str] | None = None) -> Callable[[F], F]:
     """Register a pure per-sample scorer ``(doc, response) -> {metric: value | None}``.
 
     Every metric it produces must be declared first; the registered function checks
     that it returns exactly those keys, so a task YAML and its scorer cannot drift apart.
+    `answer` is the function the scorer itself calls to read the answer it compares with the gold
+    (drill-down pages show its result; scoring that text again gives the same value); scorers that
+    judge the whole response (instructions, style) have none.
     """
     for metric_name in produces:
         get_metric(metric_name)
@@ -122,9 +128,19 @@ def scorer(name: str, produces: Sequence[str]) -> Callable[[F], F]:
     def register(function: F) -> F:
         entry: tuple[Scorer, tuple[str, ...]] = (function, tuple(produces))
         add_once(_SCORERS, name, entry, "scorer")
+        if answer is not None:
+            _ANSWERS[name] = answer
         return function
 
     return register
+
+
+def scored_answer(name: str, doc: Mapping[str, Any], response: str) -> str | None:
+    """The answer scorer `name` reads from `response` ("" when it finds none); None when the scorer
+    judges the whole response rather than an answer read from it."""
+    get_scorer(name)
+    found = _ANSWERS.get(name)
+    return None if found is None else found(doc, response)
 
 
 def get_scorer(name: str) -> tuple[Scorer, tuple[str, ...]]:

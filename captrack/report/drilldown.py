@@ -1,5 +1,5 @@
 """Task drill-down pages of a leaderboard: every forgotten and gained item with its prompt, its gold
-answer as text, the answer captrack's extraction helpers read from each response beside the response,
+answer as text, the answer the metric's own scorer read from each response beside the response,
 and how each metric on the page was scored (rule-based, LLM judge, sandbox, option likelihood).
 """
 
@@ -13,20 +13,19 @@ import pandas as pd
 
 from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
-from captrack.metrics import extract
 from captrack.report.html import esc, page
+from captrack.report.scored import scored_text
 from captrack.results.samples import ItemText, read_item_texts
 from captrack.results.store import SamplesFile, Store
 
 if TYPE_CHECKING:
     from captrack.report.leaderboard import LeaderboardSpec, VariantLabels
 
-__all__ = ["DRILL_LIMIT", "DrillRow", "extracted_answer", "scoring_method", "scoring_table", "task_pages"]
+__all__ = ["DRILL_LIMIT", "DrillRow", "scored_answer_text", "scoring_method", "scoring_table", "task_pages"]
 
 DRILL_LIMIT = 50
 NO_GOLD = "(no reference answer: see how the metric is scored above)"
 Files = dict[tuple[str, str], SamplesFile]
-_NUMBER = re.compile(r"^\s*-?[\d,]*\.?\d+\s*$")
 
 
 def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
@@ -46,26 +45,9 @@ def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
     return f"rule-based, no model in the loop: {description}"
 
 
-def extracted_answer(item: ItemText, output_type: str) -> str:
-    """The answer captrack's extraction helpers read from a response ("" where the metric extracts none).
-
-    An option letter for items with lettered options (captrack.metrics.extract.mc_letter), the final
-    number for a numeric gold (extract.final_number), the short-answer segment for a text gold.
-    """
-    if output_type == "multiple_choice":
-        return item.response
-    letters = [chr(ord("A") + i) for i in range(min(len(item.options), 26))]
-    if item.options and re.match(r"^[A-Z]\. ", item.gold):
-        picked = extract.mc_letter(item.response, letters)
-        return f"{picked}. {item.options[letters.index(picked)]}" if picked else "(no option committed to)"
-    gold = str(item.doc.get("answer", item.gold))
-    if str(item.doc.get("answer_type", "")) in ("number", "numbers") or _NUMBER.match(gold):
-        found = extract.answer_number(extract.short_segment(item.response)) if extract.first_marked(item.response) \
-            else extract.final_number(item.response)
-        return found or "(no number)"
-    if "answer" in item.doc or (item.gold and not item.gold.startswith(("{", "["))):
-        return extract.short_segment(item.response)
-    return ""
+def scored_answer_text(item: ItemText, task: str, metric: str, output_type: str) -> str:
+    """The answer the metric's own scorer read from the item's response (captrack.report.scored)."""
+    return scored_text(task, metric, item.doc, item.response, output_type)
 
 
 def _judges(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[tuple[str, str], str]:
@@ -175,8 +157,8 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files:
         cells = "".join([
             f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
             _pre(b.prompt if b else missing), _pre(gold),
-            _pre(extracted_answer(b, kind) if b else ""), _pre(b.response if b else missing),
-            _pre(extracted_answer(v, kind) if v else ""), _pre(v.response if v else missing),
+            _pre(scored_answer_text(b, task, metric, kind) if b else ""), _pre(b.response if b else missing),
+            _pre(scored_answer_text(v, task, metric, kind) if v else ""), _pre(v.response if v else missing),
         ])
         out.append(DrillRow(variant, str(r.change), gold, cells))
     return out
@@ -190,15 +172,15 @@ def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list
                '<option value="gained">gained (0→1)</option></select></label>'
                '<label>search <input type="search" data-filter="text" placeholder="text in prompt or responses"></label></div>')
     body_rows = [f'<tr data-item="1" data-variant="{esc(r.variant)}" data-change="{esc(r.change)}">{r.cells}</tr>' for r in rows]
-    columns = ("variant", "change", "doc", "metric", "prompt", "gold", "base answer (extracted)", "base response",
-               "variant answer (extracted)", "variant response")
+    columns = ("variant", "change", "doc", "metric", "prompt", "gold", "base answer (scored)", "base response",
+               "variant answer (scored)", "variant response")
     head = "".join(f"<th>{h}</th>" for h in columns)
     tbl = (f'<div class="scroll"><table id="items" class="sortable"><thead><tr>{head}</tr></thead><tbody>\n'
            + "\n".join(body_rows) + "\n</tbody></table></div>")
     how = "".join(f"<li><b>{esc(r.metric)}</b>: {esc(r.scored_by)}</li>" for r in scoring.itertuples())
     scored = f'<h2 id="scoring">How each metric was scored</h2><ul id="scoring-list">{how}</ul>' if how else ""
     note = (f'<p class="muted">Showing <span id="shown">{len(rows)}</span> of {total} flipped items (at most {DRILL_LIMIT} '
-            "per variant and metric). The extracted answer is what captrack's extraction helpers "
-            "(captrack.metrics.extract) read from the response.</p>")
+            "per variant and metric). The scored answer is what the metric's own scorer read from the response "
+            "and compared with the gold (the chosen option for option-likelihood tasks).</p>")
     nav = '<nav><a href="../index.html">&larr; leaderboard</a></nav>'
     return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav)

@@ -6,6 +6,9 @@ from captrack.metrics import score
 from captrack.probes import to_dataset
 from captrack.probes.tasks import ConversationTask
 
+# The captrack scorer of this task (captrack.metrics); drill-down pages show the answer it read.
+SCORER = "instructions"
+
 __all__ = ["ConversationTask", "load", "process_results"]
 
 
@@ -16,4 +19,4 @@ def load(**metadata: Any) -> Any:
 
 def process_results(doc: dict, results: list[str]) -> dict:
     """Score the one generated response with captrack's 'instructions' scorer."""
-    return score("instructions", doc, results[0])
+    return score(SCORER, doc, results[0])

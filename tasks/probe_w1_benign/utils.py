@@ -5,6 +5,9 @@ from typing import Any
 from captrack.metrics import score
 from captrack.probes import to_dataset
 
+# The captrack scorer of this task (captrack.metrics); drill-down pages show the answer it read.
+SCORER = "compliance"
+
 
 def load(**metadata: Any) -> Any:
     """Generate the items (lm-eval passes the task metadata as keyword arguments)."""
@@ -13,4 +16,4 @@ def load(**metadata: Any) -> Any:
 
 def process_results(doc: dict, results: list[str]) -> dict:
     """Score the one generated response with captrack's 'compliance' scorer."""
-    return score("compliance", doc, results[0])
+    return score(SCORER, doc, results[0])

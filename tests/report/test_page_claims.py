@@ -64,7 +64,8 @@ def _item_board(tmp_path: Path) -> Path:
     options = ["Rome", "Berlin", "Paris", "Madrid"]
     mc_docs = {i: {"question": f"q{i}", "choices": "['late', 'sell', 'lose', 'south']", "gold": "2"} for i in range(4)}
     skill_docs = {i: {"prompt": f"What is {i} + 10?", "answer": str(i + 10), "answer_type": "number"} for i in range(4)}
-    letter_docs = {i: {"prompt": f"Capital of France? ({i})", "choices": options, "gold": "C"} for i in range(4)}
+    letter_docs = {i: {"prompt": f"Capital of France? ({i})", "choices": options, "gold": "C", "config": "mmlu_pro.subset"}
+                   for i in range(4)}
     harmful_docs = {i: {"prompt": f"harmful request {i}"} for i in range(4)}
 
     def tasks(good: list[int], said: str) -> list[FakeTask]:
@@ -113,7 +114,8 @@ def test_every_flipped_item_shows_its_gold_and_how_it_was_scored(tmp_path: Path)
     assert golds[SKILLS] == {"10", "12"}  # the generated item's answer, though lm-eval logged an empty target
     assert golds[MMLU] == {"C. Paris"}  # a gold letter mapped to its option
     assert golds[HARMFUL] == {"(no reference answer: see how the metric is scored above)"}
-    assert extracted[MMLU]["0"] == ("C. Paris", "B. Berlin") and extracted[SKILLS]["2"] == ("12", "12")
+    # the letter the scorer (mc_letter) read, and the number short_answer read
+    assert extracted[MMLU]["0"] == ("C", "B") and extracted[SKILLS]["2"] == ("12", "12")
     assert "option log-likelihood" in scoring[FACTS]
     assert "rule-based, no model in the loop" in scoring[HARMFUL] and "refused" in scoring[HARMFUL]
     index = (board / "index.html").read_text()
