@@ -12,6 +12,7 @@ import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift
 from captrack.analysis.by_field import by_field_tables
+from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, seed_agreement
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.drift import (
     aggregate_capabilities,
@@ -49,7 +50,7 @@ __all__ = [
 TRANSITION_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "n", "n_11", "n_10", "n_01",
     "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
-    "mcnemar_p", "q_value",
+    "mcnemar_p", "q_value", *CHURN_COLUMNS,
 ]
 DRIFT_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "direction", "base_value",
@@ -81,6 +82,7 @@ class CompareOptions:
     by: tuple[str, ...] = ()  # doc fields to break transitions and drift down by (reads samples files)
     margin: float = DEFAULT_MARGIN  # equivalence margin of the verdicts (points; % of base for count metrics)
     cluster: str | None = None  # doc field whose values are clusters of non-independent items (reads samples files)
+    churn: bool = True  # answer churn per task (reads samples files)
 
 
 @dataclass
@@ -139,6 +141,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         if options.cluster:
             clusters |= item_clusters(store, paired, options.cluster, warnings)
         t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
+        _add_flip_decomposition(t_rows, store, paired, options.churn, warnings)
         transitions, drift = [*transitions, *t_rows], [*drift, *d_rows]
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
@@ -178,6 +181,17 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         contrasts=_contrasts(with_rates, boot, taxonomy, options, base, variants, items, transitions_df, dist_items),
         by_field=by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level, warnings),
     )
+
+
+def _add_flip_decomposition(rows: list[dict[str, Any]], store: Store, paired: PairedItems, churn: bool,
+                            warnings: list[str]) -> None:
+    """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
+    counts = answer_churn(store, paired, warnings) if churn and rows else {}
+    for row in rows:
+        lower = row["direction_lower"]
+        row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = seed_agreement(
+            paired, row["task"], row["metric"], lower)
+        row["answer_churn"] = counts.get((row["task"], row["metric"]), math.nan)
 
 
 def _untracked(drift: pd.DataFrame) -> list[str]:
@@ -314,7 +328,7 @@ def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.Data
         "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,
         "forgetting": t.forgetting, "backward_transfer": t.backward_transfer, "k": k,
         "forgetting_adj": t.forgetting_adj, "backward_transfer_adj": t.backward_transfer_adj,
-        "mcnemar_p": mcnemar_exact(n10, n01),
+        "mcnemar_p": mcnemar_exact(n10, n01), "direction_lower": spec is not None and spec.direction == "lower",
     }
 
 

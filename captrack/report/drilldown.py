@@ -13,8 +13,8 @@ import pandas as pd
 
 from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
+from captrack.metrics.scored import scored_text
 from captrack.report.html import esc, page
-from captrack.report.scored import scored_text
 from captrack.results.samples import ItemText, read_item_texts
 from captrack.results.store import SamplesFile, Store
 

@@ -175,6 +175,18 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
     return lines
 
 
+def _flips(r: Any) -> str:
+    """'3 / 1 / 2' (harmful, beneficial, answer churn; '–' where the metric reads no answer), and with several
+    seeds the counts every seed agrees on: '3 / 1 / 2 (all 2 seeds: 1 / 0)'."""
+    if pd.isna(r.n_10):
+        return ""
+    churn = "–" if pd.isna(r.answer_churn) else str(int(r.answer_churn))
+    text = f"{int(r.n_10)} / {int(r.n_01)} / {churn}"
+    if not pd.isna(r.n_replicates) and int(r.n_replicates) > 1:
+        text += f" (all {int(r.n_replicates)} seeds: {int(r.n_10_all_seeds)} / {int(r.n_01_all_seeds)})"
+    return text
+
+
 def _verdict_cell(row: Any) -> str:
     """'regressed: −4.2 [−6.1, −2.3]' (Δ oriented, + is better), or '' without a verdict."""
     found = row.get("verdict") if hasattr(row, "get") else None
@@ -272,10 +284,10 @@ def _task_table(comparison: Comparison, name: str) -> list[str]:
             md_text(r.task), md_text(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}",
             "n/a" if pd.isna(r.n) else str(int(r.n)), _pct(r.rel_drift_pct), _ci(r.ci_low, r.ci_high),
             _pct(r.mde_pct, signed=False),
-            "" if pd.isna(r.n_10) else f"{int(r.n_10)} / {int(r.n_01)}",
+            _flips(r),
             "" if pd.isna(r.forgetting_adj) else f"{_share(r.forgetting_adj)} / {_share(r.backward_transfer_adj)}",
             "" if pd.isna(r.q_value) else f"{r.q_value:.3g}", significant, _verdict_cell(r._asdict()),
         ])
-    header = ["task", "metric", "base", "variant", "n", "drift", "95% CI", "MDE", "1→0 / 0→1",
+    header = ["task", "metric", "base", "variant", "n", "drift", "95% CI", "MDE", "harmful 1→0 / beneficial 0→1 / churn",
               "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05", "verdict: Δ [95% CI]"]
     return ["### Per task", "", *_table(header, rows), ""]

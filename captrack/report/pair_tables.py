@@ -25,7 +25,7 @@ __all__ = ["PAIR_COLUMNS", "by_field_html", "by_field_markdown", "pair_table", "
 PAIR_COLUMNS = [
     "variant", "base", "task", "metric", "n", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high",
     "n_11", "n_10", "n_01", "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
-    "mcnemar_p", "q_value",
+    "mcnemar_p", "q_value", "answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds",
 ]
 _DELTA = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
 
@@ -68,6 +68,13 @@ def _cells(r: Any) -> list[str]:
 
 _STAT_HEADER = ["n", "before", "after", "Δ [95% CI]", "n11", "n10", "n01", "n00", "F", "BT", "k", "F_adj", "BT_adj",
                 "McNemar p", "q"]
+_FLIP_HEADER = ["churn", "every seed: n10 / n01"]
+
+
+def _flip_cells(r: Any) -> list[str]:
+    """Answer churn (n/a where the metric reads no answer) and the flips every seed agrees on."""
+    agree = f"{_count(r.n_10_all_seeds)} / {_count(r.n_01_all_seeds)} of {_count(r.n_replicates)}"
+    return [_count(r.answer_churn), agree]
 
 
 def _td(text: str, numeric: bool = True) -> str:
@@ -78,12 +85,16 @@ def pairs_html(pairs: pd.DataFrame) -> str:
     """The "Base → variant" section of index.html (empty when there are no transitions)."""
     if pairs.empty:
         return ""
-    rows = [[_td(f"{r.base} → {r.variant}", False), _td(f"{r.task} / {r.metric}", False), *(_td(c) for c in _cells(r))]
-            for r in pairs.itertuples()]
+    rows = [[_td(f"{r.base} → {r.variant}", False), _td(f"{r.task} / {r.metric}", False),
+             *(_td(c) for c in [*_cells(r), *_flip_cells(r)])] for r in pairs.itertuples()]
     note = ('<p class="muted">Before / after: the metric\'s mean over the paired items; Δ = after − before with a paired '
             "bootstrap CI; F = n10/n, BT = n01/n; F_adj, BT_adj subtract the flips guessing among k options explains "
-            "(= F, BT when k is unknown); q: Benjamini–Hochberg across the comparison's tests. Data: pairs.csv.</p>")
-    return '<h2 id="pairs">Base → variant, item by item</h2>' + note + table(["pair", "task / metric", *_STAT_HEADER], rows, "pair-table")
+            "(= F, BT when k is unknown); q: Benjamini–Hochberg across the comparison's tests. n10 are the harmful flips "
+            "(1→0), n01 the beneficial ones (0→1); churn: items whose scored answer changed while the score did not "
+            "(a wrong answer replaced by another); every seed: the flips all seeds agree on (n10/n01 pool every seed's). "
+            "Data: pairs.csv.</p>")
+    return '<h2 id="pairs">Base → variant, item by item</h2>' + note + table(
+        ["pair", "task / metric", *_STAT_HEADER, *_FLIP_HEADER], rows, "pair-table")
 
 
 def by_field_html(field: str, frame: pd.DataFrame, file_name: str) -> str:
@@ -105,9 +116,10 @@ def pairs_markdown(pairs: pd.DataFrame) -> list[str]:
     """README lines of the pairs table (none when there are no transitions)."""
     if pairs.empty:
         return []
-    lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric", *_STAT_HEADER]),
-             "|---" * (len(_STAT_HEADER) + 2) + "|"]
-    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}", *_cells(r)]) for r in pairs.itertuples()]
+    lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric", *_STAT_HEADER, *_FLIP_HEADER]),
+             "|---" * (len(_STAT_HEADER) + len(_FLIP_HEADER) + 2) + "|"]
+    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}", *_cells(r), *_flip_cells(r)])
+              for r in pairs.itertuples()]
     return [*lines, ""]
 
 

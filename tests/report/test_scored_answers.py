@@ -56,7 +56,7 @@ def test_every_shown_answer_scores_as_the_page_says(tmp_path: Path) -> None:
     assert found.checked >= 8 and found.mismatches == []
     page = (board / "tasks" / f"{TASK}.html").read_text()
     gold = int(float(docs[0]["answer"]))
-    assert f"<td>sft</td><td>gained</td><td class=\"num\">0</td>" in page  # the item flipped
+    assert "<td>sft</td><td>gained</td><td class=\"num\">0</td>" in page  # the item flipped
     assert f"-{gold}</pre>" not in page  # the old second extraction read the last number, negated
 
 

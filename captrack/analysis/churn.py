@@ -1,0 +1,98 @@
+"""Flip decomposition beyond 1→0 and 0→1: answer churn, and transitions every seed agrees on.
+
+Answer churn counts the items whose scored answer changed while the score did not (a wrong answer
+replaced by a different wrong one, a right one by another right spelling): the model moved, the metric
+did not see it. The answer is the one the metric's own scorer read (captrack.metrics.scored); for an
+option-likelihood task, the option scored highest. Metrics that read the whole response (instructions,
+style) have no answer: their churn is NaN.
+
+With several seeds (replicates), compare's n_10 / n_01 pool every seed's transitions (the per-seed
+mean); post-forget's stricter rule counts an item as forgotten (gained) only where every seed
+forgot (gained) it: n_10_all_seeds / n_01_all_seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+__all__ = ["CHURN_COLUMNS", "answer_churn", "churn_frame", "seed_agreement"]
+
+CHURN_COLUMNS = ["answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds"]
+
+if TYPE_CHECKING:
+    from captrack.results.pairing import PairedItems
+    from captrack.results.samples import ItemText
+    from captrack.results.store import Store
+
+
+def seed_agreement(paired: PairedItems, task: str, metric: str, lower: bool) -> tuple[int, int, int]:
+    """(replicates, items forgotten by every seed, items gained by every seed) of one (task, metric)."""
+    rows = paired.items[(paired.items["task"] == task) & (paired.items["metric"] == metric)]
+    if rows.empty:
+        return 0, 0, 0
+    good_base = rows["base"] < 0.5 if lower else rows["base"] > 0.5
+    good_variant = rows["variant"] < 0.5 if lower else rows["variant"] > 0.5
+    frame = rows.assign(lost=good_base & ~good_variant, won=~good_base & good_variant)
+    per_item = frame.groupby(["doc_hash", "occ"])[["lost", "won"]].all()
+    replicates = int(rows["replicate"].nunique())
+    return replicates, int(per_item["lost"].sum()), int(per_item["won"].sum())
+
+
+def answer_churn(store: Store, paired: PairedItems, warnings: list[str]) -> dict[tuple[str, str], float]:
+    """(task, metric) -> items whose scored answer changed while their score did not (summed over seeds).
+
+    NaN for metrics that read no answer, and for tasks whose samples files cannot be read (one warning).
+    """
+    from captrack.results.samples import read_item_texts, unavailable_reason
+
+    files = (store.samples_files(paired.base), store.samples_files(paired.variant))
+    out: dict[tuple[str, str], float] = {}
+    unreadable: set[str] = set()
+    same = paired.items[paired.items["base"] == paired.items["variant"]]
+    for (task, base_run, variant_run), frame in paired.items.groupby(["task", "base_run", "variant_run"], sort=True):
+        sides = (files[0].get((str(base_run), str(task))), files[1].get((str(variant_run), str(task))))
+        if any(f is None or unavailable_reason(f) is not None for f in sides):
+            unreadable.add(str(task))
+            for metric in frame["metric"].unique():
+                out[(str(task), str(metric))] = math.nan
+            continue
+        unchanged = same.loc[same.index.intersection(frame.index)]
+        ids = sorted({int(i) for i in unchanged["doc_id"]})
+        texts = [read_item_texts(f, ids) for f in sides]  # type: ignore[arg-type]
+        kind = sides[0].output_type  # type: ignore[union-attr]
+        for metric in frame["metric"].unique():
+            key = (str(task), str(metric))
+            out[key] = out.get(key, 0.0) + _count(str(task), str(metric), unchanged, texts, kind)
+    if unreadable:
+        warnings.append(f"{paired.variant}: answer churn not computed for {', '.join(sorted(unreadable))} "
+                        "(samples files unavailable; re-ingest the runs)")
+    return out
+
+
+def _count(task: str, metric: str, unchanged: pd.DataFrame, texts: list[dict[int, ItemText]], kind: str) -> float:
+    """Unchanged-score items of one (task, metric, replicate) whose scored answer changed; NaN for no answer."""
+    from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
+
+    count = 0.0
+    for doc_id in unchanged.loc[unchanged["metric"] == metric, "doc_id"]:
+        b, v = texts[0].get(int(doc_id)), texts[1].get(int(doc_id))
+        if b is None or v is None:
+            continue
+        before = scored_text(task, metric, b.doc, b.response, kind)
+        if before == WHOLE_RESPONSE:
+            return math.nan
+        count += float(_normal(before) != _normal(scored_text(task, metric, v.doc, v.response, kind)))
+    return count
+
+
+def _normal(answer: str) -> str:
+    return " ".join(answer.casefold().split())
+
+
+def churn_frame(counts: dict[tuple[str, str], float]) -> pd.DataFrame:
+    """The churn counts as rows (task, metric, answer_churn)."""
+    return pd.DataFrame([{"task": t, "metric": m, "answer_churn": c} for (t, m), c in counts.items()],
+                        columns=["task", "metric", "answer_churn"])
