@@ -3,7 +3,8 @@ loglikelihoods bitwise equal in bfloat16 at world 1 (the same computation: every
 transformers' float32 rotary buffers), within 1e-4 in float32, on tiny random models of eight families,
 on CPU (DS_ACCELERATOR=cpu). Two ranks split each matrix product and sum the halves, a different order
 of additions: there loglikelihoods agree within 1e-4 in float32 and within BF16_WORLD2_TOLERANCE in
-bfloat16 (bfloat16 keeps 8 bits of mantissa, so one rounding of a logit of size ~10 moves it by ~0.03).
+bfloat16: bfloat16 keeps 8 bits of mantissa, so a value between 16 and 32 moves in steps of 0.125 and one
+rounding the other way is a difference of 0.125 (measured: 0.125 for Qwen3-MoE, 0 for the others).
 
 Three launches, each a real process tree: one process (hf references, mode=tp at world 1, mode=zero3),
 torchrun with 2 ranks (mode=tp sharded from meta-device loading; Qwen3-Next with mode=autotp), and
@@ -41,7 +42,7 @@ pytestmark = [
 ]
 
 TOLERANCE = {"float32": 1e-4, "bfloat16": 0.0}  # world 1: bfloat16 is the same computation, bit for bit
-BF16_WORLD2_TOLERANCE = 0.125
+BF16_WORLD2_TOLERANCE = 0.25  # two bfloat16 steps at magnitude 16-32
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DTYPES = ("float32", "bfloat16")
