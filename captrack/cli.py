@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
     run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
     run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
+    run.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
+                     help="exit 3 naming the capability cells of the board whose verdict is regressed (or regressed "
+                          "or inconclusive): stop a bad checkpoint in a training pipeline")
     run.set_defaults(func=_cmd_run)
     return parser
 
@@ -388,6 +391,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         readme = experiment.leaderboard / "README.md"
         if readme.is_file():
             console.print(readme.read_text().split("## Checkpoints")[0], markup=False, highlight=False, soft_wrap=True)
+        capabilities = experiment.leaderboard / "capabilities.csv"
+        if args.fail_on and capabilities.is_file():
+            import pandas as pd
+
+            return _gate(console, pd.read_csv(capabilities), args.fail_on)
     return 0
 
 

@@ -85,6 +85,8 @@ class ExperimentFile(_Config):
     by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
     source_note: Text = ""
     target: Text = Field("", description="the task the post-training aims at (text), e.g. captrack_probe_c2_word_problems")
+    margin: Annotated[StrictFloat | StrictInt, Field(gt=0)] = Field(5.0, description=(
+        "a number > 0: the verdicts' equivalence margin in points (percent of the base mean for count metrics)"))
     variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
 
 
@@ -130,6 +132,8 @@ class LeaderboardFile(_Config):
     seed: StrictInt = Field(0, description="a whole number")
     by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
     target: Text = Field("", description="the task the post-training aims at (text): the page states its change per variant")
+    margin: Annotated[StrictFloat | StrictInt, Field(gt=0)] = Field(5.0, description=(
+        "a number > 0: the verdicts' equivalence margin in points (percent of the base mean for count metrics)"))
 
 
 # -- validation with messages people can act on --------------------------------------------------------------

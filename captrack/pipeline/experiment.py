@@ -36,6 +36,7 @@ builds it offline into ``<workdir>/data`` (``captrack data build``), ``data: {di
       - {name: llama-8b-instruct, base: llama-8b, import: {format: mmlu-pro, path: ...}}
     data: {sources: "${CAPTRACK_SHARED:-../shared}/data", configs: [mmlu_pro.full]}
     by: [category]                       # also break transitions down by these doc fields
+    margin: 5                            # verdicts' equivalence margin (points; default 5)
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ class Experiment:
     data_dir: Path | None = None
     by: tuple[str, ...] = ()
     target: str = ""
+    margin: float = 5.0  # the verdicts' equivalence margin (captrack.analysis.verdicts)
 
     @property
     def bases(self) -> tuple[Checkpoint, ...]:
@@ -230,6 +232,7 @@ def load_experiment(path: str | Path) -> Experiment:
         by=tuple(spec.by),
         **_data(spec.data, where, folder),
         target=spec.target,
+        margin=float(spec.margin),
     )
 
 

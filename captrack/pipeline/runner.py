@@ -254,6 +254,9 @@ def _board_yaml(experiment: Experiment) -> dict[str, Any]:
         "title": experiment.title or experiment.name, "description": experiment.description,
         "source_note": experiment.source_note or f"captrack run {experiment.source.name}: {how} of every checkpoint",
         "store": store_ref, "comparisons": [c for c in comparisons if c["variants"]], "bootstrap": 1000}
+    from captrack.analysis.verdicts import DEFAULT_MARGIN
+
+    board |= {"margin": experiment.margin} if experiment.margin != DEFAULT_MARGIN else {}
     return board | ({"by": list(experiment.by)} if experiment.by else {}) | ({"target": experiment.target} if experiment.target else {})
 
 

@@ -15,6 +15,7 @@ A leaderboard is defined by ``DIR/leaderboard.yaml``::
     capabilities: [C1, W3a]                  # optional: rows to show (default: all with data)
     bootstrap: 1000
     by: [category]                           # optional (store only): per-field tables (by_<field>.csv)
+    margin: 5                                # optional: the verdicts' equivalence margin (points)
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class LeaderboardSpec:
     seed: int = 0
     by: tuple[str, ...] = ()
     target: str = ""
+    margin: float = 5.0  # the verdicts' equivalence margin (captrack.analysis.verdicts)
 
 
 def load_spec(folder: str | Path) -> LeaderboardSpec:
@@ -103,6 +105,7 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
         target=board.target,
         seed=board.seed,
         by=tuple(board.by),
+        margin=float(board.margin),
     )
     if spec.by and spec.store is None:
         raise InputError(f"{path}: 'by' needs per-item results (a store); scores and references are aggregates")
@@ -125,7 +128,7 @@ def _comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str, Vari
                 members = [v for v in spec.variants if v.base == base]
                 comparison = compare_store(
                     store, base, [VariantSpec(v.name, v.algorithm) for v in members],
-                    CompareOptions(bootstrap=spec.bootstrap, seed=spec.seed, by=spec.by),
+                    CompareOptions(bootstrap=spec.bootstrap, seed=spec.seed, by=spec.by, margin=spec.margin),
                 )
                 out.append((comparison, {v.name: v for v in members}))
         return out
