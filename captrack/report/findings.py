@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-__all__ = ["EXPECTATION", "findings", "measure_sentence", "ranking_sentence", "target_sentences"]
+__all__ = ["EXPECTATION", "findings", "measure_sentence", "ranking_sentence", "target_sentences", "verdict_sentences"]
 
 MEASURES = {"f_adj": ("chance-adjusted forgetting F_adj", 100.0, "points"),
             "one_minus_bc": ("option-distribution movement 1 − BC", 100.0, "points")}
@@ -171,4 +171,19 @@ def target_sentences(drift: pd.DataFrame, target: str) -> list[str]:
             else:
                 out.append(f"{head}, 95% CI [{low:+.1f}, {high:+.1f}] includes 0): the post-training did NOT "
                            "measurably move its target.")
+    return out
+
+
+def verdict_sentences(caps: pd.DataFrame, margin: float) -> list[str]:
+    """Per variant, the capabilities under each verdict at `margin` (none for boards without verdicts)."""
+    if "verdict" not in caps:
+        return []
+    rows = caps[(caps["level"] == "capability") & caps["verdict"].isin(
+        ["regressed", "improved", "equivalent", "inconclusive", "changed"])]
+    out = []
+    for variant, frame in rows.groupby("variant", sort=False):
+        parts = [f"{v} {', '.join(str(k) for k in frame.loc[frame['verdict'] == v, 'key'])}"
+                 for v in ("regressed", "improved", "equivalent", "changed", "inconclusive") if (frame["verdict"] == v).any()]
+        out.append(f"{variant}, verdicts at margin ±{margin:g} (paired 95%/90% CIs of the oriented change): "
+                   + "; ".join(parts) + ".")
     return out

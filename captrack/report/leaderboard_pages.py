@@ -13,7 +13,8 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
-from captrack.report.findings import findings, target_sentences
+from captrack.report.figures import VERDICT_MARKS
+from captrack.report.findings import findings, target_sentences, verdict_sentences
 from captrack.report.html import esc, page, table
 from captrack.report.markdown import md_text
 from captrack.report.power_section import power_sections
@@ -230,6 +231,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
         written.append(write_atomic(folder / "tasks" / name, text))
     said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only)
     said += target_sentences(tables["drift"], spec.target) if spec.target else []
+    said += [] if aggregate_only else verdict_sentences(tables["capabilities"], spec.margin)
     board = Board(spec, matrix, summary, checkpoints, _capability_rows(tables), _per_task(tables), scoring, said, aggregate_only,
                   html_sections, md_sections, oriented, verdicts)
     written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
@@ -375,18 +377,26 @@ def _readme(board: Board) -> str:
     if board.said:
         lines += ["## What drifted", "", *(f"- {md_text(s, table=False)}" for s in board.said), ""]
     lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
+    verdicts = board.verdicts if not board.verdicts.empty else pd.DataFrame("", index=matrix.index, columns=matrix.columns)
+    if not board.aggregate_only:
+        lines += [f"Each cell: the raw drift, then the verdict at margin ±{spec.margin:g} (▼ regressed, ▲ improved, "
+                  "≈ equivalent, ? inconclusive, • changed; see index.html's Per capability and README's Definitions).", ""]
     lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
-    lines += [f"| {md_text(label)} | " + " | ".join(fmt(v) for v in matrix.loc[label]) + " |" for label in matrix.index]
+    lines += [f"| {md_text(label)} | " + " | ".join(
+        (fmt(v) + (f" {VERDICT_MARKS[str(m)]} {m}" if str(m) in VERDICT_MARKS else "")).strip()
+        for v, m in zip(matrix.loc[label], verdicts.loc[label], strict=True)) + " |" for label in matrix.index]
     lines += ["", "## Per task", ""]
     if board.aggregate_only:
         lines += ["| variant | task | metric | base | variant score | n | drift |", "|---|---|---|---|---|---|---|"]
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {fmt(r.rel_drift_pct)} |"
                   for r in board.per_task.itertuples()]
     else:
-        lines += ["| variant | task | metric | base | variant score | n | drift | 95% CI | MDE |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| variant | task | metric | base | variant score | n | drift | 95% CI | MDE | verdict |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
                   f"{'n/a' if math.isnan(r.n) else int(r.n)} | {fmt(r.rel_drift_pct)} | "
-                  f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} |"
+                  f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} | "
+                  f"{r.verdict if isinstance(r.verdict, str) else ''} |"
                   for r in board.per_task.itertuples()]
     lines += ["", "## Checkpoints", "", "| variant | family | size | algorithm | CAN | WILL | HOW | F_adj | BT_adj |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {md_text(r.variant)} | {md_text(r.family)} | {md_text(r.size)} | {md_text(r.algorithm)} | {fmt(r.CAN)} | {fmt(r.WILL)} | {fmt(r.HOW)} | "
