@@ -133,3 +133,20 @@ def test_capability_change_is_the_mean_of_oriented_members() -> None:
     members = [("t1", *up, "binary", "higher"), ("t2", *up, "binary", "lower"), ("t3", *up, "count", "neutral")]
     change = combine_changes(members, 5)
     assert change.delta == pytest.approx(0.0)  # +98 and −98 points (adjusted), the neutral member left out
+
+
+def test_cluster_flag_resamples_clusters_and_widens_the_cis(tmp_path: Path) -> None:
+    """40 items in 4 clusters of 10; the variant flips whole clusters: items are not independent."""
+    docs = {i: {"question": f"q{i}", "src": f"source-{i // 10}"} for i in range(40)}
+    base = [1] * 20 + [0] * 20
+    variant = [0] * 10 + [1] * 10 + [1] * 10 + [0] * 10  # cluster 0 forgotten, cluster 2 gained
+    write_run(tmp_path / "base", "base", [FakeTask(FACTS, {"acc": base}, docs=docs)])
+    write_run(tmp_path / "v", "v", [FakeTask(FACTS, {"acc": variant}, docs=docs)])
+    widths = {}
+    for name, extra in (("plain", []), ("clustered", ["--cluster", "src"])):
+        assert main(["compare", "--base", str(tmp_path / "base"), "--variant", f"v={tmp_path / 'v'}",
+                     "--out", str(tmp_path / name), "--bootstrap", "400", *extra]) == 0
+        row = pd.read_csv(tmp_path / name / "drift.csv").iloc[0]
+        widths[name] = (row["ci_high"] - row["ci_low"], row["change_ci_high"] - row["change_ci_low"])
+    assert widths["clustered"][0] > widths["plain"][0]  # bootstrap over clusters
+    assert widths["clustered"][1] > widths["plain"][1]  # cluster-robust verdict interval
