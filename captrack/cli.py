@@ -101,18 +101,12 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
-    compare.add_argument("--margin", type=float, default=None, metavar="M",
-                         help="equivalence margin of the verdicts: points for binary/score metrics (0-100 scale), "
-                              "percent of the base mean for count metrics (default 5)")
-    compare.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
-                         help="exit 3 naming the capability cells whose verdict is regressed (or, with inconclusive, "
-                              "regressed or inconclusive): a gate for training pipelines")
-    compare.add_argument("--cluster", metavar="FIELD", default=None,
-                         help="doc field grouping items that are not independent (a template id, a conversation, "
-                              "MMLU-Pro's src): CIs resample clusters, verdicts use a cluster-robust variance")
+    compare.add_argument("--margin", type=float, metavar="M", help="verdicts' equivalence margin (points; default 5)")
+    compare.add_argument("--fail-on", choices=["regressed", "inconclusive"],
+                         help="exit 3 naming the capability cells with this verdict (inconclusive: or regressed)")
+    compare.add_argument("--cluster", metavar="FIELD", help="doc field of non-independent items: clustered CIs")
     compare.add_argument("--strict", action="store_true",
-                         help="refuse (exit 1, nothing written) when base and a variant were evaluated with different "
-                              "settings: backend, placement, dtype, batch size, tensor-parallel degree, chat template, ...")
+                         help="refuse (exit 1) when base and variant were evaluated with different settings")
     compare.add_argument("--by", action="append", default=[], metavar="FIELD",
                          help="also break transitions and drift down by this doc field (e.g. category) into by_FIELD.csv; repeatable")
     compare.add_argument("--taxonomy", metavar="EXTRA.yaml",

@@ -122,7 +122,8 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
         UnknownNameError: a model name not in the store.
     """
-    taxonomy, warnings, replicates, pairs = taxonomy or load_taxonomy(), [], [], []
+    taxonomy, replicates, pairs = taxonomy or load_taxonomy(), [], []
+    warnings: list[str] = []
     differences: list[str] = []
     transitions: list[dict[str, Any]] = []
     drift: list[dict[str, Any]] = []
@@ -133,20 +134,16 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
         pairs.append(paired)
         differs = setting_warnings(store, base, variant.name)
-        differences += differs
-        warnings += paired.warnings + differs
-        per_rep = _per_replicate(paired)
-        variant_items = _item_means(paired)
+        differences, warnings = [*differences, *differs], [*warnings, *paired.warnings, *differs]
+        per_rep, variant_items = _per_replicate(paired), _item_means(paired)
         items |= variant_items
-        if options.cluster:
-            clusters |= item_clusters(store, paired, options.cluster, warnings)
+        clusters |= item_clusters(store, paired, options.cluster, warnings) if options.cluster else {}
         t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
         _add_flip_decomposition(t_rows, store, paired, options.churn, warnings)
         transitions, drift = [*transitions, *t_rows], [*drift, *d_rows]
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
-        if paired.seeds is not None:
-            counts[variant.name]["seeds"] = paired.seeds  # one run each, different seeds, paired as one replicate
+        counts[variant.name] |= {"seeds": paired.seeds} if paired.seeds is not None else {}  # one run each, other seeds
         if progress is not None:
             progress(variant.name, len(paired.items))
     boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters or None)
@@ -161,20 +158,10 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
     warnings += _untracked(drift_df)
     return Comparison(
-        base=base,
-        variants=list(variants),
-        transitions=transitions_df[TRANSITION_COLUMNS],
-        drift=drift_df,
-        capabilities=capabilities,
-        replicates=rep_df,
-        warnings=warnings,
-        setting_differences=differences,
-        margin=options.margin,
-        counts=counts,
-        replicate_spread=_replicate_spread(rep_df, taxonomy),
-        distribution_items=dist_items,
-        distribution=dist,
-        calibration=calib,
+        base=base, variants=list(variants), transitions=transitions_df[TRANSITION_COLUMNS], drift=drift_df,
+        capabilities=capabilities, replicates=rep_df, warnings=warnings, setting_differences=differences,
+        margin=options.margin, counts=counts, replicate_spread=_replicate_spread(rep_df, taxonomy),
+        distribution_items=dist_items, distribution=dist, calibration=calib,
         judged=store.judged_summary([base, *(v.name for v in variants)]),
         paired={p.variant: p for p in pairs},
         power=power,

@@ -18,6 +18,7 @@ from captrack.report.findings import findings, target_sentences, verdict_sentenc
 from captrack.report.html import esc, page, table
 from captrack.report.markdown import md_text
 from captrack.report.power_section import power_sections
+from captrack.report.verdict_cells import VERDICT_NOTE, oriented_task, verdict_td
 from captrack.report.writer import write_contract_tables
 from captrack.taxonomy import load_taxonomy
 
@@ -40,19 +41,6 @@ def _num(value: float, pct: bool = True, signed: bool = True, oriented: float | 
 
 def _td(value: object) -> str:
     return f"<td>{esc(value)}</td>"
-
-
-def _verdict_td(verdict: object) -> str:
-    """A verdict cell, styled per verdict (inconclusive in grey italics, regressed red, improved blue)."""
-    text = verdict if isinstance(verdict, str) else ""
-    return f'<td class="verdict v-{esc(text)}">{esc(text)}</td>' if text else "<td></td>"
-
-
-def _oriented_task(direction: object, rel: float) -> float:
-    """A task row's colour side: + better; NaN (uncoloured) for a metric without a better side."""
-    if direction == "neutral" or rel is None or math.isnan(rel):
-        return math.nan
-    return -rel if direction == "lower" else rel
 
 
 def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, pd.DataFrame]:
@@ -165,13 +153,6 @@ NOISE_NOTE = ("A drift is beyond noise (marked *) only where its 95% paired boot
               "planned from n and the base rate). Drift is the relative change of a metric's value, so \"rose\" and \"fell\" "
               "say which way the value moved: for a lower-is-better metric (W2's overreach, for one) a rise is a change for "
               "the worse; drift.csv's oriented_drift_pct gives every metric's change with + meaning better.")
-
-
-VERDICT_NOTE = ("Colours say better (blue) or worse (red) whatever the metric's direction; the numbers printed are the "
-                "raw drift. Verdict: Δ, the change oriented so that + is better (points for binary and score metrics, % of "
-                "the base mean for counts), is regressed where its 95% CI lies below 0, improved where it lies above 0, "
-                "equivalent where its 90% CI lies inside ± the margin, else inconclusive (too few items to tell); a metric "
-                "without a better side (verbosity, formatting) is changed where its 95% CI excludes 0.")
 
 
 def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -338,13 +319,13 @@ def _detail_tables(board: Board) -> list[str]:
                 '<h2 id="per-task">Per task: base, variant, n</h2>',
                 table(["variant", "task", "metric", "base", "variant score", "n", "drift"], task_rows, "task-table")]
     rows = [[_td(r.variant), _td(r.key), _num(r.mean_rel_drift_pct, oriented=r.oriented_drift_pct),
-             _ci_cells(r.ci_low, r.ci_high), _td(_mark(r.ci_low, r.ci_high)), _verdict_td(r.verdict),
+             _ci_cells(r.ci_low, r.ci_high), _td(_mark(r.ci_low, r.ci_high)), verdict_td(r.verdict),
              _num(r.oriented_change, pct=False, oriented=r.oriented_change),
              _num(r.mde_pct, signed=False), f'<td class="num">{int(r.n_metrics)}</td>', _count(r.items)] for r in caps.itertuples()]
     task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), f'<td class="num">{r.base_value:.4g}</td>',
                   f'<td class="num">{r.variant_value:.4g}</td>', _count(r.n),
-                  _num(r.rel_drift_pct, oriented=_oriented_task(r.direction, r.rel_drift_pct)), _ci_cells(r.ci_low, r.ci_high),
-                  _td(_mark(r.ci_low, r.ci_high)), _verdict_td(r.verdict),
+                  _num(r.rel_drift_pct, oriented=oriented_task(r.direction, r.rel_drift_pct)), _ci_cells(r.ci_low, r.ci_high),
+                  _td(_mark(r.ci_low, r.ci_high)), verdict_td(r.verdict),
                   _num(r.oriented_change, pct=False, oriented=r.oriented_change if r.direction != "neutral" else math.nan),
                   _num(r.mde_pct, signed=False)] for r in tasks.itertuples()]
     return ['<h2 id="capability-details">Per capability</h2>',
