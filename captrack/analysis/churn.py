@@ -2,9 +2,11 @@
 
 Answer churn counts the items whose scored answer changed while the score did not (a wrong answer
 replaced by a different wrong one, a right one by another right spelling): the model moved, the metric
-did not see it. The answer is the one the metric's own scorer read (captrack.metrics.scored); for an
-option-likelihood task, the option scored highest. Metrics that read the whole response (instructions,
-style) have no answer: their churn is NaN.
+did not see it. The answer is the one the metric's own scorer read (captrack.metrics.scored), read from
+the samples files for generated answers; for an option-likelihood task it is the option scored highest,
+taken from the per-choice diagnostics compare already computes (vectorised; the first replicate, NaN
+when those diagnostics are off). Metrics that read the whole response (instructions, style) have no
+answer: their churn is NaN.
 
 With several seeds (replicates), compare's n_10 / n_01 pool every seed's transitions (the per-seed
 mean); post-forget's stricter rule counts an item as forgotten (gained) only where every seed
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-__all__ = ["CHURN_COLUMNS", "answer_churn", "churn_frame", "seed_agreement"]
+__all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreement"]
 
 CHURN_COLUMNS = ["answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds"]
 
@@ -54,6 +56,8 @@ def answer_churn(store: Store, paired: PairedItems, warnings: list[str]) -> dict
     same = paired.items[paired.items["base"] == paired.items["variant"]]
     for (task, base_run, variant_run), frame in paired.items.groupby(["task", "base_run", "variant_run"], sort=True):
         sides = (files[0].get((str(base_run), str(task))), files[1].get((str(variant_run), str(task))))
+        if sides[0] is not None and sides[0].output_type == "multiple_choice":
+            continue  # option-likelihood tasks: choice_churn, from the per-choice diagnostics
         if any(f is None or unavailable_reason(f) is not None for f in sides):
             unreadable.add(str(task))
             for metric in frame["metric"].unique():
@@ -92,7 +96,11 @@ def _normal(answer: str) -> str:
     return " ".join(answer.casefold().split())
 
 
-def churn_frame(counts: dict[tuple[str, str], float]) -> pd.DataFrame:
-    """The churn counts as rows (task, metric, answer_churn)."""
-    return pd.DataFrame([{"task": t, "metric": m, "answer_churn": c} for (t, m), c in counts.items()],
-                        columns=["task", "metric", "answer_churn"])
+def choice_churn(distribution_items: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """(variant, task) -> multiple-choice items whose top option changed while both sides stayed wrong (or right)."""
+    if distribution_items.empty:
+        return {}
+    same = distribution_items["transition"].isin(["00", "11"])
+    moved = same & (distribution_items["base_answer"] != distribution_items["variant_answer"])
+    counts = moved.groupby([distribution_items["variant"], distribution_items["task"]]).sum()
+    return {(str(v), str(t)): float(c) for (v, t), c in counts.items()}

@@ -12,7 +12,7 @@ import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift
 from captrack.analysis.by_field import by_field_tables
-from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, seed_agreement
+from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.drift import (
     aggregate_capabilities,
@@ -156,6 +156,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
                                        taxonomy, options.margin, clusters or None)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
+    transitions_df = _with_choice_churn(transitions_df, dist_items)
     warnings += _untracked(drift_df)
     return Comparison(
         base=base, variants=list(variants), transitions=transitions_df[TRANSITION_COLUMNS], drift=drift_df,
@@ -179,6 +180,17 @@ def _add_flip_decomposition(rows: list[dict[str, Any]], store: Store, paired: Pa
         row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = seed_agreement(
             paired, row["task"], row["metric"], lower)
         row["answer_churn"] = counts.get((row["task"], row["metric"]), math.nan)
+
+
+def _with_choice_churn(transitions: pd.DataFrame, dist_items: pd.DataFrame) -> pd.DataFrame:
+    """Fill answer_churn of option-likelihood tasks' `acc` rows from the per-choice diagnostics."""
+    counts = choice_churn(dist_items)
+    if not counts or transitions.empty:
+        return transitions
+    keys = list(zip(transitions["variant"], transitions["task"], strict=True))
+    fill = [counts.get((str(v), str(t)), math.nan) if m == "acc" else math.nan
+            for (v, t), m in zip(keys, transitions["metric"], strict=True)]
+    return transitions.assign(answer_churn=transitions["answer_churn"].where(transitions["answer_churn"].notna(), fill))
 
 
 def _untracked(drift: pd.DataFrame) -> list[str]:
