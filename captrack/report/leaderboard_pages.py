@@ -210,6 +210,9 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
+    for stale in sorted((folder / "tasks").glob("*.html")) if (folder / "tasks").is_dir() else []:
+        if stale.name not in pages:  # a task no longer on the board: its old page would mislead
+            stale.unlink()
     said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only)
     said += target_sentences(tables["drift"], spec.target) if spec.target else []
     said += [] if aggregate_only else verdict_sentences(tables["capabilities"], spec.margin)

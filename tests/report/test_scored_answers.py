@@ -51,7 +51,10 @@ def test_every_shown_answer_scores_as_the_page_says(tmp_path: Path) -> None:
     board.mkdir()
     (board / "leaderboard.yaml").write_text(f"title: t\nstore: {store}\nbootstrap: 50\ncomparisons:\n"
                                             "  - base: base\n    variants:\n      - {name: sft, algorithm: SFT}\n")
+    (board / "tasks").mkdir()
+    (board / "tasks" / "captrack_probe_gone.html").write_text("a task no longer on the board")
     build_leaderboard(board)
+    assert not (board / "tasks" / "captrack_probe_gone.html").exists()  # stale pages are removed
     found = rescore_pages(board, store)
     assert found.checked >= 8 and found.mismatches == []
     page = (board / "tasks" / f"{TASK}.html").read_text()
