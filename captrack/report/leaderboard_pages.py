@@ -18,7 +18,7 @@ from captrack.report.findings import findings, target_sentences, verdict_sentenc
 from captrack.report.html import esc, page, table
 from captrack.report.markdown import md_text
 from captrack.report.power_section import power_sections
-from captrack.report.verdict_cells import VERDICT_NOTE, oriented_task, verdict_td
+from captrack.report.verdict_cells import VERDICT_NOTE, group_side, oriented_task, verdict_td
 from captrack.report.writer import write_contract_tables
 from captrack.taxonomy import load_taxonomy
 
@@ -100,12 +100,14 @@ def _algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.D
             low, high = mean - half, mean + half
         else:
             low, high = float(frame["ci_low"].iloc[0]), float(frame["ci_high"].iloc[0])
+        oriented = frame["oriented_drift_pct"] if "oriented_drift_pct" in frame else frame["mean_rel_drift_pct"]
         out.append({"algorithm": algorithm or "(none)", "key": key, "n_variants": len(values),
                     "mean_rel_drift_pct": mean, "ci_low": low, "ci_high": high,
-                    "forgetting": frame["forgetting"].mean(), "backward_transfer": frame["backward_transfer"].mean()})
+                    "forgetting": frame["forgetting"].mean(), "backward_transfer": frame["backward_transfer"].mean(),
+                    "oriented_drift_pct": oriented.mean()})
     order = {c.key: i for i, c in enumerate(load_taxonomy().capabilities)}
     frame = pd.DataFrame(out, columns=["algorithm", "key", "n_variants", "mean_rel_drift_pct", "ci_low", "ci_high",
-                                       "forgetting", "backward_transfer"])
+                                       "forgetting", "backward_transfer", "oriented_drift_pct"])
     return frame.sort_values(["key", "algorithm"], key=lambda s: s.map(order) if s.name == "key" else s).reset_index(drop=True)
 
 
@@ -276,14 +278,16 @@ def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
     parts += _detail_tables(board)
     if "algorithms.png" in names:
         parts.append('<h2 id="algorithms">By post-training algorithm</h2><figure><img src="figures/algorithms.png" alt="drift by algorithm" width="700"></figure>')
-        rows = [[_td(r.algorithm), _td(r.key), f'<td class="num">{r.n_variants}</td>', _num(r.mean_rel_drift_pct),
+        rows = [[_td(r.algorithm), _td(r.key), f'<td class="num">{r.n_variants}</td>',
+                 _num(r.mean_rel_drift_pct, oriented=r.oriented_drift_pct),
                  _ci_cells(r.ci_low, r.ci_high), _num(100 * r.forgetting, signed=False), _num(100 * r.backward_transfer, signed=False)]
                 for r in board.summary.itertuples()]
         parts.append(table(["algorithm", "capability", "variants", "mean drift", "CI low", "CI high", "F", "BT"], rows, "algorithm-table"))
     if "f_vs_bt.png" in names:
         parts.append('<h2 id="f-bt">Forgetting vs backward transfer</h2><figure><img src="figures/f_vs_bt.png" alt="forgetting vs backward transfer" width="560"></figure>')
     rows = [[_td(r.variant), _td(r.base), _td(r.family), _td(r.size), _td(r.algorithm), _td(r.data),
-             _num(r.CAN), _num(r.WILL), _num(r.HOW), _num(100 * r.forgetting_adj, signed=False),
+             *(_num(getattr(r, g), oriented=group_side(board.oriented, g, r.variant)) for g in ("CAN", "WILL", "HOW")),
+             _num(100 * r.forgetting_adj, signed=False),
              _num(100 * r.backward_transfer_adj, signed=False),
              f'<td class="num">{f"{r.significant_tasks} / {r.tasks}" if r.tasks else "n/a"}</td>']
             for r in board.checkpoints.itertuples()]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from captrack.report.html import esc
 
-__all__ = ["VERDICT_NOTE", "oriented_task", "verdict_td"]
+__all__ = ["VERDICT_NOTE", "group_side", "oriented_task", "verdict_td"]
 
 VERDICT_NOTE = ("Colours say better (blue) or worse (red) whatever the metric's direction; the numbers printed are the "
                 "raw drift. Verdict: Δ, the change oriented so that + is better (points for binary and score metrics, % of "
@@ -26,3 +28,11 @@ def oriented_task(direction: object, rel: float) -> float:
     if direction == "neutral" or rel is None or math.isnan(rel):
         return math.nan
     return -rel if direction == "lower" else rel
+
+
+def group_side(oriented: pd.DataFrame, group: str, variant: str) -> float | None:
+    """The colour side of a checkpoint's group mean: its oriented drift (None: colour by the value itself)."""
+    label = f"{group} (mean)"
+    if oriented.empty or label not in oriented.index or variant not in oriented.columns:
+        return None
+    return float(oriented.loc[label, variant])
