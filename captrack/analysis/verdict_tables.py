@@ -73,13 +73,12 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
     cap_group = {c.key: g.key for g in taxonomy.groups for c in g.capabilities}
     rows = []
     empty = (np.empty(0), np.empty(0))
+    groups = drift.assign(_group=drift["capability"].map(lambda c: cap_group.get(str(c), "")))
+    by_cap = {k: f.drop_duplicates(["task", "metric"]) for k, f in groups.groupby(["variant", "capability"], sort=False)}
+    by_group = {k: f.drop_duplicates(["task", "metric"]) for k, f in groups.groupby(["variant", "_group"], sort=False)}
+    none = drift.iloc[0:0]
     for variant, level, key in zip(capabilities["variant"], capabilities["level"], capabilities["key"], strict=True):
-        frame = drift[drift["variant"] == variant]
-        if level == "capability":
-            members = frame[frame["capability"] == key]
-        else:
-            members = frame[frame["capability"].map(lambda c, k=key: cap_group.get(str(c)) == k)]
-        members = members.drop_duplicates(["task", "metric"])
+        members = (by_cap if level == "capability" else by_group).get((variant, key), none)
         spec = []
         task_clusters: dict[str, Sequence[object]] = {}
         for task, metric, direction in zip(members["task"], members["metric"], members["direction"], strict=True):
