@@ -24,12 +24,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = args.func(args)
     except CaptrackError as exc:
-        from rich.console import Console
-        from rich.markup import escape
+        _print_error(str(exc))
+        return 1
+    except Exception as exc:
+        from captrack.failures import failure_message
 
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        message = failure_message(exc)
+        if message is None:
+            raise
+        _print_error(message)
         return 1
     return int(result or 0)
+
+
+def _print_error(message: str) -> None:
+    """``error: <message>`` on stderr, the message shown literally (no rich markup)."""
+    from rich.console import Console
+
+    from captrack.report.escape import console_text
+
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {console_text(message)}", highlight=False)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
     run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
     run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
+    run.add_argument("--wait", action="store_true",
+                     help="when another `captrack run` holds the work folder, wait for it instead of refusing")
     run.set_defaults(func=_cmd_run)
     return parser
 
@@ -180,7 +196,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     with Store(args.store) as store:
         results = _ingest_with_progress(console, store, [(runs, labels)], rename=args.rename)
     for r in results:
-        console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows")
+        console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows",
+                      markup=False, highlight=False)
     return 0
 
 
@@ -286,7 +303,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     written = write_comparison(comparison, args.out, inputs, taxonomy)
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
-    console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
+    console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), markup=False)
     return 0
 
 
@@ -344,14 +361,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                          leaderboard=Path.cwd() / "leaderboards" / "demo")
     console = Console()
     console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
-                  highlight=False, soft_wrap=True)
+                  highlight=False, soft_wrap=True, markup=False)
     if args.quick:
         experiment = quick(experiment)
-    timings = run_experiment(experiment, dry_run=args.dry_run, console=console)
+    timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait)
     if not args.dry_run:
         for title, seconds in timings.items():
-            console.print(f"  {seconds:7.1f} s  {title}", highlight=False)
-        console.print(f"leaderboard: {experiment.leaderboard / 'index.html'}")
+            console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
+        console.print(f"leaderboard: {experiment.leaderboard / 'index.html'}", markup=False)
         readme = experiment.leaderboard / "README.md"
         if readme.is_file():
             console.print(readme.read_text().split("## Checkpoints")[0], markup=False, highlight=False, soft_wrap=True)

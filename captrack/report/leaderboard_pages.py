@@ -13,9 +13,9 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
+from captrack.report.escape import md_text
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
-from captrack.report.markdown import md_text
 from captrack.report.power_section import power_sections
 from captrack.report.writer import write_contract_tables
 from captrack.taxonomy import load_taxonomy
