@@ -17,7 +17,6 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.cli import main
-from captrack.failures import failure_message
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = "captrack_probe_c1_facts"
@@ -30,11 +29,15 @@ FACTS = "captrack_probe_c1_facts"
     (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), "not UTF-8"),
 ])
 def test_failures_become_one_line_messages(exc: BaseException, said: str) -> None:
+    from captrack.failures import failure_message
+
     message = failure_message(exc)
     assert message is not None and said in message and "\n" not in message
 
 
 def test_a_bug_keeps_its_traceback() -> None:
+    from captrack.failures import failure_message
+
     assert failure_message(KeyError("x")) is None and failure_message(ZeroDivisionError()) is None
 
 

@@ -24,8 +24,7 @@ from captrack.backends.replay import ReplayRecord
 from captrack.cli import main
 from captrack.errors import InputError
 from captrack.imports import import_run, read_source
-from captrack.imports.reading import SourceBytes, doc_index, read_zip_member, response_text, table_rows, text_id
-from captrack.imports.run import _match, clean_stale_imports
+from captrack.imports.run import _match
 
 TASK = "captrack_mmlu_pro_full"
 DOCS = [{"id": f"mmlu_pro-{i}", "question": f"q{i}"} for i in range(3)]
@@ -49,27 +48,44 @@ def test_one_document_named_by_id_and_by_doc_id_is_a_conflict_naming_both() -> N
     (["A", "B"], "list"), ({"t": "2"}, "dict"), (True, "bool"), (7, "int"), (None, "null"),
 ])
 def test_a_response_that_is_not_text_is_refused_not_scored_as_its_repr(value: object, said: str) -> None:
+    from captrack.imports.reading import response_text
+
     with pytest.raises(InputError, match=said):
         response_text("f.jsonl:3", "response", value)
 
 
+@pytest.mark.parametrize(("value", "said"), [(["A", "B"], "list"), ({"t": "2"}, "dict"), (False, "bool")])
+def test_an_imported_file_with_a_non_text_response_is_refused(tmp_path: Path, value: object, said: str) -> None:
+    src = _jsonl(tmp_path / "gens.jsonl", [{"id": "mmlu_pro-1", "response": value}])
+    with pytest.raises(InputError, match=rf"gens.jsonl:1: 'response' is {said}"):
+        read_source("jsonl", src, TASK)
+
+
 def test_a_list_holding_one_string_is_that_string() -> None:
+    from captrack.imports.reading import response_text
+
     assert response_text("f.jsonl:1", "outputs", ["Answer: B"]) == "Answer: B"
 
 
 @pytest.mark.parametrize("value", [0.9, True, False, -1, "0.9", "x", [0]])
 def test_a_doc_id_that_is_not_an_integer_is_refused_not_truncated(value: object) -> None:
+    from captrack.imports.reading import doc_index
+
     with pytest.raises(InputError, match="doc_id"):
         doc_index("f.jsonl:2", value)
 
 
 @pytest.mark.parametrize(("value", "index"), [(0, 0), (3.0, 3), ("12", 12)])
 def test_integral_doc_ids_are_accepted(value: object, index: int) -> None:
+    from captrack.imports.reading import doc_index
+
     assert doc_index("f.jsonl:2", value) == index
 
 
 @pytest.mark.parametrize("value", [1.5, True, {"a": 1}])
 def test_an_id_must_be_a_string_or_an_integer(value: object) -> None:
+    from captrack.imports.reading import text_id
+
     with pytest.raises(InputError, match="'id'"):
         text_id("f.jsonl:2", value)
     assert text_id("w", 70) == "70" and text_id("w", "mmlu_pro-70") == "mmlu_pro-70"
@@ -102,6 +118,8 @@ def test_a_small_zip_of_a_huge_member_is_refused_without_reading_it(tmp_path: Pa
 
 
 def test_a_zip_member_whose_declared_size_lies_is_cut_at_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from captrack.imports.reading import read_zip_member
+
     src = tmp_path / "x.zip"
     with zipfile.ZipFile(src, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("x.json", b" " * (3 << 20))
@@ -111,7 +129,7 @@ def test_a_zip_member_whose_declared_size_lies_is_cut_at_the_limit(tmp_path: Pat
     data = bytearray(bytes(data).replace(real, (10).to_bytes(4, "little")))
     src.write_bytes(bytes(data))
     monkeypatch.setenv("CAPTRACK_IMPORT_MAX_MB", "1")
-    with pytest.raises(InputError, match="import limit|not a readable zip"):
+    with pytest.raises(InputError, match=r"import limit|not a readable zip"):
         read_zip_member(src, ".json")
 
 
@@ -124,6 +142,8 @@ def test_a_zip_that_is_no_zip_is_a_message(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_non_utf8_lines_and_huge_csv_cells_and_corrupt_parquet_are_messages_naming_the_file() -> None:
+    from captrack.imports.reading import SourceBytes, table_rows
+
     with pytest.raises(InputError, match=r"g.jsonl:2: not UTF-8"):
         list(table_rows(SourceBytes("g.jsonl", b'{"id": "a", "response": "x"}\n{"id": "\xff"}\n', ""), ".jsonl"))
     cell = "y" * 200_000
@@ -156,6 +176,8 @@ def test_the_recorded_sha256_is_of_the_bytes_parsed(tmp_path: Path) -> None:
 
 
 def test_temp_folders_of_killed_imports_are_removed_by_the_next_one(tmp_path: Path) -> None:
+    from captrack.imports.run import clean_stale_imports
+
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     stale = tmp_path / ".run.import-abc"
     stale.mkdir()
