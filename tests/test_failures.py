@@ -137,3 +137,18 @@ def test_the_pth_line_is_silent_when_the_hook_module_is_gone(monkeypatch: pytest
     assert line.startswith("import ")  # site.py runs .pth lines starting with import
     monkeypatch.setitem(sys.modules, "captrack_lmeval_hook", None)
     exec(line, {})  # no ImportError, nothing printed
+
+
+def test_a_samples_file_changing_while_ingested_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import captrack.results.store as store_module
+
+    write_run(tmp_path / "r", "m", [FakeTask(FACTS, {"acc": [1, 0]})])
+    calls = iter(range(100))
+    monkeypatch.setattr(store_module, "file_state", lambda path: (next(calls), 0))  # grows between read and hash
+    assert main(["ingest", str(tmp_path / "r"), "--store", str(tmp_path / "s.duckdb")]) == 1
+    monkeypatch.undo()
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM samples").fetchone() == (0,)  # nothing half-stored
+    con.close()

@@ -131,8 +131,8 @@ def check_twice(root: Path) -> None:
     print(f"second run beside the first: exit {second.returncode}: {second.stderr.strip().splitlines()[-1]}")
     waiting = subprocess.Popen([PY, "-m", "captrack.cli", "run", str(path), "--wait"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=ENV)
-    out, err = first.communicate()
-    w_out, w_err = waiting.communicate()
+    first.communicate()
+    w_out, _ = waiting.communicate()
     said = [line for line in w_out.splitlines() if "waiting" in line]
     reused = sum("unchanged, reusing" in line for line in w_out.splitlines())
     print(f"first run: exit {first.returncode}; --wait run: exit {waiting.returncode}, said {said[:1]}, "
