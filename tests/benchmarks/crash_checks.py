@@ -81,6 +81,11 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _last_line(path: Path) -> str:
+    parts = [x.strip() for x in path.read_text(errors="replace").replace("\r", "\n").splitlines() if x.strip()]
+    return parts[-1][:100] if parts else ""
+
+
 def reference(root: Path, a: Path, b: Path) -> dict[str, str]:
     start = time.perf_counter()
     run(manifest(root / "ref", a, b, root / "ref" / "work"))
@@ -99,11 +104,14 @@ def check_kill(root: Path) -> None:
     while time.time() < deadline and len(workers) < 2:
         time.sleep(0.5)
         workers = [p for p in children(parent.pid) if "captrack.pipeline.workers" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
-    time.sleep(4)  # mid-evaluation: the workers have loaded lm-eval and are answering requests
-    logs = {p.name: p.stat().st_size for p in (root / "killed" / "work" / "logs").glob("*.log")}
+    logs_dir = root / "killed" / "work" / "logs"
+    while time.time() < deadline and not any("requests" in p.read_text(errors="replace") for p in logs_dir.glob("*.log")):
+        time.sleep(0.2)  # mid-evaluation: a worker has loaded the model and lm-eval is answering requests
+    time.sleep(1.0)
+    logs = {p.name: _last_line(p) for p in logs_dir.glob("*.log")}
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
-    print(f"kill -9 of parent {parent.pid} with {len(workers)} worker(s) {workers} running; log sizes {logs}")
+    print(f"kill -9 of parent {parent.pid} with {len(workers)} worker(s) {workers} running; last log lines {logs}")
     time.sleep(3)
     left = [w for w in workers if alive(w)]
     print(f"3 s later, workers still alive: {left or 'none'}")
