@@ -70,6 +70,11 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
             os.fsync(handle.fileno())
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:  # a write or fsync error names no file: name the one being written
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -161,6 +161,7 @@ import captrack.pipeline.runner as runner
 import captrack.results.publish as publish
 
 where, disk = sys.argv[1], Path(sys.argv[2])
+leave = 768 << 10 if where == "ingest-partial" else 0  # room to create the new store, not to finish it
 
 def fill():
     with open(disk / "filler", "ab") as handle:
@@ -170,6 +171,9 @@ def fill():
                 handle.flush()
         except OSError as exc:
             print(f"filled {disk}: {exc.strerror}", flush=True)
+    if leave:
+        with open(disk / "filler", "r+b") as handle:
+            handle.truncate(max(0, (disk / "filler").stat().st_size - leave))
 
 if where == "marker":
     original = runner.Stage.write_marker
@@ -201,11 +205,11 @@ def check_full(root: Path, disk: Path) -> None:
     work = disk / "work"
     shutil.rmtree(work, ignore_errors=True)
     path = manifest(root / "full", a, b, work)
-    for where in ("marker", "ingest"):
+    for where in ("marker", "ingest", "ingest-partial"):
         (disk / "filler").unlink(missing_ok=True)
         store = work / "store.duckdb"
         before = hashlib.sha256(store.read_bytes()).hexdigest()[:12] if store.exists() else "none"
-        if where == "ingest":
+        if where.startswith("ingest"):
             (work / "markers" / "ingest.json").unlink()  # the ingest stage runs again, over a good store
         out = subprocess.run([PY, "-c", _FILL_AT, where, str(disk), str(path)], capture_output=True, text=True, env=ENV)
         err = (out.stderr.strip().splitlines() or ["-"])[-1]
