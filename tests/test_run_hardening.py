@@ -74,14 +74,18 @@ def test_a_second_captrack_run_on_one_folder_is_refused(tmp_path: Path, capsys: 
 
 
 _CHILD = """
-import sys, time
-from captrack.pipeline.workers import die_with_parent
-die_with_parent(int(sys.argv[1]), every_s=0.2)
-time.sleep(60)
+import pickle, sys, time
+from captrack.pipeline import runner
+from captrack.pipeline.workers import _main  # what `python -m captrack.pipeline.workers` runs
+started = lambda: (open(sys.argv[1], "w").close(), time.sleep(60))
+runner.plan = lambda experiment, console: [runner.Stage("s", None, {}, started)]
+open(sys.argv[2], "wb").write(pickle.dumps(None))
+_main([sys.argv[2], "s"])
 """
 _PARENT = """
 import subprocess, sys, os, time
-child = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(os.getpid())])
+env = {**os.environ, "CAPTRACK_PARENT_PID": str(os.getpid())}  # as run_side_by_side starts a worker
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]], env=env)
 print(child.pid, flush=True)
 time.sleep(60)
 """
@@ -89,10 +93,15 @@ time.sleep(60)
 
 def test_a_worker_dies_with_its_killed_parent(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _CHILD], stdout=subprocess.PIPE, text=True, env=env)
+    ready = tmp_path / "stage-started"
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _CHILD, str(ready), str(tmp_path / "exp.pickle")],
+                              stdout=subprocess.PIPE, text=True, env=env)
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
-    time.sleep(1.5)  # the child is set up
+    deadline = time.time() + 120
+    while not ready.exists() and time.time() < deadline:  # the worker is running its stage
+        time.sleep(0.1)
+    assert ready.exists(), "the worker never started its stage"
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     deadline = time.time() + 10
