@@ -13,6 +13,10 @@ folder, or a checkout's ``tasks/`` passed with ``--include_path``) is not added 
 An ``--include_path`` string may list several folders separated by ``os.pathsep``.
 
 Set ``CAPTRACK_LMEVAL_HOOK=0`` to turn the hook off (lm-eval then sees only what it is told).
+
+The hook fails open: when the captrack package is gone (uninstalled beside a stale .pth) or a patch
+does not fit the lm-eval installed, lm-eval runs untouched and nothing is printed; the .pth line
+itself ignores a missing hook module.
 """
 
 from __future__ import annotations
@@ -61,6 +65,14 @@ def with_captrack_tasks(include_path: Any) -> Any:
     return [tasks_dir(), *paths]  # first, so a user's own copy of a task overrides ours
 
 
+def _captrack_tasks(include_path: Any) -> Any:
+    """`with_captrack_tasks`, or `include_path` unchanged when captrack cannot be imported (fail open)."""
+    try:
+        return with_captrack_tasks(include_path)
+    except ImportError:
+        return include_path
+
+
 def _patch_manager(module: Any) -> None:
     """Wrap ``TaskManager.__init__`` so every TaskManager sees captrack's tasks (once per class)."""
     cls = module.TaskManager
@@ -71,9 +83,9 @@ def _patch_manager(module: Any) -> None:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if _enabled():
             if len(args) >= 2:  # TaskManager(verbosity, include_path, ...)
-                args = (args[0], with_captrack_tasks(args[1]), *args[2:])
+                args = (args[0], _captrack_tasks(args[1]), *args[2:])
             else:
-                kwargs["include_path"] = with_captrack_tasks(kwargs.get("include_path"))
+                kwargs["include_path"] = _captrack_tasks(kwargs.get("include_path"))
         original(self, *args, **kwargs)
 
     __init__._captrack_hook = True  # type: ignore[attr-defined]
@@ -91,8 +103,10 @@ def _patch_config(module: Any) -> None:
     def process_tasks(self: Any, *args: Any, **kwargs: Any) -> Any:
         manager = original(self, *args, **kwargs)
         if _enabled():
-            from captrack.lmeval.preflight import check_task_data
-
+            try:
+                from captrack.lmeval.preflight import check_task_data
+            except ImportError:  # captrack is gone: lm-eval as it is
+                return manager
             check_task_data(manager, self.tasks if isinstance(self.tasks, list) else [], self.metadata)
         return manager
 
@@ -142,7 +156,10 @@ class _Loader:
 
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
-        self._patch(module)
+        try:
+            self._patch(module)
+        except Exception:  # an lm-eval whose classes moved: leave it untouched rather than break it
+            pass
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_code, ... for tools that ask
         return getattr(self._loader, name)
@@ -177,4 +194,7 @@ def install() -> None:
     for name, patch in _PATCHES.items():
         loaded = sys.modules.get(name)
         if loaded is not None:
-            patch(loaded)
+            try:
+                patch(loaded)
+            except Exception:  # fail open, as in _Loader.exec_module
+                pass

@@ -10,8 +10,7 @@ from typing import Any
 
 from captrack import __version__
 from captrack.errors import CaptrackError, InputError
-
-GATE_EXIT = 3  # `--fail-on`: a verdict failed the gate (1 is a user error, 2 argparse's usage error)
+from captrack.gate import gate
 
 __all__ = ["main"]
 
@@ -26,12 +25,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = args.func(args)
     except CaptrackError as exc:
-        from rich.console import Console
-        from rich.markup import escape
+        _print_error(str(exc))
+        return 1
+    except Exception as exc:
+        from captrack.failures import failure_message
 
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        message = failure_message(exc)
+        if message is None:
+            raise
+        _print_error(message)
         return 1
     return int(result or 0)
+
+
+def _print_error(message: str) -> None:
+    """``error: <message>`` on stderr, the message shown literally (no rich markup)."""
+    from rich.console import Console
+
+    from captrack.report.escape import console_text
+
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {console_text(message)}", highlight=False)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
                      help="exit 3 naming the capability cells of the board whose verdict is regressed (or regressed "
                           "or inconclusive): stop a bad checkpoint in a training pipeline")
+    run.add_argument("--wait", action="store_true",
+                     help="when another `captrack run` holds the work folder, wait for it instead of refusing")
     run.set_defaults(func=_cmd_run)
     return parser
 
@@ -191,7 +206,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     with Store(args.store) as store:
         results = _ingest_with_progress(console, store, [(runs, labels)], rename=args.rename)
     for r in results:
-        console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows")
+        console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows",
+                      markup=False, highlight=False)
     return 0
 
 
@@ -301,23 +317,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     written = write_comparison(comparison, args.out, inputs, taxonomy)
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
-    console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
-    return _gate(console, comparison.capabilities, args.fail_on)
-
-
-def _gate(console: Any, capabilities: Any, fail_on: str | None) -> int:
-    """Exit status of `--fail-on`: 3 naming each capability cell with a failing verdict, else 0."""
-    from rich.markup import escape
-
-    from captrack.analysis.verdicts import failing_cells
-
-    cells = failing_cells(capabilities, fail_on)
-    for cell in cells:
-        console.print(f"[red]fail:[/] {escape(cell)}", highlight=False)
-    if cells:
-        console.print(f"--fail-on {fail_on}: {len(cells)} capability cell(s) failed the gate (exit {GATE_EXIT})")
-        return GATE_EXIT
-    return 0
+    console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), markup=False)
+    return gate(console, comparison.capabilities, args.fail_on)
 
 
 def _check_distinct(runs: dict[str, Any]) -> None:
@@ -374,14 +375,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                          leaderboard=Path.cwd() / "leaderboards" / "demo")
     console = Console()
     console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
-                  highlight=False, soft_wrap=True)
+                  highlight=False, soft_wrap=True, markup=False)
     if args.quick:
         experiment = quick(experiment)
-    timings = run_experiment(experiment, dry_run=args.dry_run, console=console)
+    timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait)
     if not args.dry_run:
         for title, seconds in timings.items():
-            console.print(f"  {seconds:7.1f} s  {title}", highlight=False)
-        console.print(f"leaderboard: {experiment.leaderboard / 'index.html'}")
+            console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
+        console.print(f"leaderboard: {experiment.leaderboard / 'index.html'}", markup=False)
         readme = experiment.leaderboard / "README.md"
         if readme.is_file():
             console.print(readme.read_text().split("## Checkpoints")[0], markup=False, highlight=False, soft_wrap=True)
@@ -389,7 +390,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.fail_on and capabilities.is_file():
             import pandas as pd
 
-            return _gate(console, pd.read_csv(capabilities), args.fail_on)
+            return gate(console, pd.read_csv(capabilities), args.fail_on)
     return 0
 
 

@@ -1,28 +1,93 @@
-"""Writing files so that a reader never sees half of one (or half a folder): temp beside the target, then rename."""
+"""Writing files so that a reader never sees half of one (or half a folder): temp beside the target, then rename.
+
+Every file captrack writes atomically goes through :func:`write_atomic`: the bytes go to a temp file
+in the target's folder, are flushed and fsync'ed, the temp file gets the mode a plain ``open(path,
+"w")`` would have given it (``0o666`` minus the process umask, so 0644 by default, not mkstemp's
+0600), and only then is it renamed over the target and the folder entry fsync'ed. A full disk or a
+kill leaves the old file (or none), never an empty or truncated one.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["staged_folder", "write_atomic"]
+__all__ = ["current_umask", "file_mode", "fsync_folder", "read_json_or_none", "staged_folder", "write_atomic"]
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """Write `text` to a temp file beside `path`, then rename it into place; returns `path`."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (/proc on Linux), else set and restored."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a newly created plain file gets under the current umask (0o644 with the usual 022)."""
+    return 0o666 & ~current_umask()
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename or creation in `folder` durable (a no-op where folders cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write `data` (text as UTF-8) to a temp file beside `path`, fsync it, then rename it into place; returns `path`.
+
+    The file ends up with the umask's mode (0644 by default). On any error (a full disk included)
+    the temp file is removed and `path` keeps its old content.
+    """
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:  # a write or fsync error names no file: name the one being written
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_folder(path.parent)
     return path
+
+
+def read_json_or_none(path: Path) -> Any:
+    """The JSON in `path`, or None when it is missing, unreadable, empty or not JSON (e.g. cut short by a full disk)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
 
 
 _OUTPUT_SUFFIXES = (".csv", ".json", ".md")

@@ -8,6 +8,7 @@ import io
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from tinymodel import build_tiny_model
@@ -187,8 +188,9 @@ def test_an_evaluation_is_judged_after_the_training_it_needs(tmp_path: Path, mon
     monkeypatch.setattr(runner, "plan", stages)
     monkeypatch.setattr(runner, "validate", lambda experiment: None)
     monkeypatch.setenv("CAPTRACK_WORKERS", "1")
-    assert set(runner.run_experiment(object())) == {"train v", "evaluate v"}  # type: ignore[arg-type]
-    assert runner.run_experiment(object()) == {}  # type: ignore[arg-type]
+    experiment = SimpleNamespace(workdir=tmp_path / "work")  # the run holds its work folder's lock
+    assert set(runner.run_experiment(experiment)) == {"train v", "evaluate v"}  # type: ignore[arg-type]
+    assert runner.run_experiment(experiment) == {}  # type: ignore[arg-type]
     recipe["lr"] = 2
-    assert set(runner.run_experiment(object())) == {"train v", "evaluate v"}  # type: ignore[arg-type]
+    assert set(runner.run_experiment(experiment)) == {"train v", "evaluate v"}  # type: ignore[arg-type]
     assert evaluated.read_text() == "weights for lr 2"

@@ -34,7 +34,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     with console.status(f"importing {args.src}"):
         result = import_run(args.src, args.format, args.out, task=args.task, name=args.name,
                             allow_partial=args.allow_partial, response_column=args.response_column,
-                            log=lambda line: console.print(line, highlight=False))
+                            log=lambda line: console.print(line, highlight=False, markup=False))
     for m in result.matched:
         print(f"{m.task}: {len(m.indices)} of {m.n_docs} documents scored")
     print(f"wrote {result.results_file} in {time.perf_counter() - started:.1f} s "

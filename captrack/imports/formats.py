@@ -13,17 +13,25 @@
 
 from __future__ import annotations
 
-import csv
+import hashlib
 import json
 import re
-import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from captrack.backends.replay import ReplayRecord
 from captrack.errors import InputError, UnknownNameError
+from captrack.imports.reading import (
+    decode,
+    doc_index,
+    read_bytes,
+    read_zip_member,
+    response_text,
+    table_rows,
+    text_id,
+)
 from captrack.registries import add_once
 
 __all__ = ["ADAPTERS", "MMLU_PRO_TASK", "Source", "adapter", "read_source"]
@@ -34,10 +42,11 @@ TABLE_SUFFIXES = (".jsonl", ".parquet", ".csv")
 
 @dataclass(frozen=True)
 class Source:
-    """What an adapter read: the records, and the model name the source suggests."""
+    """What an adapter read: the records, the model name the source suggests, and the SHA-256 of the bytes parsed."""
 
     records: list[ReplayRecord]
     name: str
+    sha256: str = ""
 
 
 Adapter = Callable[[Path, "str | None", str], Source]
@@ -69,52 +78,19 @@ def read_source(fmt: str, src: Path, task: str | None, response_column: str = "o
 
 
 def _record(where: str, task: str, row: Mapping[str, Any], response_key: str) -> ReplayRecord:
-    """One record from a row with ``id`` or ``doc_id``, the response and an optional prompt."""
+    """One record from a row with ``id`` or ``doc_id``, the response and an optional prompt (types checked, see reading)."""
     if response_key not in row:
         raise InputError(f"{where}: no {response_key!r} field (fields: {', '.join(map(str, row))})")
-    response = row[response_key]
-    if response is None:
-        raise InputError(f"{where}: {response_key!r} is null; every document needs its generated text")
+    response = response_text(where, response_key, row[response_key])
     has_id, has_index = row.get("id") not in (None, ""), row.get("doc_id") not in (None, "")
     if has_id == has_index:
         raise InputError(f"{where}: give exactly one of 'id' (the document's own id) and 'doc_id' (lm-eval's index)")
     prompt = row.get("prompt")
-    try:
-        doc_id = int(row["doc_id"]) if has_index else None
-    except ValueError as exc:
-        raise InputError(f"{where}: doc_id {row['doc_id']!r} is not an integer") from exc
-    return ReplayRecord(task=task, response=str(response), id=str(row["id"]) if has_id else None, doc_id=doc_id,
+    if prompt not in (None, "") and not isinstance(prompt, str):
+        raise InputError(f"{where}: 'prompt' is {type(prompt).__name__}; give the prompt as a string (or leave it out)")
+    return ReplayRecord(task=task, response=response, id=text_id(where, row["id"]) if has_id else None,
+                        doc_id=doc_index(where, row["doc_id"]) if has_index else None,
                         prompt=None if prompt in (None, "") else str(prompt))
-
-
-def _json_rows(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
-    """(where, row) of a JSON Lines file, where = ``path:line``."""
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{line_no}: not JSON ({exc})") from exc
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
-            yield f"{path}:{line_no}", row
-
-
-def _table_rows(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
-    """(where, row) of a JSON Lines, Parquet or CSV file."""
-    if path.suffix == ".jsonl":
-        yield from _json_rows(path)
-    elif path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
-            yield f"{path} row {i}", row
-    else:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            for line_no, row in enumerate(csv.DictReader(handle), start=2):
-                yield f"{path}:{line_no}", dict(row)
 
 
 @adapter("jsonl")
@@ -124,26 +100,22 @@ def read_jsonl(src: Path, task: str | None, response_column: str) -> Source:
         raise InputError(f"{src}: --format jsonl needs --task (the captrack task its ids belong to)")
     if not src.is_file():
         raise InputError(f"{src}: --format jsonl expects a file")
-    return Source([_record(where, task, row, "response") for where, row in _json_rows(src)], src.stem)
+    source = read_bytes(src)
+    records = [_record(where, task, row, "response") for where, row in table_rows(source, ".jsonl")]
+    return Source(records, src.stem, source.sha256)
 
 
-def _mmlu_pro_items(src: Path) -> list[dict[str, Any]]:
-    """The list of dicts in an MMLU-Pro outputs JSON file, or in the one JSON file of a zip."""
-    if src.suffix == ".zip":
-        with zipfile.ZipFile(src) as archive:
-            members = [m for m in archive.namelist() if m.endswith(".json")]
-            if len(members) != 1:
-                raise InputError(f"{src}: expected one .json file inside, found {members or 'none'}")
-            text = archive.read(members[0]).decode("utf-8")
-    else:
-        text = src.read_text(encoding="utf-8")
+def _mmlu_pro_items(src: Path) -> tuple[list[dict[str, Any]], str]:
+    """The list of dicts in an MMLU-Pro outputs JSON file, or in the one JSON file of a zip, and the SHA-256 read."""
+    source = read_zip_member(src, ".json")[0] if src.suffix == ".zip" else read_bytes(src)
+    text = decode(source)
     try:
         items = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{src}: not JSON ({exc}); expected MMLU-Pro's model_outputs list") from exc
+        raise InputError(f"{source.where}: not JSON ({exc}); expected MMLU-Pro's model_outputs list") from exc
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        raise InputError(f"{src}: expected a JSON list of objects (MMLU-Pro's model_outputs file)")
-    return items
+        raise InputError(f"{source.where}: expected a JSON list of objects (MMLU-Pro's model_outputs file)")
+    return items, source.sha256
 
 
 @adapter("mmlu-pro")
@@ -153,17 +125,15 @@ def read_mmlu_pro(src: Path, task: str | None, response_column: str) -> Source:
         raise InputError(f"{src}: --format mmlu-pro expects a model_outputs_*.json or .zip file")
     target = task or MMLU_PRO_TASK
     records = []
-    for i, item in enumerate(_mmlu_pro_items(src)):
+    items, sha256 = _mmlu_pro_items(src)
+    for i, item in enumerate(items):
         where = f"{src} item {i}"
         if "question_id" not in item:
             raise InputError(f"{where}: no 'question_id'")
-        try:
-            question = int(item["question_id"])
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"{where}: question_id {item['question_id']!r} is not an integer") from exc
+        question = doc_index(f"{where}: question_id", item["question_id"])
         records.append(_record(where, target, {"id": f"mmlu_pro-{question}", **_no_id(item)}, "generated_text"))
     name = re.sub(r"^model_outputs_|_\d+shots$", "", src.stem)
-    return Source(records, name)
+    return Source(records, name, sha256)
 
 
 def _no_id(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,7 +153,7 @@ def read_captrack(src: Path, task: str | None, response_column: str) -> Source:
     """CapTrack's ``model_responses/<model>/``: one file per task, response column ``outputs``."""
     if not src.is_dir():
         raise InputError(f"{src}: --format captrack expects the folder model_responses/<model>/")
-    files = sorted(p for p in src.iterdir() if p.suffix in TABLE_SUFFIXES)
+    files = sorted(p for p in src.iterdir() if p.suffix in TABLE_SUFFIXES and p.is_file())
     if not files:
         raise InputError(f"{src}: no task files (<config or task>{'|'.join(TABLE_SUFFIXES)}); point at model_responses/<model>/")
     by_task: dict[str, Path] = {}
@@ -196,5 +166,9 @@ def read_captrack(src: Path, task: str | None, response_column: str) -> Source:
         if task not in by_task:
             raise UnknownNameError(f"task file in {src}", task, by_task)
         by_task = {task: by_task[task]}
-    records = [_record(where, name, row, response_column) for name, path in by_task.items() for where, row in _table_rows(path)]
-    return Source(records, src.name)
+    records, digest = [], hashlib.sha256()
+    for name, path in sorted(by_task.items(), key=lambda item: item[1].name):
+        source = read_bytes(path)
+        digest.update(f"{path.name}\t{source.sha256}\n".encode())
+        records += [_record(where, name, row, response_column) for where, row in table_rows(source, path.suffix)]
+    return Source(records, src.name, digest.hexdigest())

@@ -8,10 +8,14 @@ import (a missing or duplicated id, a refused task) leaves RUN_DIR untouched.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
+import os
+import re
 import shutil
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,10 +24,11 @@ from typing import Any
 
 from captrack.backends.replay import ReplayRecord, missing_message, write_replay
 from captrack.errors import InputError, UnknownNameError
+from captrack.files import current_umask, write_atomic
 from captrack.imports.formats import Source, read_source
 from captrack.results.runfiles import file_sha256
 
-__all__ = ["REPLAY_FILE", "ImportResult", "Matched", "import_run", "source_sha256"]
+__all__ = ["REPLAY_FILE", "ImportResult", "Matched", "clean_stale_imports", "import_run", "model_name", "source_sha256"]
 
 REPLAY_FILE = "replay.jsonl"  # the records replayed, kept in RUN_DIR beside lm-eval's files
 
@@ -59,6 +64,21 @@ def source_sha256(src: Path) -> str:
     return digest.hexdigest()
 
 
+def model_name(name: str, origin: str) -> str:
+    """`name` as lm-eval will use it for a folder under RUN_DIR; refused when that folder would be RUN_DIR or its parent.
+
+    lm-eval writes into ``<output_path>/<name with / and other reserved characters as __>``.
+
+    Raises:
+        InputError: the name is empty, ``.``, ``..`` or has a control character (its `origin` named).
+    """
+    shown = re.sub(r"[\"<>:/\\|?*\[\]]+", "__", name).strip()
+    if shown in ("", ".", "..") or any(ord(c) < 32 for c in name):
+        raise InputError(f"model name {name!r} (from {origin}) cannot name a folder inside RUN_DIR; "
+                         "give --name with at least one letter or digit")
+    return name
+
+
 def _check_duplicates(src: Path, records: list[ReplayRecord]) -> None:
     counts = Counter((r.task, r.id if r.id is not None else f"#{r.doc_id}") for r in records)
     twice = [f"{task}/{key}" for (task, key), n in counts.items() if n > 1]
@@ -80,18 +100,28 @@ def _task_docs(tasks: list[str]) -> dict[str, list[Any]]:
 
 
 def _match(task: str, docs: list[Any], records: list[ReplayRecord], id_field: str) -> Matched:
-    """Map each record to its doc index; list the records no doc has and the docs no record has."""
+    """Map each record to its doc index; list the records no doc has and the docs no record has.
+
+    Raises:
+        InputError: two records name one document (once by ``id``, once by ``doc_id``, or twice); both named.
+    """
     index = {str(d[id_field]): i for i, d in enumerate(docs) if isinstance(d, dict) and d.get(id_field) is not None}
     if any(r.id is not None for r in records) and not index:
         raise InputError(f"task {task}: its documents have no {id_field!r} field; key the source by doc_id (lm-eval's index)")
-    found: set[int] = set()
-    source_only = []
+    found: dict[int, str] = {}
+    source_only, twice = [], []
     for r in records:
+        key = f"id {r.id}" if r.id is not None else f"doc_id {r.doc_id}"
         i = index.get(r.id) if r.id is not None else r.doc_id
         if i is None or not 0 <= i < len(docs):
             source_only.append(r.id if r.id is not None else f"#{r.doc_id}")
+        elif i in found:
+            twice.append(f"{task}/{found[i]} and {key} (document #{i})")
         else:
-            found.add(i)
+            found[i] = key
+    if twice:
+        raise InputError(missing_message("documents given more than once (by id and doc_id, or twice)", twice,
+                                         "keep one response per document; nothing was written"))
     label = {i: key for key, i in index.items()}
     task_only = [label.get(i, f"#{i}") for i in range(len(docs)) if i not in found]
     return Matched(task, sorted(found), len(docs), source_only, task_only)
@@ -120,10 +150,11 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
         InputError: `out` exists and is not empty, the source is malformed, ids are duplicated, or
             source and task disagree on the documents (without `allow_partial`); `out` is untouched.
     """
-    source_path, target = Path(src).resolve(), Path(out)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise InputError(f"{target} already exists and is not empty; choose a new RUN_DIR")
+    source_path, target = _resolved(Path(src), "SRC"), _target(Path(out))
+    if name is not None:
+        model_name(name, "--name")
     source = read_source(fmt, source_path, task, response_column)
+    name = model_name(name or source.name, f"the source's file name {source_path.name!r}; pass --name" if name is None else "--name")
     _check_duplicates(source_path, source.records)
     tasks = sorted({r.task for r in source.records})
     if not tasks:
@@ -135,8 +166,32 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
         if log and (m.source_only or m.task_only):
             log(f"{m.task}: scoring {len(m.indices)} of {m.n_docs} documents; {len(m.task_only)} have no response, "
                 f"{len(m.source_only)} responses match no document")
-    provenance = {"source": str(source_path), "format": fmt, "sha256": source_sha256(source_path)}
-    return _write_run(source, target, matched, provenance, id_field, name or source.name)
+    provenance = {"source": str(source_path), "format": fmt, "sha256": source.sha256 or source_sha256(source_path)}
+    return _write_run(source, target, matched, provenance, id_field, name)
+
+
+def _resolved(path: Path, what: str) -> Path:
+    """`path` made absolute with its links followed.
+
+    Raises:
+        InputError: a symbolic-link loop.
+    """
+    try:
+        return path.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a link loop before Python 3.13
+        raise InputError(f"{what} {path}: cannot be resolved ({exc}); fix the symbolic link") from exc
+
+
+def _target(out: Path) -> Path:
+    """RUN_DIR checked before any work: a new or empty folder (a link to one is followed)."""
+    if out.is_symlink() and not out.exists():
+        raise InputError(f"RUN_DIR {out} is a symbolic link to nothing; give a new folder path")
+    target = _resolved(out, "RUN_DIR") if out.is_symlink() else out
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise InputError(f"{out} already exists and is not empty; choose a new RUN_DIR")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise InputError(f"{target.parent} is a file; RUN_DIR must be inside a folder")
+    return target
 
 
 def _write_run(source: Source, target: Path, matched: list[Matched], provenance: dict[str, Any],
@@ -145,7 +200,9 @@ def _write_run(source: Source, target: Path, matched: list[Matched], provenance:
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.import-", dir=target.parent))
+    clean_stale_imports(target)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}{_TEMP_MARK}", dir=target.parent))
+    (work / _OWNER).write_text(str(os.getpid()), encoding="utf-8")
     try:
         replay = write_replay(work / REPLAY_FILE, source.records)
         complete = all(len(m.indices) == m.n_docs for m in matched)
@@ -157,6 +214,8 @@ def _write_run(source: Source, target: Path, matched: list[Matched], provenance:
         )
         results = evaluate_checkpoint(spec, work)
         _record_import(results, work, target, provenance, matched)
+        (work / _OWNER).unlink()
+        os.chmod(work, 0o777 & ~current_umask())  # mkdtemp's 0700 -> what mkdir would have made
         if target.exists():
             target.rmdir()  # an empty folder the user made beforehand
         work.rename(target)
@@ -164,6 +223,38 @@ def _write_run(source: Source, target: Path, matched: list[Matched], provenance:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return ImportResult(target, target / results.relative_to(work), matched, provenance)
+
+
+_TEMP_MARK = ".import-"
+_OWNER = ".captrack-import-owner"  # the PID of the import writing a temp folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def clean_stale_imports(target: Path) -> list[Path]:
+    """Remove temp folders of earlier imports to `target` whose process is gone (killed, e.g. kill -9); returns them."""
+    removed = []
+    for folder in target.parent.glob(f".{glob.escape(target.name)}{_TEMP_MARK}*"):
+        try:
+            owner = int((folder / _OWNER).read_text(encoding="utf-8").strip() or 0)
+        except (OSError, ValueError):
+            owner = 0
+        try:  # a folder made this instant may not have its owner file yet
+            fresh = not owner and time.time() - folder.stat().st_mtime < 60
+        except OSError:
+            continue
+        if folder.is_dir() and not fresh and not (owner and _alive(owner)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def _record_import(results: Path, work: Path, target: Path, provenance: dict[str, Any], matched: list[Matched]) -> None:
@@ -178,6 +269,4 @@ def _record_import(results: Path, work: Path, target: Path, provenance: dict[str
         "tasks": {m.task: {"scored": len(m.indices), "documents": m.n_docs, "without_response": m.task_only,
                            "matching_no_document": m.source_only} for m in matched},
     }
-    temp = results.with_suffix(".json.tmp")
-    temp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    temp.replace(results)
+    write_atomic(results, json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -73,7 +73,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         _reingest(args.store, args.runs, console)
     console.print(f"judge {report.judge}: {report.unique_inputs} distinct inputs, {report.cache_hits} from the cache, "
                   f"{report.requests} request(s) sent; wrote {len(report.written)} verdict file(s). "
-                  "Ingest or compare these runs to use the verdicts.", highlight=False)
+                  "Ingest or compare these runs to use the verdicts.", highlight=False, markup=False)
     print(f"judged {report.scored} of {report.scored + report.failed} verdict(s); failed {report.failed}")
     if not report.scored:
         console.print("error: nothing could be judged (see the NaN reasons above); earlier valid verdicts were kept",
@@ -88,9 +88,9 @@ def _print_tallies(report: Any, console: Any) -> None:
         reasons = ", ".join(f"{code} {n}" for code, n in sorted(t.reasons.items()))
         console.print(f"{t.model} (run {t.run}) {t.task}/{t.metric}: {t.scored}/{t.n} judged"
                       + (f"; NaN: {reasons}" if reasons else "")
-                      + (f"; kept {t.kept} earlier verdict(s) instead of NaN" if t.kept else ""), highlight=False)
+                      + (f"; kept {t.kept} earlier verdict(s) instead of NaN" if t.kept else ""), highlight=False, markup=False)
     for path in report.kept_files:
-        console.print(f"{path}: left as it was (this pass judged none of its items)", highlight=False)
+        console.print(f"{path}: left as it was (this pass judged none of its items)", highlight=False, markup=False)
 
 
 def _reingest(path: str, folders: list[str], console: Any) -> None:
@@ -109,7 +109,7 @@ def _reingest(path: str, folders: list[str], console: Any) -> None:
             row = known[run.run_id]
             labels = Labels(model=row["model"], algorithm=row["algorithm"], family=row["family"], replicate=row["replicate"])
             (result,) = store.ingest([run], labels)
-            console.print(f"re-ingested run {result.run_id} ({result.model!r}) into {path}: {result.rows} rows", highlight=False)
+            console.print(f"re-ingested run {result.run_id} ({result.model!r}) into {path}: {result.rows} rows", highlight=False, markup=False)
 
 
 def _print_calibration(results: list[Any], judge_id: str, requests: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -84,7 +86,8 @@ def _build_one(sources: Path, root: Path, config: OfficialConfig, builders: dict
         return BuildResult(config.name, reason=config.reason)
     try:
         rows = [normalise_row(r, config.name) for r in builders[config.name](sources, config)]
-    except (OSError, KeyError, ValueError, IndexError, InputError) as exc:
+    except (OSError, KeyError, ValueError, IndexError, TypeError, AttributeError, csv.Error, zipfile.BadZipFile,
+            InputError) as exc:  # one malformed source fails its config, never the whole build
         return BuildResult(config.name, reason=f"source files unusable: {type(exc).__name__}: {exc}")
     if not rows:
         return BuildResult(config.name, reason="the sources gave no rows")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from captrack.errors import InputError
+from captrack.files import write_atomic
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -120,15 +120,9 @@ def write_config(root: Path, config: str, rows: Sequence[Mapping[str, Any]], sub
     table = pa.Table.from_pylist([{f: r[f] for f in fields} for r in rows], schema=schema)
     target = config_path(root, config, subset)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".tmp", delete=False) as handle:
-        temp = Path(handle.name)
-    try:
-        pq.write_table(table, temp)
-        temp.replace(target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return target
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer)
+    return write_atomic(target, buffer.getvalue().to_pybytes())  # fsync'ed, umask's mode
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
@@ -147,9 +141,7 @@ def write_manifest(root: Path, manifest: Mapping[str, Any]) -> Path:
     """Write the manifest atomically."""
     root.mkdir(parents=True, exist_ok=True)
     path = root / "manifest.json"
-    temp = path.with_suffix(".json.tmp")
-    temp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    temp.replace(path)
+    write_atomic(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return path
 
 

@@ -3,7 +3,7 @@
 An experiment YAML::
 
     name: my-experiment
-    workdir: runs/my-experiment          # relative to the YAML's folder
+    workdir: runs/my-experiment          # relative to the YAML's folder; ${VAR} / ${VAR:-default} expanded
     leaderboard: leaderboards/mine       # folder (leaderboard.yaml is written there)
     tasks: ["captrack_probe_*"]
     limit: null                          # lm-eval --limit (int, fraction or null)
@@ -50,6 +50,7 @@ from typing import Any
 import yaml
 
 from captrack.errors import InputError, UnknownNameError
+from captrack.paths import expand_path
 from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
 
 __all__ = ["QUICK_TASKS", "Checkpoint", "Experiment", "config_hash", "demo_experiment", "load_experiment", "quick"]
@@ -207,6 +208,9 @@ def load_experiment(path: str | Path) -> Experiment:
     names = [*(b.name for b in bases), *(v.name for v in variants)]
     if len(set(names)) != len(names):
         raise InputError(f"{where}: checkpoint names must be unique; got {names}")
+    for name in names:  # each names folders under the work folder (runs/<name>, models/<name>)
+        if name.strip() in ("", ".", "..") or any(c in name for c in "/\\") or any(ord(c) < 32 for c in name):
+            raise InputError(f"{where}: checkpoint name {name!r} cannot name a folder; use letters, digits, '-', '_' or '.'")
     if spec.items and spec.limit is not None:
         raise InputError(f"{where}: give 'limit' (every task) or 'items' (per task), not both")
     if len(set(spec.seeds)) != len(spec.seeds):
@@ -214,8 +218,8 @@ def load_experiment(path: str | Path) -> Experiment:
     return Experiment(
         name=spec.name or source.stem,
         source=source,
-        workdir=(folder / (spec.workdir or f"runs/{source.stem}")).resolve(),
-        leaderboard=(folder / spec.leaderboard).resolve(),
+        workdir=expand_path(spec.workdir or f"runs/{source.stem}", folder),
+        leaderboard=expand_path(spec.leaderboard, folder),
         base=bases[0],
         variants=variants,
         tasks=tuple(spec.tasks),

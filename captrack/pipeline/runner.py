@@ -20,8 +20,10 @@ from typing import Any
 from rich.console import Console
 
 from captrack.errors import InputError, UnknownNameError
+from captrack.files import read_json_or_none, write_atomic
 from captrack.pipeline.cpu import apply_thread_plan, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
+from captrack.report.escape import console_text
 
 __all__ = ["Stage", "plan", "run_experiment", "validate"]
 
@@ -55,10 +57,19 @@ class Stage:
         return config_hash(self.current_inputs())
 
     def done(self) -> bool:
-        """Whether the marker records this exact configuration and the outputs are still there."""
+        """Whether the marker records this exact configuration and the outputs are still there.
+
+        A marker that cannot be read (empty or cut short by a full disk, not JSON) means "not done".
+        """
         if not self.marker.is_file() or not self.produced():
             return False
-        return json.loads(self.marker.read_text()).get("config_hash") == self.digest
+        recorded = read_json_or_none(self.marker)
+        return isinstance(recorded, dict) and recorded.get("config_hash") == self.digest
+
+    def write_marker(self) -> None:
+        """Record that the stage ran with its current inputs (atomically: a reader sees the old marker or this one)."""
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.marker, json.dumps({"config_hash": self.digest, "inputs": self.current_inputs()}, default=str, indent=2))
 
 
 def _model_path(checkpoint: Checkpoint, experiment: Experiment) -> Path:
@@ -222,19 +233,38 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_
 
 
 def _ingest(experiment: Experiment) -> None:
+    """Ingest every run into a new store beside the old one, verify it, then rename it into place.
+
+    A failure (a full disk included) leaves the earlier store as it was.
+    """
+    import duckdb
+
+    from captrack.results.publish import discard_store, publish_store
     from captrack.results.runfiles import discover_runs
     from captrack.results.store import Labels, Store
 
     store_path = experiment.workdir / "store.duckdb"
     tmp = store_path.with_suffix(".tmp.duckdb")
-    tmp.unlink(missing_ok=True)
-    with Store(tmp) as store:
-        for checkpoint in experiment.checkpoints:
-            for seed in experiment.seeds:
-                runs = discover_runs(experiment.workdir / "runs" / checkpoint.name / f"seed{seed}")
-                store.ingest(runs, Labels(model=checkpoint.name, algorithm=checkpoint.algorithm,
-                                          family=checkpoint.family, replicate=seed))
-    tmp.replace(store_path)
+    discard_store(tmp)
+    runs_in, rows_in = 0, 0
+    try:
+        with Store(tmp) as store:
+            for checkpoint in experiment.checkpoints:
+                for seed in experiment.seeds:
+                    runs = discover_runs(experiment.workdir / "runs" / checkpoint.name / f"seed{seed}")
+                    done = store.ingest(runs, Labels(model=checkpoint.name, algorithm=checkpoint.algorithm,
+                                                     family=checkpoint.family, replicate=seed))
+                    runs_in += len(done)
+                    rows_in += sum(r.rows for r in done)
+    except (duckdb.Error, OSError) as exc:
+        discard_store(tmp)
+        kept = f"the earlier store {store_path} is kept" if store_path.exists() else "no store was written"
+        raise InputError(f"could not write the store {tmp}: {' '.join(str(exc).split())}; {kept}; "
+                         "free disk space if it is full and rerun") from exc
+    except BaseException:
+        discard_store(tmp)
+        raise
+    publish_store(tmp, store_path, runs_in, rows_in)
 
 
 def _board_yaml(experiment: Experiment) -> dict[str, Any]:
@@ -268,47 +298,62 @@ def _leaderboard(experiment: Experiment) -> None:
     experiment.leaderboard.mkdir(parents=True, exist_ok=True)
     text = "# Written by `captrack run " + experiment.source.name + "`; edit the experiment, not this file.\n"
     text += yaml.safe_dump(_board_yaml(experiment), sort_keys=False, allow_unicode=True)
-    (experiment.leaderboard / "leaderboard.yaml").write_text(text)
+    write_atomic(experiment.leaderboard / "leaderboard.yaml", text)
     build_leaderboard(experiment.leaderboard)
 
 
-def run_experiment(experiment: Experiment, dry_run: bool = False, console: Console | None = None) -> dict[str, float]:
+def run_experiment(experiment: Experiment, dry_run: bool = False, console: Console | None = None,
+                   wait: bool = False) -> dict[str, float]:
     """Run (or, with `dry_run`, print) every stage; returns wall seconds per stage run.
 
     Consecutive side-by-side stages (trainings, evaluations) that have work to do run in worker
     processes, one per usable core (captrack.pipeline.workers); the rest run here, one after another.
+    One runner at a time holds the work folder (captrack.pipeline.lock): a second one refuses naming
+    the holder's PID, or with `wait` waits for it.
+
+    Raises:
+        WorkFolderBusyError: another `captrack run` holds the work folder (and not `wait`).
     """
     console = console or Console()
     validate(experiment)
+    if dry_run:
+        return _run_stages(experiment, dry_run, console)
+    from captrack.pipeline.lock import work_folder_lock
+
+    with work_folder_lock(experiment.workdir, wait=wait, log=lambda line: console.print(line, markup=False)):
+        return _run_stages(experiment, dry_run, console)
+
+
+def _run_stages(experiment: Experiment, dry_run: bool, console: Console) -> dict[str, float]:
+    """Every stage in order, reused where its marker matches (run_experiment, under the work-folder lock)."""
     stages = plan(experiment, console)
     timings: dict[str, float] = {}
     batch: list[Stage] = []
 
     def finish(stage: Stage, seconds: float) -> None:
         timings[stage.title] = seconds
-        stage.marker.parent.mkdir(parents=True, exist_ok=True)
-        stage.marker.write_text(json.dumps({"config_hash": stage.digest, "inputs": stage.current_inputs()}, default=str, indent=2))
-        console.print(f"[green]done[/] {stage.title} in {seconds:.1f} s")
+        stage.write_marker()
+        console.print(f"[green]done[/] {console_text(stage.title)} in {seconds:.1f} s")
 
     for i, stage in enumerate(stages, start=1):
         label = f"[{i}/{len(stages)}] {stage.title}"
         waits = any(need in {b.title for b in batch} for need in stage.needs)  # judged once what it needs has run
         if stage.side_by_side and not dry_run and (waits or not stage.done()):
-            console.print(f"{label}: queued")
+            console.print(f"{console_text(label)}: queued")
             batch.append(stage)
             continue
         if not stage.side_by_side:
             _run_batch(experiment, batch, console, finish)
             batch = []
         if stage.done():
-            console.print(f"[dim]{label}: unchanged, reusing[/]")
+            console.print(f"[dim]{console_text(label)}: unchanged, reusing[/]")
             if stage.rerun_when_reused and not dry_run:
                 stage.action()  # e.g. resolving the cached base: instant, and later stages need it
             continue
         if dry_run:
-            console.print(f"{label}: would run")
+            console.print(f"{console_text(label)}: would run")
             continue
-        console.rule(label)
+        console.rule(console_text(label))
         _run_here(stage, console, finish)
     _run_batch(experiment, batch, console, finish)
     return timings
@@ -336,9 +381,9 @@ def _run_batch(experiment: Experiment, batch: list[Stage], console: Console, fin
     if workers < 2:
         for stage in batch:
             if stage.done():  # queued behind a stage it needs, which left its inputs as they were
-                console.print(f"[dim]{stage.title}: unchanged, reusing[/]")
+                console.print(f"[dim]{console_text(stage.title)}: unchanged, reusing[/]")
                 continue
-            console.rule(stage.title)
+            console.rule(console_text(stage.title))
             _run_here(stage, console, finish)
         return
     per_worker = max(1, threads.threads // workers)

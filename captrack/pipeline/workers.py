@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from captrack.errors import InputError
+from captrack.files import write_atomic
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +35,46 @@ if TYPE_CHECKING:
     from captrack.pipeline.experiment import Experiment
     from captrack.pipeline.runner import Stage
 
-__all__ = ["run_side_by_side", "worker_count"]
+__all__ = ["PARENT_ENV", "die_with_parent", "run_side_by_side", "worker_count"]
+
+PARENT_ENV = "CAPTRACK_PARENT_PID"
+"""The PID of the `captrack run` that started a worker: the worker ends when that process is gone."""
+_PR_SET_PDEATHSIG = 1
+
+
+def _parent_gone(parent: int) -> bool:
+    return os.getppid() != parent
+
+
+def _watch_parent(parent: int, every_s: float) -> None:
+    while True:
+        time.sleep(every_s)
+        if _parent_gone(parent):
+            os._exit(1)
+
+
+def die_with_parent(parent: int | None, every_s: float = 1.0) -> None:
+    """Make this worker end with the `captrack run` that started it, however that ends (kill -9 included).
+
+    On Linux the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG); elsewhere, and as a
+    second guard, a daemon thread checks every `every_s` seconds that the parent is still this process's
+    parent. A parent that died before this was set up ends the worker at once.
+    """
+    if parent is None:
+        return
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl here: the watching thread below still ends the worker
+    if _parent_gone(parent):
+        os._exit(1)
+    import threading
+
+    threading.Thread(target=_watch_parent, args=(parent, every_s), name="captrack-parent-watch", daemon=True).start()
 
 
 def worker_count(stages: int, cores: int, env: dict[str, str] | None = None) -> int:
@@ -73,8 +115,6 @@ def _latest_line(log: Path) -> str:
 
 
 def _show_progress(running: list[_Running], console: Console) -> None:
-    from rich.markup import escape
-
     for job in running:
         line = escape(_latest_line(job.log))
         console.print(f"[dim]{escape(job.stage.title)} ({time.perf_counter() - job.started:.0f} s): {line}[/]", highlight=False)
@@ -91,14 +131,14 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
     logs.mkdir(parents=True, exist_ok=True)
     frozen = experiment.workdir / "markers" / ".experiment.pickle"
     frozen.parent.mkdir(parents=True, exist_ok=True)
-    frozen.write_bytes(pickle.dumps(experiment))
+    write_atomic(frozen, pickle.dumps(experiment))
     waiting, done = list(stages), set[str]()
     running: list[_Running] = []
     pending = {s.title for s in stages}
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "CAPTRACK_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE",
-           "TOKENIZERS_PARALLELISM": "false"}
+           "TOKENIZERS_PARALLELISM": "false", PARENT_ENV: str(os.getpid())}
     console.print(f"[dim]{len(stages)} stage(s) side by side: {workers} worker process(es) x {threads} torch thread(s); "
-                  f"logs in {logs}[/]")
+                  f"logs in {escape(str(logs))}[/]")
     shown = time.perf_counter()
     try:
         while waiting or running:
@@ -107,7 +147,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
                 stage = ready.pop(0)
                 waiting.remove(stage)
                 if stage.done():  # what it needed ran again and left its inputs as they were
-                    console.print(f"[dim]{stage.title}: unchanged, reusing[/]")
+                    console.print(f"[dim]{escape(stage.title)}: unchanged, reusing[/]")
                     done.add(stage.title)
                     continue
                 log = logs / f"{_slug(stage.title)}.log"
@@ -115,7 +155,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
                 process = subprocess.Popen([sys.executable, "-m", "captrack.pipeline.workers", str(frozen), stage.title],
                                            stdout=handle, stderr=subprocess.STDOUT, env=env)
                 running.append(_Running(stage, process, log, handle, time.perf_counter()))
-                console.print(f"started {stage.title} (log: {log.name})")
+                console.print(f"started {stage.title} (log: {log.name})", markup=False)
             time.sleep(0.2)
             if running and time.perf_counter() - shown >= PROGRESS_EVERY_S:
                 _show_progress(running, console)
@@ -138,6 +178,8 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
 
 def _main(argv: list[str]) -> int:
     """Run one stage of a pickled experiment in this process (the resolve stage first, when it has one)."""
+    parent = os.environ.get(PARENT_ENV, "")
+    die_with_parent(int(parent) if parent.isdigit() else None)
     from rich.console import Console
 
     from captrack.pipeline.cpu import prepare_openmp

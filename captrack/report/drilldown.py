@@ -5,6 +5,7 @@ and how each metric on the page was scored (rule-based, LLM judge, sandbox, opti
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,13 +16,15 @@ from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
 from captrack.metrics.scored import scored_text
 from captrack.report.html import esc, page
-from captrack.results.samples import ItemText, read_item_texts
+from captrack.results.samples import ItemText, read_item_texts, unavailable_reason
 from captrack.results.store import SamplesFile, Store
 
 if TYPE_CHECKING:
     from captrack.report.leaderboard import LeaderboardSpec, VariantLabels
 
 __all__ = ["DRILL_LIMIT", "DrillRow", "scored_answer_text", "scoring_method", "scoring_table", "task_pages"]
+
+_LOG = logging.getLogger(__name__)
 
 DRILL_LIMIT = 50
 NO_GOLD = "(no reference answer: see how the metric is scored above)"
@@ -102,6 +105,7 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
     kinds = _forgetting_kinds(comparisons)
     paired = {name: p for c, _ in comparisons for name, p in c.paired.items()}
     trans = transitions.drop_duplicates(["variant", "task", "metric"])
+    unavailable: set[str] = set()
     with Store(spec.store, read_only=True) as store:
         files = {model: store.samples_files(model) for model in store.models()}
         for task, frame in trans.groupby("task", sort=True):
@@ -114,10 +118,14 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
                 total += count
                 items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
                 sides = (files.get(pair.base, {}), files.get(pair.variant, {}))
-                rows += _item_rows(str(r.variant), str(r.metric), items, str(task), sides)
+                rows += _item_rows(str(r.variant), str(r.metric), items, str(task), sides, unavailable)
             name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
             how = scoring[scoring["task"] == task]
             pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how)
+    if unavailable:  # said once for the whole board, not per item
+        shown = sorted(unavailable)
+        _LOG.warning("item texts missing on the task pages: %s%s; re-ingest the runs (or restore the files) and "
+                     "rebuild", "; ".join(shown[:3]), f" and {len(shown) - 3} more" if len(shown) > 3 else "")
     return pages
 
 
@@ -133,22 +141,30 @@ def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabel
     return out
 
 
-def _texts(files: Files, run_id: str, task: str, ids: list[int]) -> tuple[dict[int, ItemText], str]:
+def _texts(files: Files, run_id: str, task: str, ids: list[int], unavailable: set[str]) -> tuple[dict[int, ItemText], str]:
+    """The docs' texts from the run's samples file; why they cannot be read goes into `unavailable`."""
     file = files.get((run_id, task))
-    return (read_item_texts(file, ids), file.output_type) if file is not None else ({}, "")
+    if file is None:
+        unavailable.add(f"run {run_id} has no samples file for {task} in the store")
+        return {}, ""
+    reason = unavailable_reason(file)
+    if reason is not None:
+        unavailable.add(reason)
+    return read_item_texts(file, ids), file.output_type
 
 
 def _pre(value: str) -> str:
     return f'<td><pre class="text">{esc(value)}</pre></td>'
 
 
-def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files: tuple[Files, Files]) -> list[DrillRow]:
+def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files: tuple[Files, Files],
+               unavailable: set[str]) -> list[DrillRow]:
     if items.empty:
         return []
     ids = [int(i) for i in items["doc_id"]]
-    base_text, kind = _texts(files[0], str(items["base_run"].iloc[0]), task, ids)
-    var_text, _ = _texts(files[1], str(items["variant_run"].iloc[0]), task, ids)
-    missing = "(text unavailable: samples file moved)"
+    base_text, kind = _texts(files[0], str(items["base_run"].iloc[0]), task, ids, unavailable)
+    var_text, _ = _texts(files[1], str(items["variant_run"].iloc[0]), task, ids, unavailable)
+    missing = "(text unavailable: samples file gone or changed since ingest)"
     out = []
     for r in items.itertuples():
         b, v = base_text.get(int(r.doc_id)), var_text.get(int(r.doc_id))

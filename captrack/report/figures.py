@@ -44,6 +44,14 @@ def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     return paths
 
 
+def _empty_figure(out: Path, stem: str, message: str) -> list[Path]:
+    """A figure that says in words why there is nothing to draw."""
+    fig, ax = _pyplot().subplots(figsize=(6.0, 1.5))
+    ax.axis("off")
+    ax.text(0.0, 0.5, message, ha="left", va="center", wrap=True)
+    return _save(fig, out, stem)
+
+
 VERDICT_MARKS = {"regressed": "▼", "improved": "▲", "equivalent": "≈", "inconclusive": "?", "changed": "•"}
 
 
@@ -65,6 +73,8 @@ def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, c
     import seaborn as sns
 
     plt = _pyplot()
+    if matrix.size == 0:
+        return _empty_figure(out, "heatmap", "No capability could be measured (no tracked metric with a non-zero base).")
     n_cols = matrix.shape[1]
     transpose = n_cols > 30  # many variants: variants become rows so labels stay readable
     data = matrix.T if transpose else matrix

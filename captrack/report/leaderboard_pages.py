@@ -13,10 +13,10 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
+from captrack.report.escape import md_text
 from captrack.report.figures import VERDICT_MARKS
 from captrack.report.findings import findings, target_sentences, verdict_sentences
 from captrack.report.html import esc, page, table
-from captrack.report.markdown import md_text
 from captrack.report.power_section import power_sections
 from captrack.report.verdict_cells import VERDICT_NOTE, group_side, oriented_task, verdict_td
 from captrack.report.writer import write_contract_tables

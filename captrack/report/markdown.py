@@ -10,6 +10,7 @@ import pandas as pd
 
 from captrack.analysis.compare import Comparison
 from captrack.analysis.verdicts import VERDICTS
+from captrack.report.escape import md_code, md_text
 from captrack.report.findings import ranking_sentence
 from captrack.taxonomy import Taxonomy
 
@@ -18,17 +19,6 @@ __all__ = ["AGGREGATE_ONLY", "md_text", "render_report"]
 AGGREGATE_ONLY = ("Aggregate scores only: there is no per-item data, so no confidence intervals, no item "
                   "transitions (F/BT), no minimum detectable effects and no ranking of algorithms can be computed. "
                   "None of these drifts can be told apart from noise: each number is a point estimate of unknown precision.")
-
-
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>$"} | {"\n": " ", "\r": " "})
-_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # only where it would start an entity
-
-
-def md_text(value: object, table: bool = True) -> str:
-    """Any label as literal Markdown text: HTML, entities, math, emphasis and code marks escaped, newlines
-    as spaces, and (in a table cell, `table`) pipes; prose outside tables keeps its pipes."""
-    text = _ENTITY.sub(r"\\&", str(value).translate(_MD_SPECIAL))
-    return text.replace("|", "\\|") if table else text
 
 
 def _fence(lines: list[str]) -> str:
@@ -220,20 +210,20 @@ def _ranking_section(comparison: Comparison) -> list[str]:
         return []
     rows, said = [], []
     for r in comparison.contrasts.itertuples():
-        rows.append([f"{r.algorithm_a} − {r.algorithm_b}", f"{r.mean_abs_drift_a:.1f}% − {r.mean_abs_drift_b:.1f}%",
+        rows.append([f"{md_text(r.algorithm_a)} − {md_text(r.algorithm_b)}", f"{r.mean_abs_drift_a:.1f}% − {r.mean_abs_drift_b:.1f}%",
                      _pct(r.difference), _ci(r.ci_low, r.ci_high) or "n/a", str(int(r.n_capabilities))])
         said.append(ranking_sentence(r.algorithm_a, r.algorithm_b, r.difference, r.ci_low, r.ci_high))
     intro = ("Mean |capability drift| per algorithm (over its variants and the capabilities all variants have), "
              "and the paired bootstrap 95% CI of the difference. An algorithm is said to drift more only where that CI excludes 0.")
     header = ["algorithms", "mean |drift|", "difference", "95% CI", "capabilities"]
-    return ["## Ranking algorithms", "", intro, "", *_table(header, rows), "", *(f"- {s}" for s in said), ""]
+    return ["## Ranking algorithms", "", intro, "", *_table(header, rows), "", *(f"- {md_text(s, table=False)}" for s in said), ""]
 
 def _unmapped_section(comparison: Comparison, name: str) -> list[str]:
     """Tasks outside the taxonomy: analysed item by item, in no capability aggregate."""
     drift = comparison.drift[(comparison.drift["variant"] == name) & (comparison.drift["capability"].fillna("") == "")]
     if drift.empty:
         return []
-    shown = ", ".join(f"`{t}/{m}`" for t, m in sorted(set(zip(drift["task"], drift["metric"], strict=True))))
+    shown = ", ".join(md_code(f"{t}/{m}") for t, m in sorted(set(zip(drift["task"], drift["metric"], strict=True))))
     return ["### Unmapped tasks", "",
             f"Not in the taxonomy, so in no capability aggregate: {shown}. Their transitions and drift are in "
             "the per-task table above and in transitions.csv / drift.csv; map them to capabilities with "

@@ -15,6 +15,7 @@ import pandas as pd
 
 from captrack.analysis.by_field import group_table
 from captrack.analysis.compare import Comparison
+from captrack.report.escape import md_row, md_text
 from captrack.report.html import esc, table
 
 if TYPE_CHECKING:
@@ -108,26 +109,27 @@ def by_field_html(field: str, frame: pd.DataFrame, file_name: str) -> str:
     return "\n".join(parts)
 
 
-def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+def _md_row(labels: list[str], numbers: list[str] | None = None) -> str:
+    """A README table row: `labels` (names people chose) made literal, then `numbers` (formatted statistics)."""
+    return md_row([md_text(c) for c in labels] + [c.replace("|", "\\|") for c in numbers or []])
 
 
 def pairs_markdown(pairs: pd.DataFrame) -> list[str]:
     """README lines of the pairs table (none when there are no transitions)."""
     if pairs.empty:
         return []
-    lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric", *_STAT_HEADER, *_FLIP_HEADER]),
+    lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric"], [*_STAT_HEADER, *_FLIP_HEADER]),
              "|---" * (len(_STAT_HEADER) + len(_FLIP_HEADER) + 2) + "|"]
-    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}", *_cells(r), *_flip_cells(r)])
+    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}"], [*_cells(r), *_flip_cells(r)])
               for r in pairs.itertuples()]
     return [*lines, ""]
 
 
 def by_field_markdown(field: str, frame: pd.DataFrame) -> list[str]:
     """README lines: one table per variant, task and metric, a row per value of `field`."""
-    lines = [f"## By {field}", ""]
+    lines = [f"## By {md_text(field, table=False)}", ""]
     for (variant, task, metric), group in frame.groupby(["variant", "task", "metric"], sort=False):
-        lines += [f"### {variant}: {task} / {metric}", "", _md_row([field, *_STAT_HEADER]), "|---" * (len(_STAT_HEADER) + 1) + "|"]
-        lines += [_md_row([str(r[5]), *_cells(r)]) for r in group.itertuples()]
+        lines += [f"### {md_text(variant, table=False)}: {md_text(task, table=False)} / {md_text(metric, table=False)}", "", _md_row([field], _STAT_HEADER), "|---" * (len(_STAT_HEADER) + 1) + "|"]
+        lines += [_md_row([str(r[5])], _cells(r)) for r in group.itertuples()]
         lines.append("")
     return lines

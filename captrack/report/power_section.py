@@ -11,8 +11,8 @@ import math
 
 import pandas as pd
 
+from captrack.report.escape import md_text
 from captrack.report.html import esc, table
-from captrack.report.markdown import md_text
 
 __all__ = ["power_rows", "power_sections"]
 

@@ -17,6 +17,7 @@ import pandas as pd
 from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
 from captrack.files import staged_folder, write_atomic
+from captrack.report.escape import inert_cell
 from captrack.report.markdown import render_report
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
@@ -30,30 +31,24 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
 
 
 LABEL_COLUMNS = frozenset({"variant", "base", "model", "algorithm", "family", "size", "data", "task"})
-"""Text columns holding names people chose; a spreadsheet must never read one of their cells as a formula."""
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def inert_cell(value: object) -> object:
-    """A text cell that a spreadsheet would run as a formula (starts with = + - @) gets a leading ``'``."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+"""Text columns holding names people chose. Every text column is made inert, these and any other
+(rankings.csv's algorithm_a / algorithm_b, a by_<field>.csv's values), so a label never runs as a formula."""
 
 
 def write_contract_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> list[Path]:
     """Write each table as ``folder/<name>``; contract files keep exactly the contract's columns, in order.
 
-    Label columns (LABEL_COLUMNS) are made inert for spreadsheets; numbers are written as they are.
+    Every text column (and header) is made inert for spreadsheets (captrack.report.escape.inert_cell);
+    numbers are written as they are.
     """
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, frame in tables.items():
         shown = frame.reindex(columns=CONTRACT_COLUMNS[name]) if name in CONTRACT_COLUMNS else frame
-        labels = [c for c in shown.columns if c in LABEL_COLUMNS and not pd.api.types.is_numeric_dtype(shown[c])]
-        if labels:
-            shown = shown.assign(**{c: shown[c].map(inert_cell) for c in labels})
+        texts = [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]
+        if texts:
+            shown = shown.assign(**{c: shown[c].map(inert_cell) for c in texts})
+        shown = shown.rename(columns=lambda c: inert_cell(c))
         written.append(write_atomic(folder / name, shown.to_csv(index=False, float_format="%.10g")))
     return written
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["Run", "TaskInfo", "discover_runs", "file_sha256", "first_bad_line", "judged_path", "samples_path"]
+__all__ = ["Run", "TaskInfo", "discover_runs", "file_sha256", "file_state", "first_bad_line", "judged_path", "samples_path",
+           "stored_path"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,21 @@ def judged_path(samples: Path) -> Path:
 def samples_path(results_path: Path, task: str) -> Path:
     """lm-eval's per-sample log of `task` beside a results file: ``samples_<task>_<date>.jsonl``."""
     return results_path.with_name(f"samples_{task}_{results_path.stem.removeprefix('results_')}.jsonl")
+
+
+def file_state(path: Path) -> tuple[int, int]:
+    """(size, modification time in ns) of a file: it changed when these did."""
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+def stored_path(text: str, anchor: Path | None) -> Path:
+    """A path the store recorded: absolute as stored today; a relative one (older stores) is taken as is
+    when it exists from here, else against `anchor` (the store's folder), so pages do not depend on the cwd."""
+    path = Path(text)
+    if path.is_absolute() or anchor is None or path.exists():
+        return path
+    return anchor / path
 
 
 def file_sha256(path: Path) -> str:

@@ -14,7 +14,16 @@ import pandas as pd
 
 from captrack.errors import InputError
 from captrack.results.connect import connect
-from captrack.results.runfiles import Run, TaskInfo, file_sha256, first_bad_line, samples_path
+from captrack.results.runfiles import (
+    Run,
+    TaskInfo,
+    file_sha256,
+    file_state,
+    first_bad_line,
+    samples_path,
+    stored_path,
+)
+from captrack.results.sqlvalues import proportions_of, quote_literal, value_sql
 
 __all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store"]
 
@@ -52,40 +61,6 @@ CREATE TABLE IF NOT EXISTS judgements (
     judge VARCHAR, prompt VARCHAR, reason VARCHAR
 );
 """
-
-# A logged metric value as a number: bools and numeric strings too; NULL where it is not a number
-# (null, or an array/object a corpus-level metric logs). Such items are stored as NaN (unscored).
-_NUMBER = """CASE json_type({col})
-    WHEN 'BOOLEAN' THEN CASE WHEN {col}::BOOLEAN THEN 1.0 ELSE 0.0 END
-    WHEN 'VARCHAR' THEN CASE lower({col} ->> '$') WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0
-        ELSE TRY_CAST({col} ->> '$' AS DOUBLE) END
-    WHEN 'NULL' THEN NULL WHEN 'ARRAY' THEN NULL WHEN 'OBJECT' THEN NULL
-    ELSE {col}::DOUBLE END"""
-# A non-finite number (NaN, Infinity) or, for a proportion, one outside [0, 1] stops the ingest; the
-# samples file is then scanned for the line to name (runfiles.first_bad_line).
-_VALUE = "CASE WHEN NOT isfinite({n}){range} THEN error('captrack: refused value') ELSE coalesce({n}, 'nan'::DOUBLE) END"
-_RANGE = " OR {n} < 0 OR {n} > 1"
-
-
-def _value_sql(metric: str, proportion: bool) -> str:
-    """The stored value of one logged metric column, refusing what ingest must not accept."""
-    number = "(" + _NUMBER.format(col=_quote_ident(metric)) + ")"
-    return _VALUE.format(n=number, range=_RANGE.format(n=number) if proportion else "")
-
-
-def _proportions(metrics: Sequence[str]) -> dict[str, bool]:
-    """Metric -> whether its values must lie in [0, 1] (MetricSpec kind binary or score; unknown: not checked)."""
-    from captrack.errors import UnknownNameError
-    from captrack.metrics.registry import get_metric
-
-    out = {}
-    for metric in metrics:
-        try:
-            out[metric] = get_metric(metric).kind in ("binary", "score")
-        except UnknownNameError:
-            out[metric] = False
-    return out
-
 
 @dataclass(frozen=True)
 class Labels:
@@ -181,7 +156,7 @@ class Store:
         self.con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate,
-             str(run.results_path), run.lm_eval_version, json.dumps(run.config, default=str),
+             str(run.results_path.resolve()), run.lm_eval_version, json.dumps(run.config, default=str),
              dt.datetime.now()],
         )
         # Tasks logging the same metric columns are read by one query (DuckDB parallelises
@@ -191,10 +166,10 @@ class Store:
             metrics = tuple(sorted({m for m, _ in task.metrics}))
             if metrics:
                 batches.setdefault((metrics, task.output_type == "multiple_choice"), []).append(task)
-        rows = 0
+        rows, before = 0, {t.name: file_state(t.samples) for t in run.tasks}
         for (metrics, multiple_choice), tasks in batches.items():
             rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
-        self._check_complete(run)
+        self._check_complete(run, before)
         for task in run.tasks:
             if task.judged is not None:
                 rows += self._ingest_judged(run, task, task.judged, model, labels, replicate)
@@ -224,8 +199,8 @@ class Store:
         choices = (f"CASE WHEN json_type(doc.choices) = 'ARRAY' AND json_array_length(doc.choices) >= 2 "
                    f"THEN json_array_length(doc.choices)::INTEGER ELSE {scored} END")
         struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
-        proportions = _proportions(metrics)
-        unpivot = ", ".join(f"({_quote_literal(m)}, {_value_sql(m, proportions[m])})" for m in metrics)
+        proportions = proportions_of(metrics)
+        unpivot = ", ".join(f"({quote_literal(m)}, {value_sql(m, proportions[m])})" for m in metrics)
         files = [str(t.samples) for t in tasks]
         # No line is longer than its file: cap DuckDB's per-record buffer there (big buffers are slow).
         object_size = max(16 << 20, min(max(t.samples.stat().st_size for t in tasks) + 1, 1 << 30))
@@ -300,8 +275,9 @@ class Store:
             }
         return out
 
-    def _check_complete(self, run: Run) -> None:
-        """Each doc is logged once per filter, and every task has its reported number of docs per (metric, filter)."""
+    def _check_complete(self, run: Run, before: dict[str, tuple[int, int]]) -> None:
+        """Each doc is logged once per filter, every task has its reported number of docs per (metric, filter),
+        and no samples file changed while it was read (its recorded SHA-256 is of the bytes ingested)."""
         repeated = self.con.execute(
             """SELECT task FROM samples WHERE run_id = ? AND judge IS NULL
             GROUP BY task, "filter", metric, doc_id HAVING count(*) > 1 LIMIT 1""", [run.run_id]
@@ -321,8 +297,11 @@ class Store:
                 """INSERT INTO run_tasks (run_id, task, task_version, output_type, n_docs, samples_path, samples_sha256)
                 VALUES (?, ?, ?, ?, ?, ?, ?)""",
                 [run.run_id, task.name, task.version, task.output_type, rows // max(per_doc, 1),
-                 str(task.samples), file_sha256(task.samples)],
+                 str(task.samples.resolve()), file_sha256(task.samples)],
             )
+            if file_state(task.samples) != before[task.name]:
+                raise InputError(f"{task.samples}: the file changed while it was ingested (is the evaluation still "
+                                 "writing it?); ingest it once it is complete (nothing was ingested)")
             if task.expected_docs is not None and rows < task.expected_docs * per_doc:
                 raise InputError(
                     f"{task.samples}: {rows // max(per_doc, 1)} logged docs per (metric, filter) but "
@@ -353,8 +332,10 @@ class Store:
             FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
             [model],
         ).fetchall()
+        anchor = None if self.path == ":memory:" else Path(self.path).resolve().parent
         return {
-            (run_id, task): SamplesFile(Path(path) if path else samples_path(Path(results), task), sha, str(kind or ""))
+            (run_id, task): SamplesFile(stored_path(path, anchor) if path else samples_path(stored_path(results, anchor), task),
+                                        sha, str(kind or ""))
             for run_id, task, kind, path, sha, results in rows
         }
 
@@ -370,7 +351,7 @@ class Store:
 
     def export_parquet(self, path: str | Path) -> None:
         """Write the tidy per-sample table to a Parquet file."""
-        self.con.execute(f"COPY samples TO {_quote_literal(str(path))} (FORMAT parquet)")
+        self.con.execute(f"COPY samples TO {quote_literal(str(path))} (FORMAT parquet)")
 
 
 def _samples_error(paths: list[Path], exc: Exception, proportions: dict[str, bool]) -> InputError:
@@ -385,11 +366,3 @@ def _samples_error(paths: list[Path], exc: Exception, proportions: dict[str, boo
             )
     names = ", ".join(str(p) for p in paths)
     return InputError(f"cannot read samples file(s) {names}: {exc} (nothing was ingested)")
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _quote_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

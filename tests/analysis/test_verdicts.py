@@ -17,7 +17,8 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.analysis.verdicts import DEFAULT_MARGIN, combine_changes, paired_change, verdict
-from captrack.cli import GATE_EXIT, main
+from captrack.cli import main
+from captrack.gate import GATE_EXIT
 
 FACTS, LOGIC, PASSAGES = "captrack_probe_c1_facts", "captrack_probe_c2_logic", "captrack_probe_c3_passages"
 PREMISE, CONSTRAINTS = "captrack_probe_w2_false_premise", "captrack_probe_h1_constraints"
