@@ -93,3 +93,18 @@ def test_a_named_mirror_that_is_missing_is_refused_before_any_work(manifest: Pat
     with pytest.raises(InputError, match=r"data.dir .*no-mirror-here does not exist; build it with `captrack data build"):
         run_experiment(load_experiment(manifest))
     assert not (manifest.parent / "work").exists()
+
+
+def test_fail_on_gates_the_run_on_its_board_and_margin_reaches_the_verdicts(manifest: Path) -> None:
+    from captrack.cli import main
+    from captrack.gate import GATE_EXIT
+
+    assert main(["run", str(manifest), "--fail-on", "regressed"]) == 0  # six items: nothing regressed
+    assert main(["run", str(manifest), "--fail-on", "inconclusive"]) == GATE_EXIT  # ... and nothing settled
+    caps = pd.read_csv(manifest.parent / "board" / "capabilities.csv").set_index("key")
+    assert caps.loc["C1", "verdict"] == "inconclusive"
+    manifest.write_text(manifest.read_text() + "margin: 80\n")  # a margin wide enough for six items
+    assert main(["run", str(manifest), "--fail-on", "inconclusive"]) == 0
+    assert "margin: 80" in (manifest.parent / "board" / "leaderboard.yaml").read_text()
+    caps = pd.read_csv(manifest.parent / "board" / "capabilities.csv").set_index("key")
+    assert caps.loc["C1", "verdict"] == "equivalent"
