@@ -43,14 +43,14 @@ def _plans(config: dict[str, Any], gpus: int, gpu_mem: int, dtype_bytes: int, se
     return {p.mode: p for p in plan_memory(config, gpus, gpu_mem, dtype_bytes, seq_len, batch_size)}
 
 
-def choose_placement(config: dict[str, Any], gpu_free: Sequence[int], host_free: int, dtype_bytes: int = 2,
+def choose_placement(config: dict[str, Any], gpu_free: Sequence[int], host_free: int | None, dtype_bytes: int = 2,
                      seq_len: int = 2048, batch_size: int = 8, nvme_path: str | None = None) -> Placement:
     """Pick the cheapest placement of the model `config` describes that fits the free memory.
 
     Args:
         config: the checkpoint's config.json (text part) as a dict.
         gpu_free: free bytes on each visible GPU of this node; empty on a CPU-only machine.
-        host_free: available host RAM in bytes (for CPU offload of the weights).
+        host_free: available host RAM in bytes (for CPU offload of the weights); None: not checked.
         dtype_bytes: bytes per parameter (2 for bfloat16).
         seq_len: longest request in tokens (lm-eval's max_length).
         batch_size: requests per forward pass.
@@ -78,18 +78,19 @@ def choose_placement(config: dict[str, Any], gpu_free: Sequence[int], host_free:
                                                  f"({_gb(every[tp].total)} per GPU); ZeRO-3 across them plans "
                                                  f"{_gb(every['zero3'].total)}")
     cpu = every["zero3+cpu"]
-    if cpu.fits and cpu.host <= host_free:
+    if cpu.fits and (host_free is None or cpu.host <= host_free):
+        ram = f"{_gb(cpu.host)} of {_gb(host_free)} free" if host_free is not None else f"{_gb(cpu.host)} needed"
         return Placement("zero3", "cpu", count, f"no GPU placement fits {count} x {_gb(per_gpu)} free (tensor "
                                                 f"parallel plans {_gb(every[tp].total)} per GPU); ZeRO-3 with the "
-                                                f"weights in CPU RAM ({_gb(cpu.host)} of {_gb(host_free)} free)")
+                                                f"weights in CPU RAM ({ram})")
     nvme = every["zero3+nvme"]
     if nvme.fits and nvme_path:
         return Placement("zero3", "nvme", count, f"neither GPU memory ({_gb(every[tp].total)} per GPU under tensor "
-                                                 f"parallel) nor CPU RAM ({_gb(cpu.host)} needed, {_gb(host_free)} "
+                                                 f"parallel) nor CPU RAM ({_gb(cpu.host)} needed, {_gb(host_free or 0)} "
                                                  f"free) holds the weights; ZeRO-3 offloaded to NVMe at {nvme_path}")
     raise InputError(
         f"{config.get('model_type', 'this model')} does not fit this machine ({count} GPU(s) x {_gb(per_gpu)} free, "
-        f"{_gb(host_free)} host RAM free, {need}): tensor parallel plans {_gb(every[tp].total)} per GPU, "
+        f"{_gb(host_free or 0)} host RAM free, {need}): tensor parallel plans {_gb(every[tp].total)} per GPU, "
         f"ZeRO-3 with CPU offload needs {_gb(cpu.host)} of host RAM. Add GPUs, lower --batch_size or max_length, "
         "or pass mode=zero3,offload=nvme,nvme_path=/a/local/nvme/folder.")
 

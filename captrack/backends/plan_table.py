@@ -35,8 +35,8 @@ def plan_lines(config: dict[str, Any], gpus: int, gpu_mem: int, dtype: str = "bf
     fitting = [p.mode for p in plans if p.fits]
     lines.append("per GPU except host RAM (per node). fits: "
                  + (", ".join(fitting) if fitting else "none; add GPUs or lower --batch-size / --seq-len"))
-    try:  # what captrack-ds mode=auto picks on one node of these GPUs (host RAM assumed sufficient here)
-        chosen = choose_placement(config, [gpu_mem] * min(gpus, gpus_per_node or gpus), 10**18, width, seq_len, batch_size,
+    try:  # what captrack-ds mode=auto picks on one node of these GPUs (host RAM not checked here)
+        chosen = choose_placement(config, [gpu_mem] * min(gpus, gpus_per_node or gpus), None, width, seq_len, batch_size,
                                   nvme_path="NVMe")
         lines.append(f"mode=auto: mode={chosen.mode} offload={chosen.offload} on {chosen.gpus} GPU(s): {chosen.reason}")
     except InputError as exc:

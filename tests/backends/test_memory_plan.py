@@ -80,5 +80,7 @@ def test_cli_prints_every_mode_and_what_fits(tmp_path: Path) -> None:
     assert "llama: 70.55B parameters = 141.1 GB in bfloat16" in text
     for mode in ("tp ", "autotp", "zero3 ", "zero3+cpu", "zero3+nvme"):
         assert mode in text
-    assert text.strip().endswith("fits: zero3+cpu, zero3+nvme")
+    fits, auto = text.strip().splitlines()[-2:]
+    assert fits.endswith("fits: zero3+cpu, zero3+nvme")
+    assert auto.startswith("mode=auto: mode=zero3 offload=cpu on 1 GPU(s)") and "141.1 GB needed" in auto
     assert main(["plan-memory", "--model", str(tmp_path / "nope")]) == 1
