@@ -20,6 +20,7 @@ from typing import Any
 
 from captrack.backends.replay import ReplayRecord, missing_message, write_replay
 from captrack.errors import InputError, UnknownNameError
+from captrack.files import share_like_umask
 from captrack.imports.formats import Source, read_source
 from captrack.results.runfiles import file_sha256
 
@@ -145,7 +146,7 @@ def _write_run(source: Source, target: Path, matched: list[Matched], provenance:
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.import-", dir=target.parent))
+    work = share_like_umask(tempfile.mkdtemp(prefix=f".{target.name}.import-", dir=target.parent))
     try:
         replay = write_replay(work / REPLAY_FILE, source.records)
         complete = all(len(m.indices) == m.n_docs for m in matched)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.errors import InputError
+from captrack.files import share_like_umask
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -124,6 +125,7 @@ def write_config(root: Path, config: str, rows: Sequence[Mapping[str, Any]], sub
         temp = Path(handle.name)
     try:
         pq.write_table(table, temp)
+        share_like_umask(temp)
         temp.replace(target)
     except BaseException:
         temp.unlink(missing_ok=True)

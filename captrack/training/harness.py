@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.errors import InputError
+from captrack.files import share_like_umask
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -248,7 +249,7 @@ def _load_record(out_dir: Path) -> dict[str, Any] | None:
 
 def _replace_dir(tmp: Path, target: Path) -> None:
     """Move `tmp` to `target`, atomically swapping out any previous directory there."""
-    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
+    share_like_umask(tmp)  # mkdtemp makes it 0700
     if not target.exists():
         os.rename(tmp, target)
         return
