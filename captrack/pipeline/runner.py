@@ -61,10 +61,19 @@ class Stage:
         return json.loads(self.marker.read_text()).get("config_hash") == self.digest
 
 
-def _model_path(checkpoint: Checkpoint, experiment: Experiment) -> Path:
+def _model_path(checkpoint: Checkpoint, experiment: Experiment, resolved: dict[str, str]) -> Path:
+    """Where a checkpoint's weights are: its training output, or its `pretrained` with an alias resolved."""
     if checkpoint.train:
         return experiment.workdir / "models" / checkpoint.name
-    return Path(str(checkpoint.model_args["pretrained"]))
+    spec = str(checkpoint.model_args["pretrained"])
+    return Path(resolved.get(spec, spec))
+
+
+def _needs_resolving(spec: str) -> bool:
+    """Whether `pretrained` names a captrack alias or a GGUF file (converted once into the model cache)."""
+    from captrack.models import KNOWN_ALIASES
+
+    return not Path(spec).expanduser().is_dir() and (spec.strip().lower() in KNOWN_ALIASES or spec.lower().endswith(".gguf"))
 
 
 def _fingerprint(path: Path) -> str:
@@ -132,20 +141,29 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
     stages: list[Stage] = []
     base = experiment.base
     base_spec = str(base.model_args.get("pretrained", ""))
-    base_path = {"path": base_spec}
+    resolved: dict[str, str] = {}  # `pretrained` as written -> local folder (aliases, GGUF files)
     if experiment.data_sources is not None:
         stages.append(data_stage(experiment))
+
+    def resolver(spec: str) -> Callable[[], Any]:
+        return lambda: resolved.update({spec: str(resolve_model(spec))})
+
     if not base.source:
         stages.append(Stage(f"resolve base model {base_spec}", experiment.workdir / "markers" / "base-model.json",
-                            {"pretrained": base_spec}, lambda: base_path.update(path=str(resolve_model(base_spec))),
-                            rerun_when_reused=True))
+                            {"pretrained": base_spec}, resolver(base_spec), rerun_when_reused=True))
+    others = {str(c.model_args.get("pretrained", "")) for c in experiment.checkpoints
+              if c is not base and not c.train and not c.source and c.model == "hf"}
+    for spec in sorted(s for s in others - {base_spec} if _needs_resolving(s)):  # every checkpoint named by an alias
+        slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in spec)
+        stages.append(Stage(f"resolve model {spec}", experiment.workdir / "markers" / f"model-{slug}.json",
+                            {"pretrained": spec}, resolver(spec), rerun_when_reused=True))
     for variant in experiment.variants:
         if variant.train:
-            stages.append(_train_stage(experiment, variant, base_path))
+            stages.append(_train_stage(experiment, variant, lambda: resolved.get(base_spec, base_spec)))
     for checkpoint in experiment.checkpoints:
         for seed in experiment.seeds:
             stages.append(import_stage(experiment, checkpoint, seed) if checkpoint.source
-                          else _eval_stage(experiment, checkpoint, seed, base_path))
+                          else _eval_stage(experiment, checkpoint, seed, resolved))
     runs = experiment.workdir / "runs"
     store = experiment.workdir / "store.duckdb"
     stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
@@ -167,13 +185,14 @@ def _training_code() -> str:
     return config_hash([path.read_text() for path in sorted(folder.glob("*.py"))])
 
 
-def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[str, str]) -> Stage:
+def _train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable[[], str]) -> Stage:
+    """Post-train `variant` from the base's local folder (`base_dir`, read when the training starts)."""
     out = experiment.workdir / "models" / variant.name
 
     def action() -> Any:
         from captrack.training.recipes import run_recipe
 
-        return run_recipe(variant.train, Path(base_path["path"]), out)
+        return run_recipe(variant.train, Path(base_dir()), out)
 
     return Stage(_train_title(variant), experiment.workdir / "markers" / f"train-{variant.name}.json",
                  {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()}, action,
@@ -190,14 +209,13 @@ def _train_title(variant: Checkpoint) -> str:
     return f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)"
 
 
-def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_path: dict[str, str]) -> Stage:
+def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str]) -> Stage:
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     out = experiment.workdir / "runs" / checkpoint.name / f"seed{seed}"
 
     def model_args() -> dict[str, Any]:
-        path = base_path["path"] if checkpoint is experiment.base else str(_model_path(checkpoint, experiment))
-        return {"dtype": "float32", **checkpoint.model_args, "pretrained": path}
+        return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(_model_path(checkpoint, experiment, resolved))}
 
     def action() -> Any:
         args = model_args()
