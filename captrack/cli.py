@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
 
     tasks = sub.add_parser("tasks", help="list captrack's lm-eval tasks (or print their folder)")
     tasks.add_argument("--path", action="store_true", help="print the folder to pass to lm-eval --include_path")
+    tasks.add_argument("--available", action="store_true",
+                       help="print, comma-separated, the tasks that can run here (items generated, or data found in the "
+                            "mirror/cache): lm_eval --tasks \"$(captrack tasks --available)\"")
     tasks.add_argument("--full", action="store_true",
                        help="with --path: the folder of the opt-in full-size tasks (e.g. captrack_mmlu_pro_full)")
     tasks.set_defaults(func=_cmd_tasks)
@@ -126,7 +129,20 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     if args.path:
         print(full_tasks_dir() if args.full else tasks_dir())
         return 0
-    from captrack.official.availability import data_status
+    from captrack.official.availability import (
+        available_tasks,
+        data_status,
+        mirror_in_use,
+        task_metadata,
+    )
+
+    if args.available:
+        found = available_tasks(Path(tasks_dir()))
+        mirror = mirror_in_use()
+        where = f"mirror {mirror}" if mirror else "no CAPTRACK_DATA_DIR mirror; the Hugging Face cache or hub"
+        print(f"{len(found)} task(s) can run here ({where})", file=sys.stderr)
+        print(",".join(found))
+        return 0
     from captrack.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy()
@@ -137,23 +153,10 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             tags = ", ".join(taxonomy.tags_for(task)[1:])
         except CaptrackError:
             tags = "(not in the taxonomy)"
-        status = data_status(_task_metadata(path))
+        status = data_status(task_metadata(path))
         data = status.source if not status.needs_data else f"{'ok' if status.available else 'MISSING'}: {status.source}"
         print(f"{task:40s} {data:52s} {tags}")
     return 0
-
-
-def _task_metadata(path: Path) -> dict[str, Any]:
-    """A task YAML's ``metadata`` (``!function`` values kept as text; includes are not needed for it)."""
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_constructor("!function", lambda loader, node: str(loader.construct_scalar(node)))  # type: ignore[arg-type]
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
-    meta = config.get("metadata") or {}
-    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def _cmd_taxonomy(args: argparse.Namespace) -> int:

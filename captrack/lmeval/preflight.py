@@ -50,11 +50,11 @@ def check_task_data(manager: Any, names: Sequence[Any], metadata: Mapping[str, A
         DataUnavailableError: naming the tasks, `captrack data build/mirror`, CAPTRACK_DATA_DIR and
             the probe suite that needs no data.
     """
-    from captrack.official.availability import missing_data_message
+    from captrack.official.availability import mirror_in_use, missing_data_message
 
     missing = missing_data(manager, names, metadata)
     if missing:
-        raise DataUnavailableError(missing_data_message(missing))
+        raise DataUnavailableError(missing_data_message(missing, mirror_in_use(metadata)))
 
 
 def resolve_model_aliases(model_args: Any) -> Any:
