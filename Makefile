@@ -12,7 +12,16 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: test test-slow demo lint bench clean browser sandbox
+.PHONY: help test test-slow demo boards lint bench clean browser sandbox
+
+help:  ## list the targets
+	@echo "make demo       the offline end-to-end demo (train, evaluate, compare, leaderboards/demo; 13-23 min on 2 cores)"
+	@echo "make test       ruff, mypy and the tests not marked slow (creates .venv on first use)"
+	@echo "make test-slow  the slow tests: real models end to end, integration runs on ../shared/data"
+	@echo "make boards     rebuild every committed leaderboard whose inputs are here (tests/report/test_committed_boards.py)"
+	@echo "make lint       ruff and mypy only"
+	@echo "make bench      the 1,000,000-record ingest/compare benchmark"
+	@echo "make clean      remove .venv, build outputs and runs/"
 
 $(STAMP): setup.cfg pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +67,14 @@ test-slow: $(GEMMA)
 
 demo: $(STAMP)
 	$(BIN)/captrack run
+
+# The committed boards, rebuilt from their inputs: CapTrack's published files ($(SHARED)/anchors), the MMLU-Pro
+# outputs ($(SHARED)/data, through `captrack run` on its experiment), the demo's runs (runs/demo: `make demo`).
+boards: $(STAMP)
+	$(BIN)/captrack leaderboard leaderboards/captrack-qwen3-80b
+	$(BIN)/captrack run leaderboards/mmlu-pro-instruct/experiment.yaml
+	@if [ -f runs/demo/store.duckdb ]; then $(BIN)/captrack leaderboard leaderboards/demo; \
+	  else echo "leaderboards/demo: runs/demo is absent; make demo rebuilds the runs and the board"; fi
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_analysis.py
