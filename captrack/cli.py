@@ -32,8 +32,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(result or 0)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with captrack's voice: a flag typo shows the sub-command's usage, and close names are offered."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and " " in self.prog and not self._subparsers:  # a sub-command's own flags: its usage, not the top's
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        import re
+
+        from captrack.errors import close_matches
+
+        found = re.search(r"invalid choice: '([^']+)'", message) or re.search(r"unrecognized arguments: (\S+)", message)
+        if found:
+            known = [c for a in self._actions for c in (getattr(a, "choices", None) or ()) if isinstance(c, str)]
+            known += [o for a in self._actions for o in a.option_strings]
+            hints = close_matches(found.group(1), known)
+            if hints:
+                message += f"; did you mean {', '.join(hints)}?"
+        super().error(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="captrack", description="What did post-training do to your model's capabilities?")
+    parser = _Parser(prog="captrack", description="What did post-training do to your model's capabilities?")
     parser.add_argument("--version", action="version", version=f"captrack {__version__}")
     sub = parser.add_subparsers(metavar="COMMAND")
 
@@ -269,6 +293,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
         variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
+        if not folder_mode and args.base in {v.name for v in variants}:
+            raise InputError(f"--store {args.store}: --base {args.base!r} is also given as a --variant; compare needs "
+                             "another model for each variant (a model compared with itself shows no change, nothing was written)")
         with Store(args.store or ":memory:", read_only=args.store is not None) as store:
             base = args.base_name if folder_mode else args.base
             if folder_mode:

@@ -144,3 +144,17 @@ def test_import_formats_listed_in_help_are_the_adapters() -> None:
     from captrack.imports.formats import ADAPTERS
 
     assert FORMATS == tuple(sorted(ADAPTERS))
+
+
+@pytest.mark.parametrize(("argv", "usage", "said"), [
+    (["compare", "--bsae", "x", "--out", "y"], "usage: captrack compare", "unrecognized arguments: --bsae x; did you mean --base"),
+    (["data", "build", "--sources", "x", "--fulll"], "usage: captrack data build", "did you mean --full"),
+    (["comprae"], "usage: captrack [-h]", "invalid choice: 'comprae'"),
+])
+def test_a_typo_shows_the_sub_commands_usage_and_close_names(argv: list[str], usage: str, said: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.startswith(usage) and said in err
+    assert err.strip().splitlines()[-1].count("error:") == 1
