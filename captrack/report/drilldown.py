@@ -43,6 +43,9 @@ def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
         description = get_metric(metric).description
     except UnknownNameError:
         description = "a metric captrack does not declare"
+    if metric in ("acc", "acc_norm"):  # their declared wording is about option likelihoods, which a generated answer has none of
+        description = ("the answer captrack's extraction helpers read from the generated response (an option letter, "
+                       "a number or a short answer; shown as \u201cread\u201d per item) equals the gold one")
     return f"rule-based, no model in the loop: {description}"
 
 
@@ -160,6 +163,22 @@ def _pre(value: str) -> str:
     return f'<td><pre class="text">{esc(value)}</pre></td>'
 
 
+def _question(prompt: str) -> str:
+    """The question first; the template's preamble and few-shot examples folded under it."""
+    from captrack.report.prompt_fold import fold_prompt
+
+    folded = fold_prompt(prompt)
+    rest = (f'<details class="preamble"><summary>rest of the prompt ({len(folded.folded):,} characters: template, '
+            f'examples)</summary><pre class="text">{esc(folded.folded)}</pre></details>') if folded.folded else ""
+    return f'<td class="question"><pre class="text">{esc(folded.question)}</pre>{rest}</td>'
+
+
+def _answer(extracted: str, response: str) -> str:
+    """One model's side: the answer captrack read (when the metric extracts one) above the whole response."""
+    read = f'<div class="extracted">read: <b>{esc(extracted)}</b></div>' if extracted else ""
+    return f'<td class="response">{read}<pre class="text">{esc(response)}</pre></td>'
+
+
 def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files: tuple[Files, Files]) -> list[DrillRow]:
     if items.empty:
         return []
@@ -173,10 +192,11 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files:
         change = f"{r.change} ({r.kind})" if r.kind else str(r.change)
         gold = (b.gold or NO_GOLD) if b else missing
         cells = "".join([
-            f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
-            _pre(b.prompt if b else missing), _pre(gold),
-            _pre(extracted_answer(b, kind) if b else ""), _pre(b.response if b else missing),
-            _pre(extracted_answer(v, kind) if v else ""), _pre(v.response if v else missing),
+            f'<td class="num key">{int(r.doc_id)}</td><td class="key key2">{esc(variant)}</td><td class="change">{esc(change)}</td>',
+            _question(b.prompt) if b else _pre(missing), f'<td class="gold"><pre class="text">{esc(gold)}</pre></td>',
+            _answer(extracted_answer(b, kind), b.response) if b else _pre(missing),
+            _answer(extracted_answer(v, kind), v.response) if v else _pre(missing),
+            f'<td>{esc(metric)}</td>',
         ])
         out.append(DrillRow(variant, str(r.change), gold, cells))
     return out
@@ -190,15 +210,17 @@ def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list
                '<option value="gained">gained (0→1)</option></select></label>'
                '<label>search <input type="search" data-filter="text" placeholder="text in prompt or responses"></label></div>')
     body_rows = [f'<tr data-item="1" data-variant="{esc(r.variant)}" data-change="{esc(r.change)}">{r.cells}</tr>' for r in rows]
-    columns = ("variant", "change", "doc", "metric", "prompt", "gold", "base answer (extracted)", "base response",
-               "variant answer (extracted)", "variant response")
-    head = "".join(f"<th>{h}</th>" for h in columns)
-    tbl = (f'<div class="scroll"><table id="items" class="sortable"><thead><tr>{head}</tr></thead><tbody>\n'
+    columns = (("doc", "key"), ("variant", "key key2"), ("change", "change"), ("question (rest of the prompt folded)", "question"),
+               ("gold", "gold"), ("base: answer read, response", "response"), ("variant: answer read, response", "response"),
+               ("metric", ""))
+    head = "".join(f'<th class="{cls}">{esc(h)}</th>' for h, cls in columns)
+    tbl = (f'<div class="scroll"><table id="items" class="sortable drill"><thead><tr>{head}</tr></thead><tbody>\n'
            + "\n".join(body_rows) + "\n</tbody></table></div>")
     how = "".join(f"<li><b>{esc(r.metric)}</b>: {esc(r.scored_by)}</li>" for r in scoring.itertuples())
     scored = f'<h2 id="scoring">How each metric was scored</h2><ul id="scoring-list">{how}</ul>' if how else ""
     note = (f'<p class="muted">Showing <span id="shown">{len(rows)}</span> of {total} flipped items (at most {DRILL_LIMIT} '
-            "per variant and metric). The extracted answer is what captrack's extraction helpers "
-            "(captrack.metrics.extract) read from the response.</p>")
+            "per variant and metric). Each row shows the question first (the chat template's text and any examples before "
+            "it are folded under it); \u201cread\u201d is the answer captrack's extraction helpers (captrack.metrics.extract) "
+            "read from the response. Scroll the table sideways: the doc and variant columns stay in place.</p>")
     nav = '<nav><a href="../index.html">&larr; leaderboard</a></nav>'
-    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav)
+    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav, wide=True)
