@@ -93,8 +93,12 @@ def _patch_config(module: Any) -> None:
     def process_tasks(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _enabled():
             return original(self, *args, **kwargs)
-        from captrack.lmeval import preflight
+        import lm_eval.api.task  # noqa: F401  (its logger, filtered next)
 
+        from captrack.lmeval import preflight
+        from captrack.lmeval.quiet import quiet_lm_eval
+
+        quiet_lm_eval()  # no "<task>: Custom kwargs can be passed to `--metadata`" per captrack task
         self.model_args = preflight.resolve_model_aliases(self.model_args)  # before lm-eval builds the model
         try:
             manager = original(self, *args, **kwargs)

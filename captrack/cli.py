@@ -372,19 +372,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         experiment = load_experiment(demo_experiment())
         experiment = dataclasses.replace(experiment, workdir=Path.cwd() / "runs" / "demo",
                                          leaderboard=Path.cwd() / "leaderboards" / "demo")
-    console = Console()
-    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
-                  highlight=False, soft_wrap=True)
     if args.quick:
-        experiment = quick(experiment)
+        experiment = quick(experiment)  # its own work folder: announce that one
+    console = Console(soft_wrap=True)  # a log file or pipe: long paths and names are never broken mid-word
+    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
+                  highlight=False, markup=False)
     timings = run_experiment(experiment, dry_run=args.dry_run, console=console)
     if not args.dry_run:
         for title, seconds in timings.items():
             console.print(f"  {seconds:7.1f} s  {title}", highlight=False)
-        console.print(f"leaderboard: {experiment.leaderboard / 'index.html'}")
-        readme = experiment.leaderboard / "README.md"
-        if readme.is_file():
-            console.print(readme.read_text().split("## Checkpoints")[0], markup=False, highlight=False, soft_wrap=True)
+        board = experiment.leaderboard
+        console.print(f"leaderboard: {board / 'index.html'} (open it in a browser; {board / 'README.md'} is the same "
+                      "in Markdown)", highlight=False, markup=False)
     return 0
 
 

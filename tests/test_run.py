@@ -225,3 +225,20 @@ def test_a_variant_named_by_an_alias_is_resolved_and_evaluated(tmp_path: Path, m
     results = next((tmp_path / "work" / "runs" / "other").rglob("results_*.json"))
     assert json.loads(results.read_text())["config"]["model_args"]["pretrained"] == str(converted)
     assert "captrack_probe_c1_facts" in (tmp_path / "board" / "transitions.csv").read_text()
+
+
+def test_a_run_prints_each_lm_eval_warning_at_most_once_and_ends_with_the_board(
+        tmp_path: Path, models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """Two evaluations side by side and the stages here: lm-eval's warnings once each, its custom_dataset advice never."""
+    import re
+
+    monkeypatch.setenv("CAPTRACK_WORKERS", "2")
+    manifest = _manifest(tmp_path, *models, tasks="captrack_probe_c1_facts, captrack_probe_c2_logic")
+    assert main(["run", str(manifest)]) == 0
+    out = capfd.readouterr()
+    text = out.out + out.err
+    assert "Custom kwargs" not in text
+    warnings = [re.sub(r"^\S+ WARNING\s+\[[^\]]*\]\s*", "", line.strip()) for line in text.splitlines() if "WARNING" in line]
+    assert len(warnings) == len(set(warnings)), warnings
+    last = text.strip().splitlines()[-1]
+    assert last.startswith(f"leaderboard: {tmp_path / 'board' / 'index.html'}") and "## Checkpoints" not in text

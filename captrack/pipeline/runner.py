@@ -293,7 +293,8 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
     Consecutive side-by-side stages (trainings, evaluations) that have work to do run in worker
     processes, one per usable core (captrack.pipeline.workers); the rest run here, one after another.
     """
-    console = console or Console()
+    console = console or Console(soft_wrap=True)
+    started = time.time()
     validate(experiment)
     stages = plan(experiment, console)
     timings: dict[str, float] = {}
@@ -326,7 +327,26 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         console.rule(label)
         _run_here(stage, console, finish)
     _run_batch(experiment, batch, console, finish)
+    if not dry_run:
+        _show_stage_warnings(experiment, started, console)
     return timings
+
+
+def _show_stage_warnings(experiment: Experiment, started: float, console: Console) -> None:
+    """Each distinct warning the worker processes logged during this run, once (this process showed its own live)."""
+    from rich.markup import escape
+
+    from captrack.lmeval.quiet import shown_warnings
+    from captrack.pipeline.workers import stage_warnings
+
+    folder = experiment.workdir / "logs"
+    logs = sorted(p for p in folder.glob("*.log") if p.stat().st_mtime >= started) if folder.is_dir() else []
+    shown = shown_warnings()
+    found = [w for w in stage_warnings(logs) if w not in shown]
+    if found:
+        console.print(f"[yellow]{len(found)} distinct warning(s) from the stages, each shown once (full logs in {escape(str(folder))}):[/]")
+        for warning in found[:20]:
+            console.print(f"[dim]  {escape(warning)}[/]", highlight=False)
 
 
 def _run_here(stage: Stage, console: Console, finish: Callable[[Stage, float], None]) -> None:

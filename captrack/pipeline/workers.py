@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from captrack.pipeline.experiment import Experiment
     from captrack.pipeline.runner import Stage
 
-__all__ = ["run_side_by_side", "worker_count"]
+__all__ = ["run_side_by_side", "stage_warnings", "worker_count"]
 
 
 def worker_count(stages: int, cores: int, env: dict[str, str] | None = None) -> int:
@@ -63,13 +63,30 @@ PROGRESS_EVERY_S = 20.0
 """How often the parent shows each running worker's latest progress line (its log's last line)."""
 
 
+_PROGRESS = re.compile(r"\b\d+/\d+\b|\d+%\|")
+_WARNING = re.compile(r"\bWARNING\b|\bwarn(?:ing)?s?\.warn|\w+Warning:")
+
+
 def _latest_line(log: Path) -> str:
-    """The last non-empty line or progress-bar refresh written to `log` (tqdm redraws with carriage returns)."""
+    """The stage's latest progress line in `log` (a training step, a requests bar; tqdm redraws with carriage
+    returns), never a warning; "starting" until the stage printed one."""
     with log.open("rb") as handle:
-        handle.seek(max(0, log.stat().st_size - 4096))
+        handle.seek(max(0, log.stat().st_size - 16384))
         tail = handle.read().decode("utf-8", errors="replace")
     parts = [p.strip() for p in re.split(r"[\r\n]+", tail) if p.strip()]
-    return parts[-1][:160] if parts else ""
+    progress = [p for p in parts if _PROGRESS.search(p) and not _WARNING.search(p)]
+    return progress[-1][:160] if progress else "starting"
+
+
+def stage_warnings(logs: list[Path]) -> list[str]:
+    """The distinct warning lines of worker logs, in first-seen order, timestamps and source locations dropped."""
+    seen: dict[str, None] = {}
+    for log in logs:
+        for line in log.read_text(errors="replace").splitlines():
+            if _WARNING.search(line):
+                text = re.sub(r"^\S+ WARNING\s+\[[^\]]*\]\s*", "", line.strip())
+                seen.setdefault(text[:300], None)
+    return list(seen)
 
 
 def _show_progress(running: list[_Running], console: Console) -> None:

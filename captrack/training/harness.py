@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -200,6 +201,12 @@ def progress_callback(label: str) -> Any:
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.bar.update(self.task, completed=state.global_step)
+            if not self.bar.console.is_terminal:  # a worker's log file: rich draws no bar there, so one line per step
+                task = self.bar.tasks[0]
+                elapsed, eta = task.elapsed or 0.0, task.time_remaining
+                fields = [f"{label} step {state.global_step}/{state.max_steps}", task.fields.get("last", ""),
+                          f"{elapsed:.0f} s elapsed", f"ETA {eta:.0f} s" if eta is not None else ""]
+                print(", ".join(f for f in fields if f), file=sys.stderr, flush=True)
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
             shown = [f"{key} {float(logs[key]):.4g}" for key in ("loss", "reward") if logs and key in logs]
