@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -234,7 +234,20 @@ def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, di
 
 
 def _ci_cells(low: float, high: float) -> str:
+    from captrack.report.markdown import ZERO_WIDTH, zero_width
+
+    if zero_width(low, high):  # never "+0.0%  +0.0%", which reads as certainty
+        said = f'title="{esc(ZERO_WIDTH)}"'
+        return (f'<td class="num muted" data-sort="{low:.6g}" {said}>&mdash;</td>'
+                f'<td class="num muted" data-sort="{high:.6g}" {said}>no item changed</td>')
     return _num(low) + _num(high)
+
+
+def _ci_text(low: float, high: float, fmt: Any) -> str:
+    """A CI in Markdown: "[low, high]", or what a width of 0 means."""
+    from captrack.report.markdown import ZERO_WIDTH, zero_width
+
+    return f"({ZERO_WIDTH})" if zero_width(low, high) else f"[{fmt(low)}, {fmt(high)}]"
 
 
 def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
@@ -341,7 +354,7 @@ def _readme(board: Board) -> str:
         lines += ["| variant | task | metric | base | variant score | n | drift | 95% CI | MDE |", "|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
                   f"{'n/a' if math.isnan(r.n) else int(r.n)} | {fmt(r.rel_drift_pct)} | "
-                  f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} |"
+                  f"{_ci_text(r.ci_low, r.ci_high, fmt)}{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} |"
                   for r in board.per_task.itertuples()]
     lines += ["", "## Checkpoints", "", "| variant | family | size | algorithm | CAN | WILL | HOW | F_adj | BT_adj |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {md_text(r.variant)} | {md_text(r.family)} | {md_text(r.size)} | {md_text(r.algorithm)} | {fmt(r.CAN)} | {fmt(r.WILL)} | {fmt(r.HOW)} | "
@@ -349,7 +362,7 @@ def _readme(board: Board) -> str:
     if not board.summary.empty:
         lines += ["", "## By algorithm (mean over variants)", "", "| algorithm | capability | variants | drift | 95% CI |", "|---|---|---|---|---|"]
         lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
-                  + ("n/a" if board.aggregate_only else f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]") + " |"
+                  + ("n/a" if board.aggregate_only else _ci_text(r.ci_low, r.ci_high, fmt)) + " |"
                   for r in board.summary.itertuples()]
     lines += ["", *board.md_sections] if board.md_sections else []
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]

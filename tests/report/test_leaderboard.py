@@ -212,3 +212,27 @@ def test_drill_down_is_readable_in_a_real_browser(tmp_path: Path, browser) -> No
         first = box.find_element(By.CSS_SELECTOR, "tbody td")
         assert fits or browser.execute_script("return getComputedStyle(arguments[0]).position", first) == "sticky"
     browser.save_screenshot(str(_shots() / "leaderboard-index-1400.png"))
+
+
+def test_a_ci_of_width_zero_is_never_shown_as_certainty(tmp_path: Path) -> None:
+    """No item flipped: every bootstrap resample gives +0.0, and the pages say so instead of "[+0.0, +0.0]"."""
+    runs = tmp_path / "runs"
+    same = [1, 0, 1, 1, 0, 1]
+    write_run(runs / "base", "base", [FakeTask(FACTS, {"acc": same})])
+    write_run(runs / "sft", "sft", [FakeTask(FACTS, {"acc": same})], date_id="2026-01-02T00-00-00.000000")
+    store = tmp_path / "store.duckdb"
+    for name in ("base", "sft"):
+        assert main(["ingest", str(runs / name), "--store", str(store), "--name", name]) == 0
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "leaderboard.yaml").write_text(f"title: t\nstore: {store}\nbootstrap: 100\ncomparisons:\n"
+                                            "  - base: base\n    variants:\n      - {name: sft, algorithm: SFT}\n")
+    build_leaderboard(board)
+    readme, index = (board / "README.md").read_text(), (board / "index.html").read_text()
+    assert "[+0.0, +0.0]" not in readme and "a CI of width 0 is no certainty" in readme
+    assert "no item changed" in index
+    out = tmp_path / "out"
+    assert main(["compare", "--base", str(runs / "base"), "--variant", f"sft={runs / 'sft'}", "--out", str(out),
+                 "--bootstrap", "100"]) == 0
+    report = (out / "report.md").read_text()
+    assert "[+0.0, +0.0]" not in report and "a CI of width 0 is no certainty" in report
