@@ -242,3 +242,14 @@ def test_a_run_prints_each_lm_eval_warning_at_most_once_and_ends_with_the_board(
     assert len(warnings) == len(set(warnings)), warnings
     last = text.strip().splitlines()[-1]
     assert last.startswith(f"leaderboard: {tmp_path / 'board' / 'index.html'}") and "## Checkpoints" not in text
+
+
+def test_a_limit_beyond_a_tasks_items_is_said(tmp_path: Path, models: tuple[Path, Path]) -> None:
+    """`limit: 40` on a task with 36 distinct items runs 36: the run says so instead of giving fewer silently."""
+    from captrack.pipeline.runner import limit_notes
+
+    experiment = load_experiment(_manifest(tmp_path, *models, tasks="captrack_probe_w1_harmful, captrack_probe_c1_facts",
+                                           sizes="limit: 40"))
+    notes = limit_notes(experiment)
+    assert any(n.startswith("limit 40: captrack_probe_w1_harmful has ") and "so it runs all" in n for n in notes), notes
+    assert not [n for n in notes if "captrack_probe_c1_facts has" in n and int(n.split(" has ")[1].split()[0]) >= 40]

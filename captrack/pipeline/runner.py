@@ -23,7 +23,7 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.cpu import apply_thread_plan, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 
-__all__ = ["Stage", "plan", "run_experiment", "validate"]
+__all__ = ["Stage", "limit_notes", "plan", "run_experiment", "validate"]
 
 
 @dataclass
@@ -131,6 +131,27 @@ def _check_item_counts(experiment: Experiment) -> None:
             raise InputError(f"{experiment.source}: items asks {task} for {wanted} items but it has {found} distinct "
                              f"items{' with metadata ' + str(experiment.metadata) if experiment.metadata else ''}; "
                              f"lower it to {found} (a generator's repeats are not new items)")
+
+
+def limit_notes(experiment: Experiment) -> list[str]:
+    """One line per task that has fewer items than a whole-number `limit` asks for (lm-eval silently runs fewer)."""
+    from captrack.errors import CaptrackError
+    from captrack.lmeval import task_manager
+
+    if not isinstance(experiment.limit, int) or isinstance(experiment.limit, bool):
+        return []
+    manager = task_manager(metadata=experiment.metadata or None,
+                           include_defaults=not all(t.startswith("captrack") for t in experiment.tasks))
+    notes = []
+    for task in manager.match_tasks(list(experiment.tasks)):
+        try:
+            found = len(manager.load([task])["tasks"][task].eval_docs)
+        except (CaptrackError, KeyError):
+            continue  # a task without data here is refused, with its fix, when it is evaluated
+        if found < experiment.limit:
+            more = " (a probe task generates more with metadata: {n: N})" if task.startswith("captrack_probe_") else ""
+            notes.append(f"limit {experiment.limit}: {task} has {found} items, so it runs all {found}{more}")
+    return notes
 
 
 def plan(experiment: Experiment, console: Console) -> list[Stage]:
@@ -296,6 +317,8 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
     console = console or Console(soft_wrap=True)
     started = time.time()
     validate(experiment)
+    for note in limit_notes(experiment):
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
     stages = plan(experiment, console)
     timings: dict[str, float] = {}
     batch: list[Stage] = []
