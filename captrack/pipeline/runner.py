@@ -351,25 +351,10 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         _run_here(stage, console, finish)
     _run_batch(experiment, batch, console, finish)
     if not dry_run:
-        _show_stage_warnings(experiment, started, console)
+        from captrack.pipeline.workers import show_stage_warnings
+
+        show_stage_warnings(experiment.workdir / "logs", started, console)
     return timings
-
-
-def _show_stage_warnings(experiment: Experiment, started: float, console: Console) -> None:
-    """Each distinct warning the worker processes logged during this run, once (this process showed its own live)."""
-    from rich.markup import escape
-
-    from captrack.lmeval.quiet import shown_warnings
-    from captrack.pipeline.workers import stage_warnings
-
-    folder = experiment.workdir / "logs"
-    logs = sorted(p for p in folder.glob("*.log") if p.stat().st_mtime >= started) if folder.is_dir() else []
-    shown = shown_warnings()
-    found = [w for w in stage_warnings(logs) if w not in shown]
-    if found:
-        console.print(f"[yellow]{len(found)} distinct warning(s) from the stages, each shown once (full logs in {escape(str(folder))}):[/]")
-        for warning in found[:20]:
-            console.print(f"[dim]  {escape(warning)}[/]", highlight=False)
 
 
 def _run_here(stage: Stage, console: Console, finish: Callable[[Stage, float], None]) -> None:

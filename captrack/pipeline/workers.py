@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from captrack.pipeline.experiment import Experiment
     from captrack.pipeline.runner import Stage
 
-__all__ = ["run_side_by_side", "stage_warnings", "worker_count"]
+__all__ = ["run_side_by_side", "show_stage_warnings", "stage_warnings", "worker_count"]
 
 
 def worker_count(stages: int, cores: int, env: dict[str, str] | None = None) -> int:
@@ -87,6 +87,21 @@ def stage_warnings(logs: list[Path]) -> list[str]:
                 text = re.sub(r"^\S+ WARNING\s+\[[^\]]*\]\s*", "", line.strip())
                 seen.setdefault(text[:300], None)
     return list(seen)
+
+
+def show_stage_warnings(folder: Path, started: float, console: Console) -> None:
+    """Each distinct warning the worker logs in `folder` got since `started`, once (this process showed its own live)."""
+    from rich.markup import escape
+
+    from captrack.lmeval.quiet import shown_warnings
+
+    logs = sorted(p for p in folder.glob("*.log") if p.stat().st_mtime >= started) if folder.is_dir() else []
+    shown = shown_warnings()
+    found = [w for w in stage_warnings(logs) if w not in shown]
+    if found:
+        console.print(f"[yellow]{len(found)} distinct warning(s) from the stages, each shown once (full logs in {escape(str(folder))}):[/]")
+        for warning in found[:20]:
+            console.print(f"[dim]  {escape(warning)}[/]", highlight=False)
 
 
 def _show_progress(running: list[_Running], console: Console) -> None:

@@ -222,5 +222,10 @@ def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list
             "per variant and metric). Each row shows the question first (the chat template's text and any examples before "
             "it are folded under it); \u201cread\u201d is the answer captrack's extraction helpers (captrack.metrics.extract) "
             "read from the response. Scroll the table sideways: the doc and variant columns stay in place.</p>")
+    if any(f"({kind})" in r.cells for r in rows for kind in ("collapse", "drift", "shift")):
+        note += ('<p class="muted" id="kinds">How a forgotten multiple-choice item was lost, in brackets: <b>collapse</b> '
+                 "(the variant gives the base's answer almost no probability), <b>drift</b> (the answer kept its "
+                 "probability and lost a near tie; the mixture paper's sense, not the relative drift % of the "
+                 "leaderboard), <b>shift</b> (otherwise).</p>")
     nav = '<nav><a href="../index.html">&larr; leaderboard</a></nav>'
     return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav, wide=True)
