@@ -224,6 +224,7 @@ def test_a_variant_named_by_an_alias_is_resolved_and_evaluated(tmp_path: Path, m
     assert {"resolve model smollm2-135m-instruct", "evaluate other (seed 0)"} <= set(timings)
     results = next((tmp_path / "work" / "runs" / "other").rglob("results_*.json"))
     assert json.loads(results.read_text())["config"]["model_args"]["pretrained"] == str(converted)
+    assert results.parent.name == "smollm2-135m-instruct"  # named after the model's folder, not its whole path
     assert "captrack_probe_c1_facts" in (tmp_path / "board" / "transitions.csv").read_text()
 
 

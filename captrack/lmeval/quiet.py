@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 
-__all__ = ["OnceFilter", "quiet_lm_eval", "shown_warnings"]
+__all__ = ["OnceFilter", "mark_shown", "quiet_lm_eval", "shown_warnings"]
 
 _NOT_FOR_CAPTRACK = re.compile(r"^captrack_\w+: Custom kwargs can be passed to `--metadata`")
 
@@ -52,3 +52,8 @@ def quiet_lm_eval() -> None:
 def shown_warnings() -> set[str]:
     """The warning texts this process has already let through (so a run's summary does not repeat them)."""
     return {text for _, text in _FILTER.seen}
+
+
+def mark_shown(texts: list[str]) -> None:
+    """Record warnings shown another way (a worker's log summarised by the parent), so they are not shown again."""
+    _FILTER.seen.update(("(shown)", text) for text in texts)

@@ -88,8 +88,8 @@ def _fingerprint_file(path: Path) -> str:
     return f"{path.stat().st_size}:{path.stat().st_mtime_ns}" if path.is_file() else "missing"
 
 
-def validate(experiment: Experiment) -> None:
-    """Fail before any work on a wrong model path, task name or label.
+def validate(experiment: Experiment) -> list[str]:
+    """Fail before any work on a wrong model path, task name or label; return notes worth saying (limit_notes).
 
     Raises:
         InputError / UnknownNameError: with what to fix.
@@ -115,6 +115,7 @@ def validate(experiment: Experiment) -> None:
         if task not in selected:
             raise UnknownNameError("task in 'items' (not among the experiment's tasks)", task, selected)
     _check_item_counts(experiment)
+    return limit_notes(experiment)
 
 
 def _check_item_counts(experiment: Experiment) -> None:
@@ -315,9 +316,7 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
     processes, one per usable core (captrack.pipeline.workers); the rest run here, one after another.
     """
     console = console or Console(soft_wrap=True)
-    started = time.time()
-    validate(experiment)
-    for note in limit_notes(experiment):
+    for note in validate(experiment) or []:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     stages = plan(experiment, console)
     timings: dict[str, float] = {}
@@ -350,10 +349,6 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         console.rule(label)
         _run_here(stage, console, finish)
     _run_batch(experiment, batch, console, finish)
-    if not dry_run:
-        from captrack.pipeline.workers import show_stage_warnings
-
-        show_stage_warnings(experiment.workdir / "logs", started, console)
     return timings
 
 

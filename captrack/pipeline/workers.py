@@ -89,17 +89,19 @@ def stage_warnings(logs: list[Path]) -> list[str]:
     return list(seen)
 
 
-def show_stage_warnings(folder: Path, started: float, console: Console) -> None:
-    """Each distinct warning the worker logs in `folder` got since `started`, once (this process showed its own live)."""
+def show_stage_warnings(logs: list[Path], console: Console) -> None:
+    """Each distinct warning of these worker logs not shown before in this process, once."""
     from rich.markup import escape
 
-    from captrack.lmeval.quiet import shown_warnings
+    from captrack.lmeval.quiet import mark_shown, shown_warnings
 
-    logs = sorted(p for p in folder.glob("*.log") if p.stat().st_mtime >= started) if folder.is_dir() else []
     shown = shown_warnings()
     found = [w for w in stage_warnings(logs) if w not in shown]
+    mark_shown(found)
     if found:
-        console.print(f"[yellow]{len(found)} distinct warning(s) from the stages, each shown once (full logs in {escape(str(folder))}):[/]")
+        folder = logs[0].parent
+        console.print(f"[yellow]{len(found)} warning(s) from these stages, each shown once per run (full logs in "
+                      f"{escape(str(folder))}):[/]")
         for warning in found[:20]:
             console.print(f"[dim]  {escape(warning)}[/]", highlight=False)
 
@@ -166,6 +168,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
             job.process.kill()
             job.process.wait()
             job.handle.close()
+    show_stage_warnings([logs / f"{_slug(s.title)}.log" for s in stages if (logs / f"{_slug(s.title)}.log").is_file()], console)
 
 
 def _main(argv: list[str]) -> int:
