@@ -52,10 +52,8 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     from captrack.backends import register_backends
     from captrack.lmeval import task_manager
     from captrack.lmeval.preflight import check_task_data
-    from captrack.lmeval.quiet import quiet_lm_eval
     from captrack.paths import full_task_names
 
-    quiet_lm_eval()  # simple_evaluate's loggers too (e.g. "chat template is not applied", once)
     register_backends()  # so spec.model may name a captrack backend such as captrack-ds
     # Indexing lm-eval's thousands of built-in tasks costs ~10 s per process: skip it when only ours are asked for.
     only_ours = all(str(t).startswith("captrack") for t in spec.tasks)

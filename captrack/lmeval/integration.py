@@ -18,7 +18,7 @@ def task_manager(extra_paths: Sequence[str] = (), full: bool = False, **kwargs: 
 
     from captrack.lmeval.quiet import quiet_lm_eval
 
-    quiet_lm_eval()  # lm-eval's per-task custom_dataset advice dropped, every other warning once
+    quiet_lm_eval()  # every lm-eval logger imported by now (the evaluator's too): custom_dataset advice dropped, others once
     paths = [tasks_dir(), *([full_tasks_dir()] if full else []), *extra_paths]
     return TaskManager(include_path=paths, **kwargs)
 
