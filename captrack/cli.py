@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack import __version__
+from captrack.cli_parser import CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
 from captrack.gate import gate
 
@@ -25,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = args.func(args)
     except CaptrackError as exc:
-        _print_error(str(exc))
+        print_error(str(exc))
         return 1
     except Exception as exc:
         from captrack.failures import failure_message
@@ -33,27 +34,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = failure_message(exc)
         if message is None:
             raise
-        _print_error(message)
+        print_error(message)
         return 1
     return int(result or 0)
 
 
-def _print_error(message: str) -> None:
-    """``error: <message>`` on stderr, the message shown literally (no rich markup)."""
-    from rich.console import Console
-
-    from captrack.report.escape import console_text
-
-    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {console_text(message)}", highlight=False)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="captrack", description="What did post-training do to your model's capabilities?")
+    parser = CaptrackParser(prog="captrack", description="What did post-training do to your model's capabilities?")
     parser.add_argument("--version", action="version", version=f"captrack {__version__}")
     sub = parser.add_subparsers(metavar="COMMAND")
 
     tasks = sub.add_parser("tasks", help="list captrack's lm-eval tasks (or print their folder)")
     tasks.add_argument("--path", action="store_true", help="print the folder to pass to lm-eval --include_path")
+    tasks.add_argument("--available", action="store_true",
+                       help="print, comma-separated, the tasks that can run here (items generated, or data found in the "
+                            "mirror/cache): lm_eval --tasks \"$(captrack tasks --available)\"")
     tasks.add_argument("--full", action="store_true",
                        help="with --path: the folder of the opt-in full-size tasks (e.g. captrack_mmlu_pro_full)")
     tasks.set_defaults(func=_cmd_tasks)
@@ -152,7 +147,20 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     if args.path:
         print(full_tasks_dir() if args.full else tasks_dir())
         return 0
-    from captrack.official.availability import data_status
+    from captrack.official.availability import (
+        available_tasks,
+        data_status,
+        mirror_in_use,
+        task_metadata,
+    )
+
+    if args.available:
+        found = available_tasks(Path(tasks_dir()))
+        mirror = mirror_in_use()
+        where = f"mirror {mirror}" if mirror else "no CAPTRACK_DATA_DIR mirror; the Hugging Face cache or hub"
+        print(f"{len(found)} task(s) can run here ({where})", file=sys.stderr)
+        print(",".join(found))
+        return 0
     from captrack.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy()
@@ -163,23 +171,10 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             tags = ", ".join(taxonomy.tags_for(task)[1:])
         except CaptrackError:
             tags = "(not in the taxonomy)"
-        status = data_status(_task_metadata(path))
+        status = data_status(task_metadata(path))
         data = status.source if not status.needs_data else f"{'ok' if status.available else 'MISSING'}: {status.source}"
         print(f"{task:40s} {data:52s} {tags}")
     return 0
-
-
-def _task_metadata(path: Path) -> dict[str, Any]:
-    """A task YAML's ``metadata`` (``!function`` values kept as text; includes are not needed for it)."""
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_constructor("!function", lambda loader, node: str(loader.construct_scalar(node)))  # type: ignore[arg-type]
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
-    meta = config.get("metadata") or {}
-    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def _cmd_taxonomy(args: argparse.Namespace) -> int:
@@ -294,6 +289,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
         variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
+        if not folder_mode and args.base in {v.name for v in variants}:
+            raise InputError(f"--store {args.store}: --base {args.base!r} is also given as a --variant; compare needs "
+                             "another model for each variant (a model compared with itself shows no change, nothing was written)")
         with Store(args.store or ":memory:", read_only=args.store is not None) as store:
             base = args.base_name if folder_mode else args.base
             if folder_mode:
@@ -373,24 +371,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         experiment = load_experiment(demo_experiment())
         experiment = dataclasses.replace(experiment, workdir=Path.cwd() / "runs" / "demo",
                                          leaderboard=Path.cwd() / "leaderboards" / "demo")
-    console = Console()
-    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
-                  highlight=False, soft_wrap=True, markup=False)
     if args.quick:
-        experiment = quick(experiment)
+        experiment = quick(experiment)  # its own work folder: announce that one
+    console = Console(soft_wrap=True)  # a log file or pipe: long paths and names are never broken mid-word
+    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
+                  highlight=False, markup=False)
     timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait)
     if not args.dry_run:
         for title, seconds in timings.items():
             console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
-        console.print(f"leaderboard: {experiment.leaderboard / 'index.html'}", markup=False)
-        readme = experiment.leaderboard / "README.md"
-        if readme.is_file():
-            console.print(readme.read_text().split("## Checkpoints")[0], markup=False, highlight=False, soft_wrap=True)
-        capabilities = experiment.leaderboard / "capabilities.csv"
-        if args.fail_on and capabilities.is_file():
+        board = experiment.leaderboard
+        console.print(f"leaderboard: {board / 'index.html'} (open it in a browser; {board / 'README.md'} is the same "
+                      "in Markdown)", highlight=False, markup=False)
+        if args.fail_on and (board / "capabilities.csv").is_file():
             import pandas as pd
 
-            return gate(console, pd.read_csv(capabilities), args.fail_on)
+            return gate(console, pd.read_csv(board / "capabilities.csv"), args.fail_on)
     return 0
 
 

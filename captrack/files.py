@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["current_umask", "file_mode", "fsync_folder", "read_json_or_none", "staged_folder", "write_atomic"]
+__all__ = ["current_umask", "default_mode", "file_mode", "fsync_folder", "read_json_or_none", "share_like_umask",
+           "staged_folder", "write_atomic"]
 
 
 def current_umask() -> int:
@@ -38,6 +39,23 @@ def current_umask() -> int:
 def file_mode() -> int:
     """The mode a newly created plain file gets under the current umask (0o644 with the usual 022)."""
     return 0o666 & ~current_umask()
+
+
+def default_mode(directory: bool = False) -> int:
+    """The mode `open()`/`mkdir()` would give a new file (0o666) or folder (0o777) under the umask: 0644/0755 at 022."""
+    return (0o777 if directory else 0o666) & ~current_umask()
+
+
+def share_like_umask(path: Path | str) -> Path:
+    """Give a file or folder made by tempfile (always 0600/0700) the mode a plain create would have; returns it.
+
+    tempfile's private modes are right for scratch space but wrong for anything published by rename:
+    a leaderboard served by a web server or a comparison shared with a team must be readable like any
+    other file the user writes.
+    """
+    target = Path(path)
+    os.chmod(target, default_mode(directory=target.is_dir()))
+    return target
 
 
 def fsync_folder(folder: Path) -> None:
@@ -113,7 +131,7 @@ def staged_folder(folder: Path) -> Iterator[Path]:
             raise InputError(f"--out {folder} holds {', '.join(foreign[:5])}, which are not comparison outputs; "
                              "give a new or empty folder (the whole folder is replaced)")
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    staging = share_like_umask(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         yield staging
     except BaseException:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.errors import InputError
+from captrack.files import share_like_umask
 
 __all__ = [
     "KNOWN_ALIASES",
@@ -214,7 +215,7 @@ def _is_complete(directory: Path) -> bool:
 
 def _publish(tmp: Path, target: Path) -> None:
     """Atomically move a finished temp directory into place, tolerating a concurrent winner."""
-    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the published cache should be readable like any other
+    share_like_umask(tmp)  # mkdtemp makes it 0700; the published cache should be readable like any other
     if target.exists() and not _is_complete(target):
         shutil.rmtree(target)
     try:

@@ -149,11 +149,31 @@ def parse_config(model: type[M], raw: Any, path: Path, what: str) -> M:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
+        errors = _relevant(model, exc.errors())
         by_key: dict[str, list[Any]] = {}
-        for err in exc.errors():
+        for err in errors:
             by_key.setdefault(_where(model, tuple(err["loc"]))[0], []).append(err)
         problems = [_problem(model, errs) for errs in by_key.values()]
         raise InputError(f"{path}: invalid {what}: " + "; ".join(problems)) from None
+
+
+_SHAPE_ERRORS = ("model_type", "dict_type", "list_type", "model_attributes_type")
+
+
+def _relevant(model: type[BaseModel], errors: list[Any]) -> list[Any]:
+    """Drop a union's wrong-shape branch errors ("not a list") where another branch says what is really wrong.
+
+    `base:` may be a mapping or a list of mappings: a mapping with a misplaced key fails both branches,
+    and only the mapping branch's error (the key) helps.
+    """
+    keys = [_where(model, tuple(err["loc"]))[0] for err in errors]
+    keep = []
+    for err, key in zip(errors, keys, strict=True):
+        deeper = any(other != key and (other.startswith(key + ".") or other.startswith(key + "[")) for other in keys)
+        if err["type"] in _SHAPE_ERRORS and deeper:
+            continue
+        keep.append(err)
+    return keep or errors
 
 
 def _problem(model: type[BaseModel], errs: list[Any]) -> str:
@@ -163,7 +183,11 @@ def _problem(model: type[BaseModel], errs: list[Any]) -> str:
     if err["type"] == "missing":
         return f"key '{key}' is missing; expected {allowed or 'a value'}"
     if err["type"] == "extra_forbidden":
-        return f"key '{key}' is not allowed (value {_show(err['input'])})" + (f"; allowed keys: {allowed}" if allowed else "")
+        message = f"key '{key}' is not allowed (value {_show(err['input'])})" + (f"; allowed keys: {allowed}" if allowed else "")
+        name = key.rsplit(".", 1)[-1]
+        if "." in key and name in model.model_fields:
+            message += f"; '{name}' is a top-level key of this file, not of '{key.rsplit('.', 1)[0]}'"
+        return message
     said = "not a mapping" if err["type"] in ("model_type", "dict_type") else err["msg"].lower()
     found = f"key '{key}' is {_show(err['input'])}" + ("" if len(errs) > 1 else f": {said}")
     return found + (f"; expected {allowed}" if allowed else "")
@@ -174,24 +198,44 @@ def _where(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, str]:
     parts: list[str] = []
     current: Any = model
     allowed = ""
+    branches: dict[str, Any] = {}  # the union tags pydantic puts in `loc` after a union-typed field -> that branch
     for step in loc:
         if isinstance(step, int):
             parts[-1:] = [f"{parts[-1]}[{step}]"] if parts else [f"[{step}]"]
             continue
+        if step in branches:
+            current = branches.pop(step)
+            continue
+        branches = {}
         fields = getattr(current, "model_fields", None) if isinstance(current, type) else None
         if fields is None:
             if current is dict:
                 parts.append(str(step))
             continue  # a union branch tag such as 'int' or 'float'
+        by_alias = {f.alias: name for name, f in fields.items() if f.alias}
+        step = by_alias.get(step, step)
         if step not in fields:
             parts.append(str(step))
-            allowed = ", ".join(fields)
+            allowed = ", ".join(f.alias or name for name, f in fields.items())
             break
         info = fields[step]
-        parts.append(str(step))
+        parts.append(str(info.alias or step))
         allowed = info.description or ""
         current = _inner_model(info.annotation)
+        branches = _union_branches(info.annotation)
     return ".".join(parts) or "(top level)", allowed
+
+
+def _union_branches(annotation: Any) -> dict[str, Any]:
+    """pydantic's loc tag of each config-model branch of a union (``X``, ``list[X]``) -> the model inside it."""
+    out: dict[str, Any] = {}
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            inner = _inner_model(arg)
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                tag = inner.__name__ if arg is inner else f"list[{inner.__name__}]"
+                out[tag] = inner
+    return out
 
 
 def _inner_model(annotation: Any) -> Any:

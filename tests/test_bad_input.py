@@ -258,3 +258,26 @@ def test_a_malformed_leaderboard_yaml_is_a_message_and_nothing_written(tmp_path:
     status, message = _cli("leaderboard", str(tmp_path))
     assert status == 1 and "leaderboard.yaml" in message and said in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["leaderboard.yaml"]
+
+
+@pytest.mark.parametrize(("base", "said"), [
+    ("base: {name: b, model_args: {pretrained: x}, batch_size: auto}",
+     "key 'base.batch_size' is not allowed (value 'auto' (str)); allowed keys: name, model, model_args, train, import,"),
+    ("base:\n  - {name: b, model_args: {pretrained: x}, batch_size: 4}",
+     "key 'base[0].batch_size' is not allowed (value 4 (int)); allowed keys: name, model, model_args, train, import,"),
+])
+def test_a_key_misplaced_under_base_is_named_as_written(tmp_path: Path, base: str, said: str) -> None:
+    """No pydantic internals (`base.CheckpointEntry`, `list[CheckpointEntry]`, `import_`): the user's key and where it belongs."""
+    manifest = tmp_path / "exp.yaml"
+    manifest.write_text(f"workdir: work\n{base}\nvariants:\n  - {{name: v, model_args: {{pretrained: y}}, import: 3}}\n")
+    status, message = _cli("run", str(manifest), "--dry-run")
+    assert status == 1 and said in message and "'batch_size' is a top-level key of this file" in message
+    assert "key 'variants[0].import' is 3 (int): not a mapping; expected a mapping {format:" in message
+    for internal in ("CheckpointEntry", "import_", "list["):
+        assert internal not in message
+
+
+def test_store_mode_refuses_comparing_a_model_with_itself(tmp_path: Path, store: Path) -> None:
+    status, message = _cli("compare", "--store", str(store), "--base", "base", "--variant", "base", "--out", str(tmp_path / "o"))
+    assert status == 1 and "--base 'base' is also given as a --variant" in message
+    assert not (tmp_path / "o").exists()

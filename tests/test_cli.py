@@ -126,3 +126,35 @@ def test_training_progress_shows_step_total_loss_and_eta(capsys: pytest.CaptureF
     callback.on_train_end(None, state, None)
     err = capsys.readouterr().err
     assert "SFTTrainer steps" in err and "3/3" in err and "loss 0.3333" in err and "ETA" in err
+
+
+def test_help_loads_no_heavy_library() -> None:
+    """`captrack --help` builds every sub-command's parser without torch, lm-eval, scipy or pandas (lazy imports)."""
+    code = ("import sys, contextlib, io\nfrom captrack.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in ('torch', 'lm_eval', 'scipy', 'pandas', 'transformers', 'duckdb', 'matplotlib')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_import_formats_listed_in_help_are_the_adapters() -> None:
+    from captrack.imports.cli import FORMATS
+    from captrack.imports.formats import ADAPTERS
+
+    assert FORMATS == tuple(sorted(ADAPTERS))
+
+
+@pytest.mark.parametrize(("argv", "usage", "said"), [
+    (["compare", "--bsae", "x", "--out", "y"], "usage: captrack compare", "unrecognized arguments: --bsae x; did you mean --base"),
+    (["data", "build", "--sources", "x", "--fulll"], "usage: captrack data build", "did you mean --full"),
+    (["comprae"], "usage: captrack [-h]", "invalid choice: 'comprae'"),
+])
+def test_a_typo_shows_the_sub_commands_usage_and_close_names(argv: list[str], usage: str, said: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.startswith(usage) and said in err
+    assert err.strip().splitlines()[-1].count("error:") == 1

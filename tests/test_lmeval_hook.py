@@ -88,3 +88,43 @@ def test_python_api_stops_before_loading_the_model(tmp_path: Path, monkeypatch: 
     with pytest.raises(DataUnavailableError, match=r"4 selected CapTrack task\(s\).*captrack_probe_\*"):
         evaluate_checkpoint(spec, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _lm_eval(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Stock lm-eval's CLI in a fresh interpreter with the hook installed (as the .pth does)."""
+    code = ("import captrack_lmeval_hook, sys; captrack_lmeval_hook.install();"
+            "from lm_eval.__main__ import cli_evaluate; sys.argv = ['lm_eval'] + sys.argv[1:]; cli_evaluate()")
+    clean = {k: v for k, v in os.environ.items() if k != "CAPTRACK_DATA_DIR"}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env={**clean, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **env})
+
+
+def test_stock_lm_eval_resolves_a_captrack_alias(tmp_path: Path) -> None:
+    """`lm_eval --model hf --model_args pretrained=smollm2-135m-instruct` reads the alias's folder in captrack's cache."""
+    import shutil
+
+    from tinymodel import build_tiny_model
+
+    from captrack.models import MARKER_FILE
+
+    converted = tmp_path / "cache" / "models" / "smollm2-135m-instruct"
+    build_tiny_model(tmp_path / "tiny", ["What is the capital of France? Answer: Paris"] * 10, seed=0)
+    shutil.copytree(tmp_path / "tiny", converted)
+    (converted / MARKER_FILE).write_text("{}")
+    out = _lm_eval(["--model", "hf", "--model_args", "pretrained=smollm2-135m-instruct,dtype=float32",
+                    "--tasks", "captrack_probe_c1_facts", "--limit", "2", "--output_path", str(tmp_path / "out")],
+                   tmp_path, {"CAPTRACK_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())
+    assert results["config"]["model_args"]["pretrained"] == str(converted)
+
+
+def test_stock_lm_eval_names_unknown_tasks_in_one_line(tmp_path: Path) -> None:
+    typo = _lm_eval(["--model", "dummy", "--tasks", "captrack_probe_c1_fact"], tmp_path, {})
+    assert typo.returncode == 2 and "Traceback" not in typo.stderr, typo.stderr[-2000:]
+    assert typo.stderr.strip().splitlines()[-1] == (
+        "error: unknown task(s) 'captrack_probe_c1_fact' (did you mean 'captrack_probe_c1_facts', "
+        "'captrack_probe_h2_formats', 'captrack_probe_c4_context'?); list them with `lm_eval ls tasks` or `captrack tasks`")
+    old_form = _lm_eval(["--tasks", "list"], tmp_path, {})
+    assert old_form.returncode == 2 and "Traceback" not in old_form.stderr
+    assert "lm_eval ls tasks" in old_form.stderr.strip().splitlines()[-1]

@@ -194,3 +194,65 @@ def test_an_evaluation_is_judged_after_the_training_it_needs(tmp_path: Path, mon
     recipe["lr"] = 2
     assert set(runner.run_experiment(experiment)) == {"train v", "evaluate v"}  # type: ignore[arg-type]
     assert evaluated.read_text() == "weights for lr 2"
+
+
+def test_a_variant_named_by_an_alias_is_resolved_and_evaluated(tmp_path: Path, models: tuple[Path, Path],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`model_args: {pretrained: smollm2-135m-instruct}` on a variant evaluates the alias's local folder, offline.
+
+    The alias's converted folder is placed in a private model cache (as `resolve_model` leaves it after
+    the first conversion), so the test runs without the 135M model; the run must never hand lm-eval the
+    alias itself (which lm-eval's hf backend would look up on the hub).
+    """
+    import shutil
+
+    from captrack.models import MARKER_FILE
+
+    monkeypatch.setenv("CAPTRACK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("CAPTRACK_WORKERS", "1")
+    converted = tmp_path / "cache" / "models" / "smollm2-135m-instruct"
+    shutil.copytree(models[1], converted)
+    (converted / MARKER_FILE).write_text("{}")
+    manifest = _manifest(tmp_path, models[0], Path("smollm2-135m-instruct"))
+    text = manifest.read_text().replace("pretrained: smollm2-135m-instruct}", "pretrained: smollm2-135m-instruct, dtype: float32}")
+    manifest.write_text(text)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["run", str(manifest), "--dry-run"]) == 0
+    assert "resolve model smollm2-135m-instruct: would run" in out.getvalue()
+
+    timings = run_experiment(load_experiment(manifest))
+    assert {"resolve model smollm2-135m-instruct", "evaluate other (seed 0)"} <= set(timings)
+    results = next((tmp_path / "work" / "runs" / "other").rglob("results_*.json"))
+    assert json.loads(results.read_text())["config"]["model_args"]["pretrained"] == str(converted)
+    assert results.parent.name == "smollm2-135m-instruct"  # named after the model's folder, not its whole path
+    assert "captrack_probe_c1_facts" in (tmp_path / "board" / "transitions.csv").read_text()
+
+
+def test_a_run_prints_each_lm_eval_warning_at_most_once_and_ends_with_the_board(
+        tmp_path: Path, models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """Two evaluations side by side and the stages here: lm-eval's warnings once each, its custom_dataset advice never."""
+    import re
+
+    monkeypatch.setenv("CAPTRACK_WORKERS", "2")
+    manifest = _manifest(tmp_path, *models, tasks="captrack_probe_c1_facts, captrack_probe_c2_logic")
+    assert main(["run", str(manifest)]) == 0
+    out = capfd.readouterr()
+    text = out.out + out.err
+    assert "Custom kwargs" not in text
+    warnings = [re.sub(r"^\S+ WARNING\s+\[[^\]]*\]\s*", "", line.strip()) for line in text.splitlines() if "WARNING" in line]
+    assert len(warnings) == len(set(warnings)), warnings
+    last = text.strip().splitlines()[-1]
+    assert last.startswith(f"leaderboard: {tmp_path / 'board' / 'index.html'}") and "## Checkpoints" not in text
+
+
+def test_a_limit_beyond_a_tasks_items_is_said(tmp_path: Path, models: tuple[Path, Path]) -> None:
+    """`limit: 40` on a task with 36 distinct items runs 36: the run says so instead of giving fewer silently."""
+    from captrack.pipeline.runner import limit_notes
+
+    experiment = load_experiment(_manifest(tmp_path, *models, tasks="captrack_probe_w1_harmful, captrack_probe_c1_facts",
+                                           sizes="limit: 40"))
+    notes = limit_notes(experiment)
+    assert any(n.startswith("limit 40: captrack_probe_w1_harmful has ") and "so it runs all" in n for n in notes), notes
+    assert not [n for n in notes if "captrack_probe_c1_facts has" in n and int(n.split(" has ")[1].split()[0]) >= 40]

@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
-from captrack.imports.formats import ADAPTERS, Source, read_source
-from captrack.imports.run import ImportResult, Matched, import_run
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not load the heavy modules
+    from captrack.imports.formats import ADAPTERS, Source, read_source
+    from captrack.imports.run import ImportResult, Matched, import_run
+
+_EXPORTS = {
+    'ADAPTERS': 'captrack.imports.formats',
+    'Source': 'captrack.imports.formats',
+    'read_source': 'captrack.imports.formats',
+    'ImportResult': 'captrack.imports.run',
+    'Matched': 'captrack.imports.run',
+    'import_run': 'captrack.imports.run',
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = ["ADAPTERS", "ImportResult", "Matched", "Source", "import_run", "read_source"]

@@ -6,16 +6,19 @@ import argparse
 import time
 from typing import Any
 
-__all__ = ["add_import_parser"]
+__all__ = ["FORMATS", "add_import_parser"]
+
+FORMATS = ("captrack", "jsonl", "mmlu-pro")
+"""The names of captrack.imports.formats.ADAPTERS, spelled here so `captrack --help` need not import lm-eval
+(tests/imports/test_import.py checks that both agree)."""
 
 
 def add_import_parser(sub: Any) -> None:
     """Add the `import` command to the `captrack` parser."""
-    from captrack.imports.formats import ADAPTERS
-
     cmd = sub.add_parser("import", help="score generations made elsewhere (MMLU-Pro outputs, CapTrack model_responses, JSONL)")
     cmd.add_argument("src", metavar="SRC", help="the source file or folder")
-    cmd.add_argument("--format", required=True, choices=sorted(ADAPTERS), help="how SRC is laid out (see README)")
+    cmd.add_argument("--format", required=True, metavar="{" + ",".join(FORMATS) + "}",
+                     help="how SRC is laid out (see README); an unknown name is refused with the close ones")
     cmd.add_argument("--task", help="the captrack task the responses answer (jsonl: required; mmlu-pro: default captrack_mmlu_pro_full)")
     cmd.add_argument("--out", required=True, metavar="RUN_DIR", help="new folder for the lm-eval run (must not exist or be empty)")
     cmd.add_argument("--name", help="model name to file the run under (default: from the source's name)")

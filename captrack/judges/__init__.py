@@ -5,20 +5,56 @@ causal LM in-process); ``judge_runs`` writes verdict files that ingest and compa
 ``calibrate`` measures agreement with the team's labelled examples.
 """
 
-from captrack.judges.base import (
-    Judge,
-    JudgeError,
-    JudgeOptions,
-    RetryableError,
-    judge_backend,
-    make_judge,
-)
-from captrack.judges.cache import JudgeCache
-from captrack.judges.calibration import calibrate
-from captrack.judges.catalog import JudgedMetric, all_judged, declare_judged, judged_for_task
-from captrack.judges.judging import judge_runs
-from captrack.judges.retry import Budget
-from captrack.judges.verdicts import Fraction, Labels, Scale, Verdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not load the heavy modules
+    from captrack.judges.base import (
+        Judge,
+        JudgeError,
+        JudgeOptions,
+        RetryableError,
+        judge_backend,
+        make_judge,
+    )
+    from captrack.judges.cache import JudgeCache
+    from captrack.judges.calibration import calibrate
+    from captrack.judges.catalog import JudgedMetric, all_judged, declare_judged, judged_for_task
+    from captrack.judges.judging import judge_runs
+    from captrack.judges.retry import Budget
+    from captrack.judges.verdicts import Fraction, Labels, Scale, Verdict
+
+_EXPORTS = {
+    'Judge': 'captrack.judges.base',
+    'JudgeError': 'captrack.judges.base',
+    'JudgeOptions': 'captrack.judges.base',
+    'RetryableError': 'captrack.judges.base',
+    'judge_backend': 'captrack.judges.base',
+    'make_judge': 'captrack.judges.base',
+    'JudgeCache': 'captrack.judges.cache',
+    'calibrate': 'captrack.judges.calibration',
+    'JudgedMetric': 'captrack.judges.catalog',
+    'all_judged': 'captrack.judges.catalog',
+    'declare_judged': 'captrack.judges.catalog',
+    'judged_for_task': 'captrack.judges.catalog',
+    'judge_runs': 'captrack.judges.judging',
+    'Budget': 'captrack.judges.retry',
+    'Fraction': 'captrack.judges.verdicts',
+    'Labels': 'captrack.judges.verdicts',
+    'Scale': 'captrack.judges.verdicts',
+    'Verdict': 'captrack.judges.verdicts',
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Budget",

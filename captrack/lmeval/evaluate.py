@@ -97,6 +97,7 @@ def _save(tracker: Any, results: dict[str, Any], output_path: Path) -> Path:
 
     samples = results.pop("samples")
     json.dumps(results, default=handle_non_serializable)  # fail here, not half-way through saving
+    _short_run_folder(tracker)
     tracker.save_results_aggregated(results=results, samples=samples)
     for task_name in results["configs"]:
         tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
@@ -104,6 +105,17 @@ def _save(tracker: Any, results: dict[str, Any], output_path: Path) -> Path:
     if not written:
         raise InputError(f"lm-eval wrote no results file under {output_path}")
     return written[-1]
+
+
+def _short_run_folder(tracker: Any) -> None:
+    """Name the run's folder after a local model's folder, not its whole path (lm-eval would write
+    ``__home__me__.cache__captrack__models__smollm2-135m-instruct``); a hub id keeps lm-eval's name."""
+    import re
+
+    config = tracker.general_config_tracker
+    name = str(getattr(config, "model_name", "") or "")
+    if name.startswith(("/", "./", "../", "~")) or Path(name).is_dir():
+        config.model_name_sanitized = re.sub(r"[^\w.-]+", "_", Path(name).name) or "model"
 
 
 def _default_device() -> str:

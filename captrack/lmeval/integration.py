@@ -16,6 +16,9 @@ def task_manager(extra_paths: Sequence[str] = (), full: bool = False, **kwargs: 
     """An lm-eval TaskManager that sees captrack's tasks (plus `extra_paths`; `full`: the opt-in full-size tasks)."""
     from lm_eval.tasks import TaskManager
 
+    from captrack.lmeval.quiet import quiet_lm_eval
+
+    quiet_lm_eval()  # every lm-eval logger imported by now (the evaluator's too): custom_dataset advice dropped, others once
     paths = [tasks_dir(), *([full_tasks_dir()] if full else []), *extra_paths]
     return TaskManager(include_path=paths, **kwargs)
 

@@ -21,7 +21,8 @@ from captrack.official.mirror import (
     write_manifest,
 )
 
-__all__ = ["HUB_REVISION", "cached_hub_file", "hub_file", "hub_offline", "hub_revision", "load_hub_config", "mirror_hub"]
+__all__ = ["HUB_REVISION", "cached_hub_file", "hub_file", "hub_offline", "hub_reachable", "hub_revision", "load_hub_config",
+           "mirror_hub"]
 
 HUB_REVISION = "main"  # the one place the hub revision is set: a commit hash once one is pinned
 _OFFLINE_HINT = (
@@ -55,6 +56,32 @@ def hub_offline() -> bool:
     from huggingface_hub import constants
 
     return bool(constants.HF_HUB_OFFLINE)
+
+
+_REACHABLE: dict[str, bool] = {}
+
+
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether the hub's endpoint accepts a TCP connection now (asked once per process and endpoint).
+
+    Without ``HF_HUB_OFFLINE=1``, huggingface_hub retries an unreachable hub for tens of seconds per
+    file before giving up; a task without local data is refused at once instead.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    endpoint = str(constants.ENDPOINT)
+    if endpoint not in _REACHABLE:
+        url = urlsplit(endpoint)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        try:
+            socket.create_connection((url.hostname or "", port), timeout=timeout_s).close()
+            _REACHABLE[endpoint] = True
+        except OSError:
+            _REACHABLE[endpoint] = False
+    return _REACHABLE[endpoint]
 
 
 def cached_hub_file(config: str, revision: str | None = None, repo_id: str = HUB_DATASET) -> Path | None:

@@ -21,11 +21,12 @@ from rich.console import Console
 
 from captrack.errors import InputError, UnknownNameError
 from captrack.files import read_json_or_none, write_atomic
+from captrack.pipeline.board import board_yaml, write_board
 from captrack.pipeline.cpu import apply_thread_plan, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 from captrack.report.escape import console_text
 
-__all__ = ["Stage", "plan", "run_experiment", "validate"]
+__all__ = ["Stage", "limit_notes", "plan", "run_experiment", "validate"]
 
 
 @dataclass
@@ -72,10 +73,19 @@ class Stage:
         write_atomic(self.marker, json.dumps({"config_hash": self.digest, "inputs": self.current_inputs()}, default=str, indent=2))
 
 
-def _model_path(checkpoint: Checkpoint, experiment: Experiment) -> Path:
+def _model_path(checkpoint: Checkpoint, experiment: Experiment, resolved: dict[str, str]) -> Path:
+    """Where a checkpoint's weights are: its training output, or its `pretrained` with an alias resolved."""
     if checkpoint.train:
         return experiment.workdir / "models" / checkpoint.name
-    return Path(str(checkpoint.model_args["pretrained"]))
+    spec = str(checkpoint.model_args["pretrained"])
+    return Path(resolved.get(spec, spec))
+
+
+def _needs_resolving(spec: str) -> bool:
+    """Whether `pretrained` names a captrack alias or a GGUF file (converted once into the model cache)."""
+    from captrack.models import KNOWN_ALIASES
+
+    return not Path(spec).expanduser().is_dir() and (spec.strip().lower() in KNOWN_ALIASES or spec.lower().endswith(".gguf"))
 
 
 def _fingerprint(path: Path) -> str:
@@ -90,8 +100,8 @@ def _fingerprint_file(path: Path) -> str:
     return f"{path.stat().st_size}:{path.stat().st_mtime_ns}" if path.is_file() else "missing"
 
 
-def validate(experiment: Experiment) -> None:
-    """Fail before any work on a wrong model path, task name or label.
+def validate(experiment: Experiment) -> list[str]:
+    """Fail before any work on a wrong model path, task name or label; return notes worth saying (limit_notes).
 
     Raises:
         InputError / UnknownNameError: with what to fix.
@@ -117,6 +127,7 @@ def validate(experiment: Experiment) -> None:
         if task not in selected:
             raise UnknownNameError("task in 'items' (not among the experiment's tasks)", task, selected)
     _check_item_counts(experiment)
+    return limit_notes(experiment)
 
 
 def _check_item_counts(experiment: Experiment) -> None:
@@ -135,6 +146,27 @@ def _check_item_counts(experiment: Experiment) -> None:
                              f"lower it to {found} (a generator's repeats are not new items)")
 
 
+def limit_notes(experiment: Experiment) -> list[str]:
+    """One line per task that has fewer items than a whole-number `limit` asks for (lm-eval silently runs fewer)."""
+    from captrack.errors import CaptrackError
+    from captrack.lmeval import task_manager
+
+    if not isinstance(experiment.limit, int) or isinstance(experiment.limit, bool):
+        return []
+    manager = task_manager(metadata=experiment.metadata or None,
+                           include_defaults=not all(t.startswith("captrack") for t in experiment.tasks))
+    notes = []
+    for task in manager.match_tasks(list(experiment.tasks)):
+        try:
+            found = len(manager.load([task])["tasks"][task].eval_docs)
+        except (CaptrackError, KeyError):
+            continue  # a task without data here is refused, with its fix, when it is evaluated
+        if found < experiment.limit:
+            more = " (a probe task generates more with metadata: {n: N})" if task.startswith("captrack_probe_") else ""
+            notes.append(f"limit {experiment.limit}: {task} has {found} items, so it runs all {found}{more}")
+    return notes
+
+
 def plan(experiment: Experiment, console: Console) -> list[Stage]:
     """The ordered stages of an experiment (nothing runs here)."""
     from captrack.models import resolve_model
@@ -143,20 +175,29 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
     stages: list[Stage] = []
     base = experiment.base
     base_spec = str(base.model_args.get("pretrained", ""))
-    base_path = {"path": base_spec}
+    resolved: dict[str, str] = {}  # `pretrained` as written -> local folder (aliases, GGUF files)
     if experiment.data_sources is not None:
         stages.append(data_stage(experiment))
+
+    def resolver(spec: str) -> Callable[[], Any]:
+        return lambda: resolved.update({spec: str(resolve_model(spec))})
+
     if not base.source:
         stages.append(Stage(f"resolve base model {base_spec}", experiment.workdir / "markers" / "base-model.json",
-                            {"pretrained": base_spec}, lambda: base_path.update(path=str(resolve_model(base_spec))),
-                            rerun_when_reused=True))
+                            {"pretrained": base_spec}, resolver(base_spec), rerun_when_reused=True))
+    others = {str(c.model_args.get("pretrained", "")) for c in experiment.checkpoints
+              if c is not base and not c.train and not c.source and c.model == "hf"}
+    for spec in sorted(s for s in others - {base_spec} if _needs_resolving(s)):  # every checkpoint named by an alias
+        slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in spec)
+        stages.append(Stage(f"resolve model {spec}", experiment.workdir / "markers" / f"model-{slug}.json",
+                            {"pretrained": spec}, resolver(spec), rerun_when_reused=True))
     for variant in experiment.variants:
         if variant.train:
-            stages.append(_train_stage(experiment, variant, base_path))
+            stages.append(_train_stage(experiment, variant, lambda: resolved.get(base_spec, base_spec)))
     for checkpoint in experiment.checkpoints:
         for seed in experiment.seeds:
             stages.append(import_stage(experiment, checkpoint, seed) if checkpoint.source
-                          else _eval_stage(experiment, checkpoint, seed, base_path))
+                          else _eval_stage(experiment, checkpoint, seed, resolved))
     runs = experiment.workdir / "runs"
     store = experiment.workdir / "store.duckdb"
     stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
@@ -164,9 +205,9 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
                         lambda: _ingest(experiment), produced=lambda: store.is_file()))
     stages.append(Stage(f"compare and write leaderboard {experiment.leaderboard}",
                         experiment.workdir / "markers" / "leaderboard.json",
-                        lambda: {"store": _fingerprint_file(store), "board": _board_yaml(experiment),
+                        lambda: {"store": _fingerprint_file(store), "board": board_yaml(experiment),
                                  "index": (experiment.leaderboard / "index.html").is_file()},
-                        lambda: _leaderboard(experiment)))
+                        lambda: write_board(experiment)))
     return stages
 
 
@@ -178,13 +219,14 @@ def _training_code() -> str:
     return config_hash([path.read_text() for path in sorted(folder.glob("*.py"))])
 
 
-def _train_stage(experiment: Experiment, variant: Checkpoint, base_path: dict[str, str]) -> Stage:
+def _train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable[[], str]) -> Stage:
+    """Post-train `variant` from the base's local folder (`base_dir`, read when the training starts)."""
     out = experiment.workdir / "models" / variant.name
 
     def action() -> Any:
         from captrack.training.recipes import run_recipe
 
-        return run_recipe(variant.train, Path(base_path["path"]), out)
+        return run_recipe(variant.train, Path(base_dir()), out)
 
     return Stage(_train_title(variant), experiment.workdir / "markers" / f"train-{variant.name}.json",
                  {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()}, action,
@@ -201,14 +243,13 @@ def _train_title(variant: Checkpoint) -> str:
     return f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)"
 
 
-def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, base_path: dict[str, str]) -> Stage:
+def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str]) -> Stage:
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     out = experiment.workdir / "runs" / checkpoint.name / f"seed{seed}"
 
     def model_args() -> dict[str, Any]:
-        path = base_path["path"] if checkpoint is experiment.base else str(_model_path(checkpoint, experiment))
-        return {"dtype": "float32", **checkpoint.model_args, "pretrained": path}
+        return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(_model_path(checkpoint, experiment, resolved))}
 
     def action() -> Any:
         args = model_args()
@@ -267,41 +308,6 @@ def _ingest(experiment: Experiment) -> None:
     publish_store(tmp, store_path, runs_in, rows_in)
 
 
-def _board_yaml(experiment: Experiment) -> dict[str, Any]:
-    store = Path(experiment.workdir / "store.duckdb")
-    try:
-        store_ref = str(store.relative_to(experiment.leaderboard, walk_up=True))  # type: ignore[call-arg]
-    except (TypeError, ValueError):
-        import os
-
-        store_ref = os.path.relpath(store, experiment.leaderboard)
-    comparisons = [{"base": base.name, "variants": [
-        {"name": v.name, "algorithm": v.algorithm, "family": v.family, "size": v.size, "data": v.data}
-        for v in experiment.variants if experiment.base_of(v) == base.name]} for base in experiment.bases]
-    imported = any(c.source for c in experiment.checkpoints)
-    how = "generations made elsewhere, scored by `captrack import`" if imported else "real evaluation (lm-eval)"
-    board: dict[str, Any] = {
-        "title": experiment.title or experiment.name, "description": experiment.description,
-        "source_note": experiment.source_note or f"captrack run {experiment.source.name}: {how} of every checkpoint",
-        "store": store_ref, "comparisons": [c for c in comparisons if c["variants"]], "bootstrap": 1000}
-    from captrack.analysis.verdicts import DEFAULT_MARGIN
-
-    board |= {"margin": experiment.margin} if experiment.margin != DEFAULT_MARGIN else {}
-    return board | ({"by": list(experiment.by)} if experiment.by else {}) | ({"target": experiment.target} if experiment.target else {})
-
-
-def _leaderboard(experiment: Experiment) -> None:
-    import yaml
-
-    from captrack.report.leaderboard import build_leaderboard
-
-    experiment.leaderboard.mkdir(parents=True, exist_ok=True)
-    text = "# Written by `captrack run " + experiment.source.name + "`; edit the experiment, not this file.\n"
-    text += yaml.safe_dump(_board_yaml(experiment), sort_keys=False, allow_unicode=True)
-    write_atomic(experiment.leaderboard / "leaderboard.yaml", text)
-    build_leaderboard(experiment.leaderboard)
-
-
 def run_experiment(experiment: Experiment, dry_run: bool = False, console: Console | None = None,
                    wait: bool = False) -> dict[str, float]:
     """Run (or, with `dry_run`, print) every stage; returns wall seconds per stage run.
@@ -314,8 +320,9 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
     Raises:
         WorkFolderBusyError: another `captrack run` holds the work folder (and not `wait`).
     """
-    console = console or Console()
-    validate(experiment)
+    console = console or Console(soft_wrap=True)
+    for note in validate(experiment) or []:
+        console.print(f"[yellow]note:[/] {console_text(note)}", highlight=False)
     if dry_run:
         return _run_stages(experiment, dry_run, console)
     from captrack.pipeline.lock import work_folder_lock

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from captrack.pipeline.experiment import Experiment
     from captrack.pipeline.runner import Stage
 
-__all__ = ["PARENT_ENV", "die_with_parent", "run_side_by_side", "worker_count"]
+__all__ = ["PARENT_ENV", "die_with_parent", "run_side_by_side", "show_stage_warnings", "stage_warnings", "worker_count"]
 
 PARENT_ENV = "CAPTRACK_PARENT_PID"
 """The PID of the `captrack run` that started a worker: the worker ends when that process is gone."""
@@ -105,13 +105,47 @@ PROGRESS_EVERY_S = 20.0
 """How often the parent shows each running worker's latest progress line (its log's last line)."""
 
 
+_PROGRESS = re.compile(r"\b\d+/\d+\b|\d+%\|")
+_WARNING = re.compile(r"\bWARNING\b|\bwarn(?:ing)?s?\.warn|\w+Warning:")
+
+
 def _latest_line(log: Path) -> str:
-    """The last non-empty line or progress-bar refresh written to `log` (tqdm redraws with carriage returns)."""
+    """The stage's latest progress line in `log` (a training step, a requests bar; tqdm redraws with carriage
+    returns), never a warning; "starting" until the stage printed one."""
     with log.open("rb") as handle:
-        handle.seek(max(0, log.stat().st_size - 4096))
+        handle.seek(max(0, log.stat().st_size - 16384))
         tail = handle.read().decode("utf-8", errors="replace")
     parts = [p.strip() for p in re.split(r"[\r\n]+", tail) if p.strip()]
-    return parts[-1][:160] if parts else ""
+    progress = [p for p in parts if _PROGRESS.search(p) and not _WARNING.search(p)]
+    return progress[-1][:160] if progress else "starting"
+
+
+def stage_warnings(logs: list[Path]) -> list[str]:
+    """The distinct warning lines of worker logs, in first-seen order, timestamps and source locations dropped."""
+    seen: dict[str, None] = {}
+    for log in logs:
+        for line in log.read_text(errors="replace").splitlines():
+            if _WARNING.search(line):
+                text = re.sub(r"^\S+ WARNING\s+\[[^\]]*\]\s*", "", line.strip())
+                seen.setdefault(text[:300], None)
+    return list(seen)
+
+
+def show_stage_warnings(logs: list[Path], console: Console) -> None:
+    """Each distinct warning of these worker logs not shown before in this process, once."""
+    from rich.markup import escape
+
+    from captrack.lmeval.quiet import mark_shown, shown_warnings
+
+    shown = shown_warnings()
+    found = [w for w in stage_warnings(logs) if w not in shown]
+    mark_shown(found)
+    if found:
+        folder = logs[0].parent
+        console.print(f"[yellow]{len(found)} warning(s) from these stages, each shown once per run (full logs in "
+                      f"{escape(str(folder))}):[/]")
+        for warning in found[:20]:
+            console.print(f"[dim]  {escape(warning)}[/]", highlight=False)
 
 
 def _show_progress(running: list[_Running], console: Console) -> None:
@@ -174,6 +208,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
             job.process.kill()
             job.process.wait()
             job.handle.close()
+    show_stage_warnings([logs / f"{_slug(s.title)}.log" for s in stages if (logs / f"{_slug(s.title)}.log").is_file()], console)
 
 
 def _main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
-from captrack.metrics.scored import scored_text
+from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
 from captrack.report.html import esc, page
 from captrack.results.samples import ItemText, read_item_texts, unavailable_reason
 from captrack.results.store import SamplesFile, Store
@@ -45,11 +45,14 @@ def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
         description = get_metric(metric).description
     except UnknownNameError:
         description = "a metric captrack does not declare"
+    if metric in ("acc", "acc_norm"):  # their declared wording is about option likelihoods, which a generated answer has none of
+        description = ("the answer the task's scorer read from the generated response (an option letter, "
+                       "a number or a short answer; shown as \u201cscored\u201d per item) equals the gold one")
     return f"rule-based, no model in the loop: {description}"
 
 
 def scored_answer_text(item: ItemText, task: str, metric: str, output_type: str) -> str:
-    """The answer the metric's own scorer read from the item's response (captrack.report.scored)."""
+    """The answer the metric's own scorer read from the item's response (captrack.metrics.scored)."""
     return scored_text(task, metric, item.doc, item.response, output_type)
 
 
@@ -157,6 +160,25 @@ def _pre(value: str) -> str:
     return f'<td><pre class="text">{esc(value)}</pre></td>'
 
 
+def _question(prompt: str) -> str:
+    """The question first; the template's preamble and few-shot examples folded under it."""
+    from captrack.report.prompt_fold import fold_prompt
+
+    folded = fold_prompt(prompt)
+    rest = (f'<details class="preamble"><summary>rest of the prompt ({len(folded.folded):,} characters: template, '
+            f'examples)</summary><pre class="text">{esc(folded.folded)}</pre></details>') if folded.folded else ""
+    return f'<td class="question"><pre class="text">{esc(folded.question)}</pre>{rest}</td>'
+
+
+def _answer(scored: str, response: str) -> str:
+    """One model's side: the answer the metric's scorer read (or that it judged the whole response) above the response."""
+    if scored == WHOLE_RESPONSE:
+        read = '<div class="extracted">scored: the whole response</div>'
+    else:
+        read = f'<div class="extracted">scored: <b>{esc(scored)}</b></div>'
+    return f'<td class="response">{read}<pre class="text">{esc(response)}</pre></td>'
+
+
 def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files: tuple[Files, Files],
                unavailable: set[str]) -> list[DrillRow]:
     if items.empty:
@@ -171,10 +193,11 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files:
         change = f"{r.change} ({r.kind})" if r.kind else str(r.change)
         gold = (b.gold or NO_GOLD) if b else missing
         cells = "".join([
-            f'<td>{esc(variant)}</td><td>{esc(change)}</td><td class="num">{int(r.doc_id)}</td><td>{esc(metric)}</td>',
-            _pre(b.prompt if b else missing), _pre(gold),
-            _pre(scored_answer_text(b, task, metric, kind) if b else ""), _pre(b.response if b else missing),
-            _pre(scored_answer_text(v, task, metric, kind) if v else ""), _pre(v.response if v else missing),
+            f'<td class="num key">{int(r.doc_id)}</td><td class="key key2">{esc(variant)}</td><td class="change">{esc(change)}</td>',
+            _question(b.prompt) if b else _pre(missing), f'<td class="gold"><pre class="text">{esc(gold)}</pre></td>',
+            _answer(scored_answer_text(b, task, metric, kind), b.response) if b else _pre(missing),
+            _answer(scored_answer_text(v, task, metric, kind), v.response) if v else _pre(missing),
+            f'<td>{esc(metric)}</td>',
         ])
         out.append(DrillRow(variant, str(r.change), gold, cells))
     return out
@@ -188,15 +211,23 @@ def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list
                '<option value="gained">gained (0→1)</option></select></label>'
                '<label>search <input type="search" data-filter="text" placeholder="text in prompt or responses"></label></div>')
     body_rows = [f'<tr data-item="1" data-variant="{esc(r.variant)}" data-change="{esc(r.change)}">{r.cells}</tr>' for r in rows]
-    columns = ("variant", "change", "doc", "metric", "prompt", "gold", "base answer (scored)", "base response",
-               "variant answer (scored)", "variant response")
-    head = "".join(f"<th>{h}</th>" for h in columns)
-    tbl = (f'<div class="scroll"><table id="items" class="sortable"><thead><tr>{head}</tr></thead><tbody>\n'
+    columns = (("doc", "key"), ("variant", "key key2"), ("change", "change"), ("question (rest of the prompt folded)", "question"),
+               ("gold", "gold"), ("base: answer scored, response", "response"), ("variant: answer scored, response", "response"),
+               ("metric", ""))
+    head = "".join(f'<th class="{cls}">{esc(h)}</th>' for h, cls in columns)
+    tbl = (f'<div class="scroll"><table id="items" class="sortable drill"><thead><tr>{head}</tr></thead><tbody>\n'
            + "\n".join(body_rows) + "\n</tbody></table></div>")
     how = "".join(f"<li><b>{esc(r.metric)}</b>: {esc(r.scored_by)}</li>" for r in scoring.itertuples())
     scored = f'<h2 id="scoring">How each metric was scored</h2><ul id="scoring-list">{how}</ul>' if how else ""
     note = (f'<p class="muted">Showing <span id="shown">{len(rows)}</span> of {total} flipped items (at most {DRILL_LIMIT} '
-            "per variant and metric). The scored answer is what the metric's own scorer read from the response "
-            "and compared with the gold (the chosen option for option-likelihood tasks).</p>")
+            "per variant and metric). Each row shows the question first (the chat template's text and any examples before "
+            "it are folded under it); \u201cscored\u201d is the answer the metric's own scorer read from the response and compared "
+            "with the gold (the chosen option for option-likelihood tasks; the whole response for metrics that judge all "
+            "of it). Scroll the table sideways: the doc and variant columns stay in place.</p>")
+    if any(f"({kind})" in r.cells for r in rows for kind in ("collapse", "drift", "shift")):
+        note += ('<p class="muted" id="kinds">How a forgotten multiple-choice item was lost, in brackets: <b>collapse</b> '
+                 "(the variant gives the base's answer almost no probability), <b>drift</b> (the answer kept its "
+                 "probability and lost a near tie; the mixture paper's sense, not the relative drift % of the "
+                 "leaderboard), <b>shift</b> (otherwise).</p>")
     nav = '<nav><a href="../index.html">&larr; leaderboard</a></nav>'
-    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav)
+    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav, wide=True)

@@ -30,6 +30,22 @@ td.v-equivalent { color: #2e6b3a; } td.v-inconclusive { color: var(--muted); fon
 pre.text { white-space: pre-wrap; word-break: break-word; margin: 0; max-height: 18rem; overflow: auto;
            font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; background: #fafbfc; padding: 4px; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+body.wide { max-width: 1400px; }
+.scroll th:first-child, .scroll td:first-child { position: sticky; left: 0; z-index: 1; background: var(--bg);
+                                               box-shadow: inset -1px 0 0 var(--line); }
+.scroll th:first-child { z-index: 3; background: var(--head); }
+table.drill { width: auto; min-width: 100%; }
+table.drill .key { width: 4.5rem; min-width: 4.5rem; max-width: 4.5rem; }
+table.drill .key2 { position: sticky; left: 4.5rem; z-index: 1; background: var(--bg); width: 9rem; min-width: 9rem;
+                    max-width: 9rem; overflow-wrap: anywhere; box-shadow: inset -1px 0 0 var(--line); }
+table.drill th.key2 { z-index: 3; background: var(--head); }
+table.drill .change { min-width: 7.5rem; }
+table.drill .question { width: 30rem; min-width: 26rem; }
+table.drill .gold { min-width: 9rem; max-width: 18rem; }
+table.drill .response { width: 26rem; min-width: 22rem; }
+table.drill pre.text { max-height: 14rem; }
+details.preamble summary { cursor: pointer; color: var(--muted); font-size: .8rem; margin-top: 4px; }
+.extracted { font-size: .85rem; margin-bottom: 3px; }
 .filters { display: flex; flex-wrap: wrap; gap: 8px; margin: .8rem 0; }
 .filters select, .filters input { font: inherit; padding: 4px 6px; }
 nav a { margin-right: 12px; }
@@ -87,11 +103,12 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str, s
     return f'<div class="scroll"><table id="{esc(table_id)}"{cls}><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table></div>'
 
 
-def page(title: str, body: str, nav: str = "") -> str:
-    """A complete page with the shared CSS and JS inlined."""
+def page(title: str, body: str, nav: str = "", wide: bool = False) -> str:
+    """A complete page with the shared CSS and JS inlined (`wide`: up to 1,400 px instead of 1,200)."""
+    body_tag = '<body class="wide">' if wide else "<body>"
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body>\n{nav}\n{body}\n"
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>\n{body_tag}\n{nav}\n{body}\n"
         f"<script>{JS}</script>\n</body></html>\n"
     )

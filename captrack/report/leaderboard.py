@@ -111,7 +111,10 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
         raise InputError(f"{path}: 'by' needs per-item results (a store); scores and references are aggregates")
     for source in (spec.store, spec.scores):
         if source is not None and not source.exists():
-            raise InputError(f"{path}: source {source} does not exist (run the experiment first)")
+            experiment = path.parent / "experiment.yaml"
+            fix = (f"`captrack run {experiment}` builds it and this board (`make boards` rebuilds every committed board)"
+                   if experiment.is_file() else "ingest the runs into it first (`captrack ingest RUN_DIR --store STORE`)")
+            raise InputError(f"{path}: source {source} does not exist; {fix}")
     return spec
 
 

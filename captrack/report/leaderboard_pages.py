@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,7 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
+from captrack.report.board_tables import algorithm_summary, checkpoint_rows
 from captrack.report.escape import md_text
 from captrack.report.figures import VERDICT_MARKS
 from captrack.report.findings import findings, target_sentences, verdict_sentences
@@ -86,48 +87,6 @@ def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]
     return matrix, colors, marks, verdicts
 
 
-def _algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.DataFrame:
-    """Per algorithm and capability: mean drift over variants, a CI (none for aggregate scores), and mean F / BT."""
-    out = []
-    rows = caps[(caps["level"] == "capability") & caps["mean_rel_drift_pct"].notna()]
-    for (algorithm, key), frame in rows.groupby(["algorithm", "key"], sort=True):
-        values = frame["mean_rel_drift_pct"].to_numpy(dtype=float)
-        mean = float(values.mean())
-        if aggregate_only:
-            low, high = math.nan, math.nan
-        elif len(values) >= 2:
-            half = 1.96 * float(values.std(ddof=1)) / math.sqrt(len(values))
-            low, high = mean - half, mean + half
-        else:
-            low, high = float(frame["ci_low"].iloc[0]), float(frame["ci_high"].iloc[0])
-        oriented = frame["oriented_drift_pct"] if "oriented_drift_pct" in frame else frame["mean_rel_drift_pct"]
-        out.append({"algorithm": algorithm or "(none)", "key": key, "n_variants": len(values),
-                    "mean_rel_drift_pct": mean, "ci_low": low, "ci_high": high,
-                    "forgetting": frame["forgetting"].mean(), "backward_transfer": frame["backward_transfer"].mean(),
-                    "oriented_drift_pct": oriented.mean()})
-    order = {c.key: i for i, c in enumerate(load_taxonomy().capabilities)}
-    frame = pd.DataFrame(out, columns=["algorithm", "key", "n_variants", "mean_rel_drift_pct", "ci_low", "ci_high",
-                                       "forgetting", "backward_transfer", "oriented_drift_pct"])
-    return frame.sort_values(["key", "algorithm"], key=lambda s: s.map(order) if s.name == "key" else s).reset_index(drop=True)
-
-
-def _checkpoints(tables: dict[str, pd.DataFrame], variants: list[str]) -> pd.DataFrame:
-    caps, trans = tables["capabilities"], tables["transitions"].drop_duplicates(["variant", "task", "metric"])
-    out = []
-    for name in variants:
-        lab = tables["labels"].set_index("variant").loc[name]
-        groups = caps[(caps["variant"] == name) & (caps["level"] == "group")].set_index("key")["mean_rel_drift_pct"]
-        t = trans[trans["variant"] == name]
-        algorithm = caps.loc[caps["variant"] == name, "algorithm"].iloc[0]
-        out.append({"variant": name, "base": lab["base"], "family": lab["family"], "size": lab["size"],
-                    "algorithm": algorithm, "data": lab["data"],
-                    **{g: groups.get(g, math.nan) for g in ("CAN", "WILL", "HOW")},
-                    "forgetting_adj": t["forgetting_adj"].astype(float).mean() if len(t) else math.nan,
-                    "backward_transfer_adj": t["backward_transfer_adj"].astype(float).mean() if len(t) else math.nan,
-                    "significant_tasks": int((t["q_value"].astype(float) < 0.05).sum()), "tasks": len(t)})
-    return pd.DataFrame(out)
-
-
 @dataclass(frozen=True)
 class Board:
     """Everything the index page and README of a leaderboard show."""
@@ -188,8 +147,8 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     variants = [v.name for c, _ in comparisons for v in c.variants]
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
     matrix, oriented, marks, verdicts = _heatmap_data(tables["capabilities"], variants, spec.capabilities)
-    summary = _algorithm_summary(tables["capabilities"], aggregate_only)
-    checkpoints = _checkpoints(tables, variants)
+    summary = algorithm_summary(tables["capabilities"], aggregate_only)
+    checkpoints = checkpoint_rows(tables, variants)
     written = figures.heatmap_figure(matrix, marks, folder / "figures", with_cis=not aggregate_only, colors=oriented,
                                      verdicts=verdicts)
     if not summary.empty:
@@ -256,7 +215,20 @@ def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, di
 
 
 def _ci_cells(low: float, high: float) -> str:
+    from captrack.report.markdown import ZERO_WIDTH, zero_width
+
+    if zero_width(low, high):  # never "+0.0%  +0.0%", which reads as certainty
+        said = f'title="{esc(ZERO_WIDTH)}"'
+        return (f'<td class="num muted" data-sort="{low:.6g}" {said}>&mdash;</td>'
+                f'<td class="num muted" data-sort="{high:.6g}" {said}>no item changed</td>')
     return _num(low) + _num(high)
+
+
+def _ci_text(low: float, high: float, fmt: Any) -> str:
+    """A CI in Markdown: "[low, high]", or what a width of 0 means."""
+    from captrack.report.markdown import ZERO_WIDTH, zero_width
+
+    return f"({ZERO_WIDTH})" if zero_width(low, high) else f"[{fmt(low)}, {fmt(high)}]"
 
 
 def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
@@ -383,7 +355,7 @@ def _readme(board: Board) -> str:
                   "|---|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
                   f"{'n/a' if math.isnan(r.n) else int(r.n)} | {fmt(r.rel_drift_pct)} | "
-                  f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} | "
+                  f"{_ci_text(r.ci_low, r.ci_high, fmt)}{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} | "
                   f"{r.verdict if isinstance(r.verdict, str) else ''} |"
                   for r in board.per_task.itertuples()]
     lines += ["", "## Checkpoints", "", "| variant | family | size | algorithm | CAN | WILL | HOW | F_adj | BT_adj |", "|---|---|---|---|---|---|---|---|---|"]
@@ -392,7 +364,7 @@ def _readme(board: Board) -> str:
     if not board.summary.empty:
         lines += ["", "## By algorithm (mean over variants)", "", "| algorithm | capability | variants | drift | 95% CI |", "|---|---|---|---|---|"]
         lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
-                  + ("n/a" if board.aggregate_only else f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]") + " |"
+                  + ("n/a" if board.aggregate_only else _ci_text(r.ci_low, r.ci_high, fmt)) + " |"
                   for r in board.summary.itertuples()]
     lines += ["", *board.md_sections] if board.md_sections else []
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]

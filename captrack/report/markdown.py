@@ -14,7 +14,7 @@ from captrack.report.escape import md_code, md_text
 from captrack.report.findings import ranking_sentence
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["AGGREGATE_ONLY", "md_text", "render_report"]
+__all__ = ["AGGREGATE_ONLY", "ZERO_WIDTH", "md_text", "render_report", "zero_width"]
 
 AGGREGATE_ONLY = ("Aggregate scores only: there is no per-item data, so no confidence intervals, no item "
                   "transitions (F/BT), no minimum detectable effects and no ranking of algorithms can be computed. "
@@ -39,9 +39,20 @@ def _share(value: Any) -> str:
     return f"{100 * value:.1f}%"
 
 
+ZERO_WIDTH = "no change in any item: a CI of width 0 is no certainty"
+"""Shown instead of "[+0.0, +0.0]": where no paired item changed, every bootstrap resample gives the same value."""
+
+
+def zero_width(low: Any, high: Any) -> bool:
+    """Whether a CI has no width (every resample gave one value, e.g. no item flipped)."""
+    return not any(isinstance(x, float) and math.isnan(x) for x in (low, high)) and low == high
+
+
 def _ci(low: Any, high: Any) -> str:
     if any(isinstance(x, float) and math.isnan(x) for x in (low, high)):
         return ""
+    if zero_width(low, high):
+        return f"({ZERO_WIDTH})"
     mark = " *" if low > 0 or high < 0 else ""
     return f"[{low:+.1f}, {high:+.1f}]{mark}"
 
@@ -94,7 +105,10 @@ def _distribution_section(comparison: Comparison) -> list[str]:
              "From per-option probabilities: a forgotten item is a *collapse* when the variant gives the "
              "base's answer almost no mass (< 0.4/k), *drift* when a near tie (≤ 0.5 nats) flipped, "
              "*shift* otherwise; *eroding* items kept their outcome but lost > 0.2 gold probability. "
-             "BC is the Bhattacharyya overlap of base and variant option distributions (1 = identical).", ""]
+             "BC is the Bhattacharyya overlap of base and variant option distributions (1 = identical); *mass retained* "
+             "is the mean probability the variant still gives the base's answer (1 = kept whole). Here *drift* is the "
+             "mixture paper's sense (an answer that kept its mass and lost a near tie), not the relative drift (%) of "
+             "the tables above.", ""]
     rows = [[md_text(r.variant), md_text(r.task), str(int(r.n_forgotten)), str(int(r.n_collapse)), str(int(r.n_drift)),
              str(int(r.n_shift)), str(int(r.n_eroding)), f"{r.mean_bc:.3f}", f"{r.mean_mass_retained:.3f}"]
             for r in dist.itertuples()]

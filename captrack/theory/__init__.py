@@ -7,12 +7,49 @@ records the old weight, the old mean's drift and the Bhattacharyya coefficient o
 checks the paper's claims numerically; `run_theory` writes the tables, figures and verdicts.
 """
 
-from captrack.theory.claims import BC_SLOPE, Claim, DriftFit, evaluate_claims, fit_drift_slope
-from captrack.theory.experiments import Grid, Results, run_grid
-from captrack.theory.lab import claims_markdown, run_theory
-from captrack.theory.mixture import Mixture, bhattacharyya
-from captrack.theory.replay import EstimatorCheck, replay_estimator_check
-from captrack.theory.simulate import Run, Setup, Training, old_mass, simulate
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not load the heavy modules
+    from captrack.theory.claims import BC_SLOPE, Claim, DriftFit, evaluate_claims, fit_drift_slope
+    from captrack.theory.experiments import Grid, Results, run_grid
+    from captrack.theory.lab import claims_markdown, run_theory
+    from captrack.theory.mixture import Mixture, bhattacharyya
+    from captrack.theory.replay import EstimatorCheck, replay_estimator_check
+    from captrack.theory.simulate import Run, Setup, Training, old_mass, simulate
+
+_EXPORTS = {
+    'BC_SLOPE': 'captrack.theory.claims',
+    'Claim': 'captrack.theory.claims',
+    'DriftFit': 'captrack.theory.claims',
+    'evaluate_claims': 'captrack.theory.claims',
+    'fit_drift_slope': 'captrack.theory.claims',
+    'Grid': 'captrack.theory.experiments',
+    'Results': 'captrack.theory.experiments',
+    'run_grid': 'captrack.theory.experiments',
+    'claims_markdown': 'captrack.theory.lab',
+    'run_theory': 'captrack.theory.lab',
+    'Mixture': 'captrack.theory.mixture',
+    'bhattacharyya': 'captrack.theory.mixture',
+    'EstimatorCheck': 'captrack.theory.replay',
+    'replay_estimator_check': 'captrack.theory.replay',
+    'Run': 'captrack.theory.simulate',
+    'Setup': 'captrack.theory.simulate',
+    'Training': 'captrack.theory.simulate',
+    'old_mass': 'captrack.theory.simulate',
+    'simulate': 'captrack.theory.simulate',
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "BC_SLOPE",

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.errors import InputError
+from captrack.files import share_like_umask
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -199,6 +201,12 @@ def progress_callback(label: str) -> Any:
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.bar.update(self.task, completed=state.global_step)
+            if not self.bar.console.is_terminal:  # a worker's log file: rich draws no bar there, so one line per step
+                task = self.bar.tasks[0]
+                elapsed, eta = task.elapsed or 0.0, task.time_remaining
+                fields = [f"{label} step {state.global_step}/{state.max_steps}", task.fields.get("last", ""),
+                          f"{elapsed:.0f} s elapsed", f"ETA {eta:.0f} s" if eta is not None else ""]
+                print(", ".join(f for f in fields if f), file=sys.stderr, flush=True)
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
             shown = [f"{key} {float(logs[key]):.4g}" for key in ("loss", "reward") if logs and key in logs]
@@ -248,7 +256,7 @@ def _load_record(out_dir: Path) -> dict[str, Any] | None:
 
 def _replace_dir(tmp: Path, target: Path) -> None:
     """Move `tmp` to `target`, atomically swapping out any previous directory there."""
-    os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
+    share_like_umask(tmp)  # mkdtemp makes it 0700
     if not target.exists():
         os.rename(tmp, target)
         return

@@ -28,11 +28,27 @@ class Rescored:
     mismatches: list[str] = field(default_factory=list)
 
 
-def page_rows(page: str) -> list[list[str]]:
-    """The cells of each item row of a drill-down page, as text."""
-    rows = re.findall(r'<tr data-item="1"[^>]*>(.*?)</tr>', page, re.S)
-    return [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
-            for r in rows]
+def _text(cell: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+
+
+def _scored(cell: str) -> str:
+    """The answer a side's cell says was scored (WHOLE_RESPONSE where the metric reads all of it)."""
+    found = re.search(r'<div class="extracted">scored: (.*?)</div>', cell, re.S)
+    assert found, f"no scored answer in {cell[:200]!r}"
+    bold = re.fullmatch(r"<b>(.*)</b>", found.group(1), re.S)
+    return html.unescape(bold.group(1)) if bold else WHOLE_RESPONSE
+
+
+def page_rows(page: str) -> list[dict[str, str]]:
+    """Each item row of a drill-down page: doc, variant, change, gold, metric and the answer scored on each side."""
+    rows = []
+    for row in re.findall(r'<tr data-item="1"[^>]*>(.*?)</tr>', page, re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        rows.append({"doc": _text(cells[0]), "variant": _text(cells[1]), "change": _text(cells[2]).split(" ")[0],
+                     "gold": _text(cells[4]), "base": _scored(cells[5]), "other": _scored(cells[6]),
+                     "metric": _text(cells[7])})
+    return rows
 
 
 def _docs(store: Path, task: str, ids: list[int]) -> tuple[dict[int, dict], str]:
@@ -52,13 +68,13 @@ def rescore_pages(board: Path, store: Path) -> Rescored:
     for page in sorted((board / "tasks").glob("*.html")):
         task = page.stem
         rows = page_rows(page.read_text(encoding="utf-8"))
-        docs, kind = _docs(store, task, sorted({int(r[2]) for r in rows}))
-        for cells in rows:
-            variant, change, doc_id, metric, gold = cells[0], cells[1].split(" ")[0], int(cells[2]), cells[3], cells[5]
+        docs, kind = _docs(store, task, sorted({int(r["doc"]) for r in rows}))
+        for row in rows:
+            variant, change, doc_id, metric, gold = row["variant"], row["change"], int(row["doc"]), row["metric"], row["gold"]
             lower = get_metric(metric).direction == "lower"
             good, bad = (0.0, 1.0) if lower else (1.0, 0.0)
             expected = (good, bad) if change == "forgotten" else (bad, good)
-            for side, shown, value in (("base", cells[6], expected[0]), (variant, cells[8], expected[1])):
+            for side, shown, value in (("base", row["base"], expected[0]), (variant, row["other"], expected[1])):
                 label = f"{task} doc {doc_id} {metric} {side}: shown {shown!r}"
                 if shown == WHOLE_RESPONSE:
                     out.whole += 1

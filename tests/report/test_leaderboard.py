@@ -145,3 +145,94 @@ def test_pages_in_a_real_browser(tmp_path: Path, browser) -> None:  # type: igno
     browser.set_window_size(390, 844)  # phone width
     browser.save_screenshot(str(_shots() / "leaderboard-task-phone.png"))
     assert browser.execute_script("return window.__pwned === undefined")
+
+
+SYSTEM = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+
+
+def _chat_board(tmp_path: Path) -> Path:
+    """A board whose drill-down holds chat-template prompts, long responses and short golds, as real runs do."""
+    questions = {i: (f"{SYSTEM}<|im_start|>user\nQuestion {i}: a train leaves at 9:{10 + i} and travels 120 km at "
+                     f"60 km/h; when does it arrive? Give the time.<|im_end|>\n<|im_start|>assistant\n") for i in range(6)}
+    long = {i: "Let us think step by step. " * 25 + f"The answer is 11:{10 + i}." for i in range(6)}
+    gold = {i: f"11:{10 + i}" for i in range(6)}
+    runs = tmp_path / "runs"
+    task = "captrack_probe_c2_word_problems"
+    for name, values in (("base", [1, 1, 1, 0, 1, 0]), ("sft-with-a-long-variant-name", [0, 0, 1, 1, 0, 0])):
+        write_run(runs / name, name, [FakeTask(task, {"exact_match": values}, output_type="generate_until",
+                                               doc_text=questions, responses=long, targets=gold)])
+    store = tmp_path / "store.duckdb"
+    for name in ("base", "sft-with-a-long-variant-name"):
+        assert main(["ingest", str(runs / name), "--store", str(store), "--name", name]) == 0
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "leaderboard.yaml").write_text(
+        f"title: chat\nstore: {store}\nbootstrap: 100\ncomparisons:\n  - base: base\n    variants:\n"
+        "      - {name: sft-with-a-long-variant-name, algorithm: SFT}\n")
+    build_leaderboard(board)
+    return board
+
+
+_BOX = "const r = arguments[0].getBoundingClientRect(); return [r.left, r.right, r.width, r.height];"
+
+
+def test_drill_down_is_readable_in_a_real_browser(tmp_path: Path, browser) -> None:  # type: ignore[no-untyped-def]
+    """Measured in Chromium at 1,400 px: question first, columns sized to their content, the table scrolls inside
+    its box with the doc and variant columns pinned, and the page itself never scrolls sideways."""
+    from selenium.webdriver.common.by import By
+
+    board = _chat_board(tmp_path)
+    browser.set_window_size(1400, 1000)
+    browser.get((board / "tasks" / "captrack_probe_c2_word_problems.html").as_uri())
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= 1400
+    header = {th.text.split(" ")[0].rstrip(":"): th for th in browser.find_elements(By.CSS_SELECTOR, "#items th")}
+    widths = {name: browser.execute_script(_BOX, th)[2] for name, th in header.items()}
+    assert widths["question"] >= 400 and widths["gold"] >= 130 and widths["base"] >= 340 and widths["variant"] >= 130, widths
+    row = browser.find_elements(By.CSS_SELECTOR, "tr[data-item]")[0]
+    assert browser.execute_script(_BOX, row)[3] <= 300  # a row is a few lines, not one letter per line
+    question = row.find_element(By.CSS_SELECTOR, "td.question pre")
+    assert question.text.startswith("Question ") and "SmolLM" not in question.text  # the question, not the template
+    folded = row.find_element(By.CSS_SELECTOR, "details.preamble")
+    assert folded.get_attribute("open") is None and "SmolLM" in folded.get_attribute("textContent")
+    browser.save_screenshot(str(_shots() / "drilldown-1400.png"))
+
+    box = browser.find_element(By.CSS_SELECTOR, ".scroll:has(#items)")
+    assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", box)  # scrolls inside
+    browser.execute_script("arguments[0].scrollLeft = arguments[0].scrollWidth", box)
+    left = browser.execute_script(_BOX, box)[0]
+    doc_cell, variant_cell = row.find_elements(By.TAG_NAME, "td")[:2]
+    assert abs(browser.execute_script(_BOX, doc_cell)[0] - left) <= 2  # pinned while scrolled to the far right
+    assert abs(browser.execute_script(_BOX, variant_cell)[0] - browser.execute_script(_BOX, doc_cell)[1]) <= 2
+    browser.save_screenshot(str(_shots() / "drilldown-1400-scrolled.png"))
+
+    browser.get((board / "index.html").as_uri())
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= 1400
+    for box in browser.find_elements(By.CSS_SELECTOR, ".scroll"):  # every table fits, or scrolls with its key column pinned
+        fits = browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", box)
+        first = box.find_element(By.CSS_SELECTOR, "tbody td")
+        assert fits or browser.execute_script("return getComputedStyle(arguments[0]).position", first) == "sticky"
+    browser.save_screenshot(str(_shots() / "leaderboard-index-1400.png"))
+
+
+def test_a_ci_of_width_zero_is_never_shown_as_certainty(tmp_path: Path) -> None:
+    """No item flipped: every bootstrap resample gives +0.0, and the pages say so instead of "[+0.0, +0.0]"."""
+    runs = tmp_path / "runs"
+    same = [1, 0, 1, 1, 0, 1]
+    write_run(runs / "base", "base", [FakeTask(FACTS, {"acc": same})])
+    write_run(runs / "sft", "sft", [FakeTask(FACTS, {"acc": same})], date_id="2026-01-02T00-00-00.000000")
+    store = tmp_path / "store.duckdb"
+    for name in ("base", "sft"):
+        assert main(["ingest", str(runs / name), "--store", str(store), "--name", name]) == 0
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "leaderboard.yaml").write_text(f"title: t\nstore: {store}\nbootstrap: 100\ncomparisons:\n"
+                                            "  - base: base\n    variants:\n      - {name: sft, algorithm: SFT}\n")
+    build_leaderboard(board)
+    readme, index = (board / "README.md").read_text(), (board / "index.html").read_text()
+    assert "[+0.0, +0.0]" not in readme and "a CI of width 0 is no certainty" in readme
+    assert "no item changed" in index
+    out = tmp_path / "out"
+    assert main(["compare", "--base", str(runs / "base"), "--variant", f"sft={runs / 'sft'}", "--out", str(out),
+                 "--bootstrap", "100"]) == 0
+    report = (out / "report.md").read_text()
+    assert "[+0.0, +0.0]" not in report and "a CI of width 0 is no certainty" in report

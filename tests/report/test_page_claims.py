@@ -93,8 +93,19 @@ def _item_board(tmp_path: Path) -> Path:
 
 
 def _rows(page: str) -> list[list[str]]:
+    """Cells of each item row: doc, variant, change, question, gold, base side, variant side, metric."""
     rows = re.findall(r'<tr data-item="1"[^>]*>(.*?)</tr>', page, re.S)
     return [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)] for r in rows]
+
+
+def _read(page: str) -> dict[str, tuple[str, ...]]:
+    """doc id -> the answers the scorer read from the base's and the variant's response (shown above each)."""
+    rows = re.findall(r'<tr data-item="1"[^>]*>(.*?)</tr>', page, re.S)
+    out = {}
+    for row in rows:
+        doc = re.search(r'<td class="num key">(\d+)</td>', row).group(1)  # type: ignore[union-attr]
+        out[doc] = tuple(html.unescape(a) for a in re.findall(r'<div class="extracted">scored: <b>(.*?)</b></div>', row))
+    return out
 
 
 def test_every_flipped_item_shows_its_gold_and_how_it_was_scored(tmp_path: Path) -> None:
@@ -106,9 +117,9 @@ def test_every_flipped_item_shows_its_gold_and_how_it_was_scored(tmp_path: Path)
         rows = _rows(page)
         assert len(rows) == 2, task  # items 0 (1→0) and 2 (0→1) flipped
         for cells in rows:
-            assert cells[5], f"{task}: empty gold on doc {cells[2]}"
-        golds[task] = {cells[5] for cells in rows}
-        extracted[task] = {cells[2]: (cells[6], cells[8]) for cells in rows}
+            assert cells[4], f"{task}: empty gold on doc {cells[0]}"
+        golds[task] = {cells[4] for cells in rows}
+        extracted[task] = _read(page)
         scoring[task] = re.search(r'<ul id="scoring-list">(.*?)</ul>', page, re.S).group(1)  # type: ignore[union-attr]
     assert golds[FACTS] == {"C. lose"}  # an option index shown as letter and text
     assert golds[SKILLS] == {"10", "12"}  # the generated item's answer, though lm-eval logged an empty target
