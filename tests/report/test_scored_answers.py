@@ -59,7 +59,7 @@ def test_every_shown_answer_scores_as_the_page_says(tmp_path: Path) -> None:
     assert found.checked >= 8 and found.mismatches == []
     page = (board / "tasks" / f"{TASK}.html").read_text()
     gold = int(float(docs[0]["answer"]))
-    assert "<td>sft</td><td>gained</td><td class=\"num\">0</td>" in page  # the issue's item flipped
+    assert '<td class="num key">0</td><td class="key key2">sft</td><td class="change">gained</td>' in page  # the issue item
     assert f"-{gold}</pre>" not in page  # the old second extraction read the last number, negated
 
 
