@@ -5,7 +5,9 @@ causal LM in-process); ``judge_runs`` writes verdict files that ingest and compa
 ``calibrate`` measures agreement with the team's labelled examples.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from captrack.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not load the heavy modules
     from captrack.judges.base import (
@@ -45,16 +47,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first access (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 __all__ = [
     "Budget",

@@ -1,6 +1,8 @@
 """The official CapTrack dataset as lm-eval tasks: config declarations, hub/mirror loading, offline builders."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from captrack.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not load the heavy modules
     from captrack.official.configs import CONFIGS, OfficialConfig, get_config, task_name
@@ -17,15 +19,6 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first access (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 __all__ = ["CONFIGS", "DATA_DIR_ENV", "HUB_DATASET", "OfficialConfig", "get_config", "load_config", "task_name"]

@@ -7,7 +7,9 @@ records the old weight, the old mean's drift and the Bhattacharyya coefficient o
 checks the paper's claims numerically; `run_theory` writes the tables, figures and verdicts.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from captrack.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not load the heavy modules
     from captrack.theory.claims import BC_SLOPE, Claim, DriftFit, evaluate_claims, fit_drift_slope
@@ -40,16 +42,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first access (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 __all__ = [
     "BC_SLOPE",
