@@ -76,7 +76,7 @@ def test_a_second_captrack_run_on_one_folder_is_refused(tmp_path: Path, capsys: 
 _CHILD = """
 import pickle, sys, time
 from captrack.pipeline import runner
-from captrack.pipeline.workers import _main  # what `python -m captrack.pipeline.workers` runs
+from captrack.pipeline.workers_main import _main  # what `python -m captrack.pipeline.workers_main` runs
 started = lambda: (open(sys.argv[1], "w").close(), time.sleep(60))
 runner.plan = lambda experiment, console: [runner.Stage("s", None, {}, started)]
 open(sys.argv[2], "wb").write(pickle.dumps(None))

@@ -22,7 +22,7 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 
 if TYPE_CHECKING:
-    from captrack.analysis.compare import VariantSpec
+    from captrack.analysis.types import VariantSpec
     from captrack.results.pairing import PairedItems
     from captrack.results.store import Store
 

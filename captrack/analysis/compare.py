@@ -24,6 +24,7 @@ from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.analysis.types import VariantSpec
 from captrack.analysis.verdict_tables import (
     Clusters,
     capability_verdicts,
@@ -60,14 +61,6 @@ REPLICATE_COLUMNS = [
     "variant", "replicate", "task", "metric", "n", "base_value", "variant_value", "rel_drift_pct",
     "forgetting", "backward_transfer",
 ]
-
-
-@dataclass(frozen=True)
-class VariantSpec:
-    """A variant to compare: its model name in the store and its post-training algorithm label."""
-
-    name: str
-    algorithm: str = ""
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,6 +85,8 @@ class Judge(ABC):
 
 Factory = Callable[[str, JudgeOptions], Judge]
 _BACKENDS: dict[str, Factory] = {}
+# The modules that register the built-in backends, imported by name on first use (they import this module).
+BUILTIN_BACKENDS = ("captrack.judges.hf", "captrack.judges.openai_compat")
 
 
 def judge_backend(kind: str) -> Callable[[Factory], Factory]:
@@ -102,7 +105,8 @@ def make_judge(spec: str, options: JudgeOptions = JudgeOptions()) -> Judge:
     Raises:
         InputError: a spec without ``KIND:``; UnknownNameError: an unknown kind (close matches listed).
     """
-    from captrack.judges import hf, openai_compat  # noqa: F401  (register the built-in backends)
+    for module in BUILTIN_BACKENDS:  # each registers itself with judge_backend; imported by name, no circle
+        importlib.import_module(module)
 
     kind, sep, name = spec.partition(":")
     if not sep or not name:

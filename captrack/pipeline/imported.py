@@ -19,7 +19,7 @@ from typing import Any
 from captrack.errors import InputError, UnknownNameError
 from captrack.official.mirror import DATA_DIR_ENV, config_path
 from captrack.pipeline.experiment import Checkpoint, Experiment
-from captrack.pipeline.runner import Stage
+from captrack.pipeline.stage import Stage
 
 __all__ = ["data_root", "data_stage", "import_stage", "validate_imports"]
 

@@ -8,7 +8,7 @@ than one two-threaded process; and on a shared machine a single-threaded worker 
 barrier for a thread the scheduler has parked. Each worker writes its output to
 ``<workdir>/logs/<stage>.log``; the parent records a stage's marker only when its worker succeeded.
 
-    python -m captrack.pipeline.workers EXPERIMENT.pickle "evaluate base (seed 0)"   # one stage (internal)
+    python -m captrack.pipeline.workers_main EXPERIMENT.pickle "evaluate base (seed 0)"   # one stage (internal)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from rich.markup import escape
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from captrack.pipeline.experiment import Experiment
-    from captrack.pipeline.runner import Stage
+    from captrack.pipeline.stage import Stage
 
 __all__ = ["PARENT_ENV", "die_with_parent", "run_side_by_side", "show_stage_warnings", "stage_warnings", "worker_count"]
 
@@ -186,7 +186,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
                     continue
                 log = logs / f"{_slug(stage.title)}.log"
                 handle = log.open("wb")
-                process = subprocess.Popen([sys.executable, "-m", "captrack.pipeline.workers", str(frozen), stage.title],
+                process = subprocess.Popen([sys.executable, "-m", "captrack.pipeline.workers_main", str(frozen), stage.title],
                                            stdout=handle, stderr=subprocess.STDOUT, env=env)
                 running.append(_Running(stage, process, log, handle, time.perf_counter()))
                 console.print(f"started {stage.title} (log: {log.name})", markup=False)
@@ -209,33 +209,3 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
             job.process.wait()
             job.handle.close()
     show_stage_warnings([logs / f"{_slug(s.title)}.log" for s in stages if (logs / f"{_slug(s.title)}.log").is_file()], console)
-
-
-def _main(argv: list[str]) -> int:
-    """Run one stage of a pickled experiment in this process (the resolve stage first, when it has one)."""
-    parent = os.environ.get(PARENT_ENV, "")
-    die_with_parent(int(parent) if parent.isdigit() else None)
-    from rich.console import Console
-
-    from captrack.pipeline.cpu import prepare_openmp
-    from captrack.pipeline.runner import plan
-
-    prepare_openmp()
-    import torch
-
-    torch.set_num_threads(max(1, int(os.environ.get("CAPTRACK_THREADS", "1"))))
-    experiment: Any = pickle.loads(Path(argv[0]).read_bytes())
-    stages = plan(experiment, Console(stderr=True))
-    for stage in stages:
-        if stage.rerun_when_reused:  # e.g. the base model's local path, which later stages read
-            stage.action()
-    matching = [s for s in stages if s.title == argv[1]]
-    if not matching:
-        print(f"no stage {argv[1]!r} in this experiment", file=sys.stderr)
-        return 2
-    matching[0].action()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))

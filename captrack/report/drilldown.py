@@ -20,7 +20,7 @@ from captrack.results.samples import ItemText, read_item_texts, unavailable_reas
 from captrack.results.store import SamplesFile, Store
 
 if TYPE_CHECKING:
-    from captrack.report.leaderboard import LeaderboardSpec, VariantLabels
+    from captrack.report.board_spec import LeaderboardSpec, VariantLabels
 
 __all__ = ["DRILL_LIMIT", "DrillRow", "scored_answer_text", "scoring_method", "scoring_table", "task_pages"]
 

@@ -20,52 +20,19 @@ A leaderboard is defined by ``DIR/leaderboard.yaml``::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from captrack.analysis.compare import Comparison
 from captrack.errors import InputError
 from captrack.paths import expand_path
+from captrack.report.board_spec import LeaderboardSpec, VariantLabels
 from captrack.schemas import LeaderboardFile, parse_config
 
 __all__ = ["LeaderboardSpec", "VariantLabels", "build_leaderboard", "load_spec"]
 
 LABELS = ("family", "size", "algorithm", "data")
-
-
-@dataclass(frozen=True)
-class VariantLabels:
-    """One variant of a leaderboard and the labels it is grouped by."""
-
-    name: str
-    base: str
-    family: str = ""
-    size: str = ""
-    algorithm: str = ""
-    data: str = ""
-
-
-@dataclass(frozen=True)
-class LeaderboardSpec:
-    """A parsed leaderboard.yaml."""
-
-    folder: Path
-    title: str
-    description: str
-    source_note: str
-    variants: tuple[VariantLabels, ...]
-    store: Path | None = None
-    scores: Path | None = None
-    reference: dict[str, Any] = field(default_factory=dict)
-    capabilities: tuple[str, ...] = ()
-    bootstrap: int = 1000
-    seed: int = 0
-    by: tuple[str, ...] = ()
-    target: str = ""
-    margin: float = 5.0  # the verdicts' equivalence margin (captrack.analysis.verdicts)
 
 
 def load_spec(folder: str | Path) -> LeaderboardSpec:

@@ -24,7 +24,7 @@ from captrack.report.writer import write_contract_tables
 from captrack.taxonomy import load_taxonomy
 
 if TYPE_CHECKING:
-    from captrack.report.leaderboard import LeaderboardSpec, VariantLabels
+    from captrack.report.board_spec import LeaderboardSpec, VariantLabels
 
 __all__ = ["AGGREGATE_NOTE", "write_pages"]
 

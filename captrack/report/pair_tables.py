@@ -19,7 +19,7 @@ from captrack.report.escape import md_row, md_text
 from captrack.report.html import esc, table
 
 if TYPE_CHECKING:
-    from captrack.report.leaderboard import VariantLabels
+    from captrack.report.board_spec import VariantLabels
 
 __all__ = ["PAIR_COLUMNS", "by_field_html", "by_field_markdown", "pair_table", "pairs_html", "pairs_markdown"]
 
