@@ -95,13 +95,15 @@ def _save(tracker: Any, results: dict[str, Any], output_path: Path) -> Path:
     """Write results_*.json and one samples_<task>_*.jsonl per task, as lm-eval's CLI does; return the results file."""
     from lm_eval.utils import handle_non_serializable
 
+    from captrack.results.runfiles import results_files_of_date
+
     samples = results.pop("samples")
     json.dumps(results, default=handle_non_serializable)  # fail here, not half-way through saving
     _short_run_folder(tracker)
     tracker.save_results_aggregated(results=results, samples=samples)
     for task_name in results["configs"]:
         tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
-    written = sorted(Path(output_path).rglob(f"results_{tracker.date_id}.json"))
+    written = results_files_of_date(Path(output_path), tracker.date_id)
     if not written:
         raise InputError(f"lm-eval wrote no results file under {output_path}")
     return written[-1]

@@ -20,6 +20,7 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.official.mirror import DATA_DIR_ENV, config_path
 from captrack.pipeline.experiment import Checkpoint, Experiment
 from captrack.pipeline.stage import Stage
+from captrack.results.runfiles import results_files
 
 __all__ = ["data_root", "data_stage", "import_stage", "validate_imports"]
 
@@ -133,4 +134,4 @@ def import_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int) -> S
 
     return Stage(f"import {checkpoint.name} ({spec['format']}: {Path(spec['path']).name})",
                  experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json", inputs, action,
-                 produced=lambda: any(out.rglob("results_*.json")))
+                 produced=lambda: any(results_files(out)))

@@ -23,6 +23,7 @@ from captrack.pipeline.cpu import apply_thread_plan, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 from captrack.pipeline.stage import Stage
 from captrack.report.escape import console_text
+from captrack.results.runfiles import results_files
 
 __all__ = ["Stage", "limit_notes", "plan", "run_experiment", "validate"]
 
@@ -155,7 +156,7 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
     runs = experiment.workdir / "runs"
     store = experiment.workdir / "store.duckdb"
     stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
-                        lambda: {"results": sorted(str(p.relative_to(runs)) for p in runs.rglob("results_*.json"))},
+                        lambda: {"results": sorted(str(p.relative_to(runs)) for p in results_files(runs))},
                         lambda: _ingest(experiment), produced=lambda: store.is_file()))
     stages.append(Stage(f"compare and write leaderboard {experiment.leaderboard}",
                         experiment.workdir / "markers" / "leaderboard.json",
@@ -223,7 +224,7 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resol
                 "weights": _fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {})
 
     return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json",
-                 inputs, action, produced=lambda: any(out.rglob("results_*.json")), side_by_side=checkpoint.model == "hf",
+                 inputs, action, produced=lambda: any(results_files(out)), side_by_side=checkpoint.model == "hf",
                  needs=(_train_title(checkpoint),) if checkpoint.train else ())
 
 
@@ -232,11 +233,9 @@ def _ingest(experiment: Experiment) -> None:
 
     A failure (a full disk included) leaves the earlier store as it was.
     """
-    import duckdb
-
     from captrack.results.publish import discard_store, publish_store
     from captrack.results.runfiles import discover_runs
-    from captrack.results.store import Labels, Store
+    from captrack.results.store import Labels, Store, StoreError
 
     store_path = experiment.workdir / "store.duckdb"
     tmp = store_path.with_suffix(".tmp.duckdb")
@@ -251,7 +250,7 @@ def _ingest(experiment: Experiment) -> None:
                                                      family=checkpoint.family, replicate=seed))
                     runs_in += len(done)
                     rows_in += sum(r.rows for r in done)
-    except (duckdb.Error, OSError) as exc:
+    except (StoreError, OSError) as exc:
         discard_store(tmp)
         kept = f"the earlier store {store_path} is kept" if store_path.exists() else "no store was written"
         raise InputError(f"could not write the store {tmp}: {' '.join(str(exc).split())}; {kept}; "

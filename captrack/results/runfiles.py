@@ -5,15 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["Run", "TaskInfo", "discover_runs", "file_sha256", "file_state", "first_bad_line", "judged_path", "samples_path",
-           "stored_path"]
+__all__ = ["Run", "TaskInfo", "discover_runs", "file_sha256", "file_state", "first_bad_line", "judged_path", "results_files",
+           "results_files_of_date", "samples_path", "stored_path"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,16 @@ class TaskInfo:
 def judged_path(samples: Path) -> Path:
     """Where `captrack judge` writes the verdicts for a samples file: ``judged_<task>_<date>.jsonl`` beside it."""
     return samples.with_name("judged_" + samples.name.removeprefix("samples_"))
+
+
+def results_files(folder: Path) -> Iterator[Path]:
+    """lm-eval's results files (``results_*.json``) anywhere under `folder`, in no particular order."""
+    return folder.rglob("results_*.json")
+
+
+def results_files_of_date(folder: Path, date_id: str) -> list[Path]:
+    """The results files lm-eval wrote under `folder` for one run (``results_<date_id>.json``), sorted."""
+    return sorted(folder.rglob(f"results_{date_id}.json"))
 
 
 def samples_path(results_path: Path, task: str) -> Path:

@@ -25,7 +25,10 @@ from captrack.results.runfiles import (
 )
 from captrack.results.sqlvalues import proportions_of, quote_literal, value_sql
 
-__all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store"]
+__all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store", "StoreError"]
+
+StoreError = duckdb.Error
+"""What the database raises (a full disk included), for callers that must not name duckdb."""
 
 SAMPLE_COLUMNS = (
     "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
