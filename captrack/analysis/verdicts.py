@@ -96,21 +96,21 @@ def _cluster_sums(values: NDArray[np.float64], clusters: Sequence[object] | None
     return np.asarray(np.bincount(inverse, weights=values), dtype=np.float64)
 
 
-def _variance_terms(d: NDArray[np.float64], bounded: bool, clusters: Sequence[object] | None) -> tuple[float, float, float]:
-    """(Δ, variance of Δ, effective n) for one member: adjusted Wald, cluster-robust with clusters."""
+def _variance_terms(d: NDArray[np.float64], bounded: bool, clusters: Sequence[object] | None) -> tuple[float, float]:
+    """(Δ, variance of Δ) for one member: adjusted Wald, cluster-robust with clusters."""
     n = d.size
     if bounded:  # Agresti–Min pseudo-items: +100 and −100 half-weighted each, 0 once (weights add to 2)
         total = n + 2.0
         delta = float(d.sum()) / total
         if clusters is None:
             second = (float((d * d).sum()) + 100.0**2) / total
-            return delta, max(second - delta * delta, 0.0) / total, total
+            return delta, max(second - delta * delta, 0.0) / total
         resid = _cluster_sums(d - delta, clusters)
         pseudo = 0.5 * (100.0 - delta) ** 2 + 0.5 * (100.0 + delta) ** 2 + delta**2
-        return delta, (float((resid**2).sum()) + pseudo) / total**2, total
+        return delta, (float((resid**2).sum()) + pseudo) / total**2
     delta = float(d.mean())
     resid = _cluster_sums(d - delta, clusters)
-    return delta, float((resid**2).sum()) / n**2, float(n)
+    return delta, float((resid**2).sum()) / n**2
 
 
 def paired_change(base: NDArray[np.float64], variant: NDArray[np.float64], kind: str, direction: str,
@@ -131,7 +131,7 @@ def paired_change(base: NDArray[np.float64], variant: NDArray[np.float64], kind:
     if np.isnan(d).any():
         nan = (math.nan, math.nan)
         return Change(math.nan, nan, nan, "", math.nan)
-    delta, var, _ = _variance_terms(d, kind != "count", clusters)
+    delta, var = _variance_terms(d, kind != "count", clusters)
     return _change(delta, var, margin, direction != "neutral")
 
 
@@ -165,7 +165,7 @@ def combine_changes(members: Sequence[tuple[str, NDArray[np.float64], NDArray[np
         d = item_changes(base, variant, kind, direction)
         if np.isnan(d).any():
             continue
-        delta, var, _ = _variance_terms(d, kind != "count", (clusters or {}).get(task))
+        delta, var = _variance_terms(d, kind != "count", (clusters or {}).get(task))
         deltas.append(delta)
         total_var += var
         by_task.setdefault(task, []).append(d - d.mean())

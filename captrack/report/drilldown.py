@@ -22,7 +22,7 @@ from captrack.results.store import SamplesFile, Store
 if TYPE_CHECKING:
     from captrack.report.board_spec import LeaderboardSpec, VariantLabels
 
-__all__ = ["DRILL_LIMIT", "DrillRow", "scored_answer_text", "scoring_method", "scoring_table", "task_pages"]
+__all__ = ["DRILL_LIMIT", "DrillRow", "scoring_method", "scoring_table", "task_pages"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -49,11 +49,6 @@ def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
         description = ("the answer the task's scorer read from the generated response (an option letter, "
                        "a number or a short answer; shown as \u201cscored\u201d per item) equals the gold one")
     return f"rule-based, no model in the loop: {description}"
-
-
-def scored_answer_text(item: ItemText, task: str, metric: str, output_type: str) -> str:
-    """The answer the metric's own scorer read from the item's response (captrack.metrics.scored)."""
-    return scored_text(task, metric, item.doc, item.response, output_type)
 
 
 def _judges(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[tuple[str, str], str]:
@@ -195,8 +190,8 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files:
         cells = "".join([
             f'<td class="num key">{int(r.doc_id)}</td><td class="key key2">{esc(variant)}</td><td class="change">{esc(change)}</td>',
             _question(b.prompt) if b else _pre(missing), f'<td class="gold"><pre class="text">{esc(gold)}</pre></td>',
-            _answer(scored_answer_text(b, task, metric, kind), b.response) if b else _pre(missing),
-            _answer(scored_answer_text(v, task, metric, kind), v.response) if v else _pre(missing),
+            _answer(scored_text(task, metric, b.doc, b.response, kind), b.response) if b else _pre(missing),
+            _answer(scored_text(task, metric, v.doc, v.response, kind), v.response) if v else _pre(missing),
             f'<td>{esc(metric)}</td>',
         ])
         out.append(DrillRow(variant, str(r.change), gold, cells))
