@@ -228,10 +228,10 @@ def _ingest_with_progress(console: Any, store: Any, batches: list[tuple[list[Any
 
 
 def _compare_with_progress(console: Any, store: Any, base: str, variants: list[Any], options: Any, taxonomy: Any) -> Any:
-    """compare_store with a progress bar over variants and paired rows."""
+    """captrack.compare with a progress bar over variants and paired rows."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from captrack.analysis.compare import compare_store
+    from captrack.compare.use_case import compare
 
     columns = (TextColumn(f"comparing with {base!r}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("variants, {task.fields[rows]:,} paired rows"), TimeElapsedColumn())
@@ -243,7 +243,7 @@ def _compare_with_progress(console: Any, store: Any, base: str, variants: list[A
             done["rows"] += rows
             bar.update(task, advance=1, rows=done["rows"])
 
-        return compare_store(store, base, variants, options, taxonomy, progress=advance)
+        return compare(store, base, variants, options, taxonomy, progress=advance)
 
 
 def _split_variant(text: str, with_dir: bool) -> tuple[str, str, str]:
@@ -335,7 +335,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from captrack.report.leaderboard import build_leaderboard
+    from captrack.compare.board import build_leaderboard
 
     start = time.perf_counter()
     with Console(stderr=True).status(f"building {args.folder}"):

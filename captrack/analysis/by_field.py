@@ -22,9 +22,7 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 
 if TYPE_CHECKING:
-    from captrack.analysis.types import VariantSpec
-    from captrack.results.pairing import PairedItems
-    from captrack.results.store import Store
+    from captrack.analysis.types import PairInput, VariantSpec
 
 __all__ = ["GROUP_STAT_COLUMNS", "by_field_file", "by_field_tables", "group_table"]
 
@@ -114,20 +112,19 @@ def group_table(items: pd.DataFrame, variant: VariantSpec, groups: pd.Series | N
     return table
 
 
-def by_field_tables(store: Store, pairs: Sequence[PairedItems], variants: Sequence[VariantSpec], fields: Sequence[str],
-                    n_resamples: int, seed: int, level: float, warnings: list[str]) -> dict[str, pd.DataFrame]:
-    """For each field, the group table of every variant (one frame; q-values across all its rows).
+def by_field_tables(pairs: Sequence[PairInput], fields: Sequence[str], n_resamples: int, seed: int, level: float,
+                    warnings: list[str]) -> dict[str, pd.DataFrame]:
+    """For each field, the group table of every variant (one frame; q-values across all its rows); each
+    pair holds the field's values (read by captrack.compare).
 
     Raises:
         InputError: no paired item of any task has the field (the message lists where it was looked for).
     """
-    from captrack.results.samples import paired_doc_field
-
     out: dict[str, pd.DataFrame] = {}
     for field in fields:
         frames = []
-        for paired, variant in zip(pairs, variants, strict=True):
-            values = paired_doc_field(store, paired, field)
+        for pair in pairs:
+            paired, variant, values = pair.paired, pair.spec, pair.fields[field]
             missing = sorted(set(paired.items.loc[values.isna(), "task"]))
             if missing:
                 warnings.append(f"{variant.name}: items without doc field {field!r} left out of {by_field_file(field)} "

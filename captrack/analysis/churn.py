@@ -2,8 +2,8 @@
 
 Answer churn counts the items whose scored answer changed while the score did not (a wrong answer
 replaced by a different wrong one, a right one by another right spelling): the model moved, the metric
-did not see it. The answer is the one the metric's own scorer read (captrack.metrics.scored), read from
-the samples files for generated answers; for an option-likelihood task it is the option scored highest,
+did not see it. The answer is the one the metric's own scorer read (captrack.metrics.scored), from the
+unchanged items' texts compare read from the samples files for generated answers; for an option-likelihood task it is the option scored highest,
 taken from the per-choice diagnostics compare already computes (vectorised; the first replicate, NaN
 when those diagnostics are off). Metrics that read the whole response (instructions, style) have no
 answer: their churn is NaN.
@@ -25,9 +25,10 @@ __all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreement"]
 CHURN_COLUMNS = ["answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds"]
 
 if TYPE_CHECKING:
+    from captrack.analysis.types import ItemTexts
     from captrack.results.pairing import PairedItems
-    from captrack.results.samples import ItemText
-    from captrack.results.store import Store
+
+ChurnTexts = dict[tuple[str, str, str], "tuple[ItemTexts, ItemTexts, str] | None"]
 
 
 def seed_agreement(paired: PairedItems, task: str, metric: str, lower: bool) -> tuple[int, int, int]:
@@ -43,40 +44,37 @@ def seed_agreement(paired: PairedItems, task: str, metric: str, lower: bool) -> 
     return replicates, int(per_item["lost"].sum()), int(per_item["won"].sum())
 
 
-def answer_churn(store: Store, paired: PairedItems, warnings: list[str]) -> dict[tuple[str, str], float]:
+def answer_churn(paired: PairedItems, texts: ChurnTexts, warnings: list[str]) -> dict[tuple[str, str], float]:
     """(task, metric) -> items whose scored answer changed while their score did not (summed over seeds).
 
-    NaN for metrics that read no answer, and for tasks whose samples files cannot be read (one warning).
+    ``texts`` holds, per (task, base run, variant run) of a generated-answer task, both sides' texts of
+    the unchanged items (captrack.compare reads them); None where the samples files cannot be read: NaN
+    for its metrics (one warning). Option-likelihood tasks are absent: choice_churn counts them.
     """
-    from captrack.results.samples import read_item_texts, unavailable_reason
-
-    files = (store.samples_files(paired.base), store.samples_files(paired.variant))
     out: dict[tuple[str, str], float] = {}
     unreadable: set[str] = set()
     same = paired.items[paired.items["base"] == paired.items["variant"]]
     for (task, base_run, variant_run), frame in paired.items.groupby(["task", "base_run", "variant_run"], sort=True):
-        sides = (files[0].get((str(base_run), str(task))), files[1].get((str(variant_run), str(task))))
-        if sides[0] is not None and sides[0].output_type == "multiple_choice":
+        key = (str(task), str(base_run), str(variant_run))
+        if key not in texts:
             continue  # option-likelihood tasks: choice_churn, from the per-choice diagnostics
-        if any(f is None or unavailable_reason(f) is not None for f in sides):
+        found = texts[key]
+        if found is None:
             unreadable.add(str(task))
             for metric in frame["metric"].unique():
                 out[(str(task), str(metric))] = math.nan
             continue
         unchanged = same.loc[same.index.intersection(frame.index)]
-        ids = sorted({int(i) for i in unchanged["doc_id"]})
-        texts = [read_item_texts(f, ids) for f in sides]  # type: ignore[arg-type]
-        kind = sides[0].output_type  # type: ignore[union-attr]
         for metric in frame["metric"].unique():
-            key = (str(task), str(metric))
-            out[key] = out.get(key, 0.0) + _count(str(task), str(metric), unchanged, texts, kind)
+            out_key = (str(task), str(metric))
+            out[out_key] = out.get(out_key, 0.0) + _count(str(task), str(metric), unchanged, found[:2], found[2])
     if unreadable:
         warnings.append(f"{paired.variant}: answer churn not computed for {', '.join(sorted(unreadable))} "
                         "(samples files unavailable; re-ingest the runs)")
     return out
 
 
-def _count(task: str, metric: str, unchanged: pd.DataFrame, texts: list[dict[int, ItemText]], kind: str) -> float:
+def _count(task: str, metric: str, unchanged: pd.DataFrame, texts: tuple[ItemTexts, ItemTexts], kind: str) -> float:
     """Unchanged-score items of one (task, metric, replicate) whose scored answer changed; NaN for no answer."""
     from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
 

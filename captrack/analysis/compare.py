@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift
-from captrack.analysis.by_field import by_field_tables
+from captrack.analysis.by_field import by_field_tables, group_table
 from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.drift import (
@@ -24,7 +24,7 @@ from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
-from captrack.analysis.types import VariantSpec
+from captrack.analysis.types import CompareInput, PairInput, VariantSpec
 from captrack.analysis.verdict_tables import (
     Clusters,
     capability_verdicts,
@@ -34,18 +34,18 @@ from captrack.analysis.verdict_tables import (
 from captrack.analysis.verdicts import DEFAULT_MARGIN, DRIFT_VERDICT_COLUMNS
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
-from captrack.results.pairing import PairedItems, pair_runs
-from captrack.results.settings import setting_warnings
-from captrack.results.store import Store
+from captrack.results.pairing import PairedItems
+from captrack.results.samples import ItemText
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
     "DRIFT_COLUMNS",
+    "PAIR_DELTA_COLUMNS",
     "TRANSITION_COLUMNS",
     "CompareOptions",
     "Comparison",
     "VariantSpec",
-    "compare_store",
+    "analyse",
 ]
 
 TRANSITION_COLUMNS = [
@@ -57,6 +57,7 @@ DRIFT_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "direction", "base_value",
     "variant_value", "rel_drift_pct", "oriented_drift_pct", "ci_low", "ci_high", *DRIFT_VERDICT_COLUMNS,
 ]
+PAIR_DELTA_COLUMNS = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
 REPLICATE_COLUMNS = [
     "variant", "replicate", "task", "metric", "n", "base_value", "variant_value", "rel_drift_pct",
     "forgetting", "backward_transfer",
@@ -76,6 +77,8 @@ class CompareOptions:
     margin: float = DEFAULT_MARGIN  # equivalence margin of the verdicts (points; % of base for count metrics)
     cluster: str | None = None  # doc field whose values are clusters of non-independent items (reads samples files)
     churn: bool = True  # answer churn per task (reads samples files)
+    pair_deltas: bool = False  # each tracked (task, metric)'s change with its bootstrap CI (leaderboards' pairs.csv)
+    drill_limit: int = 0  # read the texts of up to this many flipped items per (variant, task, metric) (drill-down pages)
 
 
 @dataclass
@@ -103,19 +106,19 @@ class Comparison:
     by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
     setting_differences: list[str] = field(default_factory=list)  # also in warnings; `compare --strict` refuses them
     margin: float = DEFAULT_MARGIN  # the equivalence margin the verdicts used
+    output_types: dict[str, str] = field(default_factory=dict)  # task -> lm-eval output type (the base's samples files)
+    pair_deltas: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PAIR_DELTA_COLUMNS))
+    item_texts: dict[tuple[str, str], dict[int, ItemText]] = field(default_factory=dict)  # (run id, task) -> doc_id -> texts
+    texts_unavailable: list[str] = field(default_factory=list)  # why some item texts could not be read
 
 
-def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions = CompareOptions(),
-                  taxonomy: Taxonomy | None = None, progress: Callable[[str, int], None] | None = None) -> Comparison:
-    """Compare each variant against `base`, both read from `store`.
+def analyse(data: CompareInput, options: CompareOptions = CompareOptions(), taxonomy: Taxonomy | None = None,
+            progress: Callable[[str, int], None] | None = None) -> Comparison:
+    """Compare each variant of `data` (read by captrack.compare) against its base: no store, no files.
 
-    ``progress(variant, paired rows)`` is called after each variant is paired and analysed.
-
-    Raises:
-        MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
-        UnknownNameError: a model name not in the store.
+    ``progress(variant, paired rows)`` is called after each variant is analysed.
     """
-    taxonomy, replicates, pairs = taxonomy or load_taxonomy(), [], []
+    taxonomy, replicates = taxonomy or load_taxonomy(), []
     warnings: list[str] = []
     differences: list[str] = []
     transitions: list[dict[str, Any]] = []
@@ -123,16 +126,16 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     items: Items = {}
     clusters: Clusters = {}
     counts: dict[str, Any] = {}
-    for variant in variants:
-        paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
-        pairs.append(paired)
-        differs = setting_warnings(store, base, variant.name)
-        differences, warnings = [*differences, *differs], [*warnings, *paired.warnings, *differs]
+    variants = [pair.spec for pair in data.pairs]
+    for pair in data.pairs:
+        paired, variant = pair.paired, pair.spec
+        differences, warnings = [*differences, *pair.setting_differences], [*warnings, *pair.warnings]
         per_rep, variant_items = _per_replicate(paired), _item_means(paired)
         items |= variant_items
-        clusters |= item_clusters(store, paired, options.cluster, warnings) if options.cluster else {}
+        if options.cluster:
+            clusters |= item_clusters(paired, pair.fields[options.cluster], options.cluster, warnings)
         t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
-        _add_flip_decomposition(t_rows, store, paired, options.churn, warnings)
+        _add_flip_decomposition(t_rows, pair, options.churn, warnings)
         transitions, drift = [*transitions, *t_rows], [*drift, *d_rows]
         replicates.append(per_rep.assign(variant=variant.name))
         counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
@@ -148,26 +151,41 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     capabilities = capability_verdicts(aggregate_capabilities(with_rates, taxonomy, boot=boot), drift_df, items,
                                        taxonomy, options.margin, clusters or None)
     rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
-    dist_items, dist, calib = _distribution(store, pairs, variants, options, warnings)
+    dist_items, dist, calib = _distribution(data.pairs, options)
     transitions_df = _with_choice_churn(transitions_df, dist_items)
     warnings += _untracked(drift_df)
-    return Comparison(
-        base=base, variants=list(variants), transitions=transitions_df[TRANSITION_COLUMNS], drift=drift_df,
+    comparison = Comparison(
+        base=data.base, variants=variants, transitions=transitions_df[TRANSITION_COLUMNS], drift=drift_df,
         capabilities=capabilities, replicates=rep_df, warnings=warnings, setting_differences=differences,
         margin=options.margin, counts=counts, replicate_spread=_replicate_spread(rep_df, taxonomy),
         distribution_items=dist_items, distribution=dist, calibration=calib,
-        judged=store.judged_summary([base, *(v.name for v in variants)]),
-        paired={p.variant: p for p in pairs},
+        judged=data.judged, output_types=data.output_types,
+        paired={p.spec.name: p.paired for p in data.pairs},
         power=power,
-        contrasts=_contrasts(with_rates, boot, taxonomy, options, base, variants, items, transitions_df, dist_items),
-        by_field=by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level, warnings),
+        contrasts=_contrasts(with_rates, boot, taxonomy, options, data.base, variants, items, transitions_df, dist_items),
     )
+    comparison.by_field = by_field_tables(data.pairs, options.by, options.bootstrap, options.seed, options.level, warnings)
+    if options.pair_deltas:
+        comparison.pair_deltas = _pair_deltas(comparison, options)
+    return comparison
 
 
-def _add_flip_decomposition(rows: list[dict[str, Any]], store: Store, paired: PairedItems, churn: bool,
-                            warnings: list[str]) -> None:
+def _pair_deltas(comparison: Comparison, options: CompareOptions) -> pd.DataFrame:
+    """Per variant with tracked transitions: each (task, metric)'s base and variant means and the change's
+    paired bootstrap CI (captrack.analysis.by_field.group_table without a field)."""
+    frames = []
+    for variant in comparison.variants:
+        paired = comparison.paired.get(variant.name)
+        if paired is None or not (comparison.transitions["variant"] == variant.name).any():
+            continue
+        frames.append(group_table(paired.items, variant, n_resamples=options.bootstrap, seed=options.seed)[PAIR_DELTA_COLUMNS])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PAIR_DELTA_COLUMNS)
+
+
+def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: bool, warnings: list[str]) -> None:
     """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
-    counts = answer_churn(store, paired, warnings) if churn and rows else {}
+    paired = pair.paired
+    counts = answer_churn(paired, pair.churn_texts, warnings) if churn and rows and pair.churn_texts is not None else {}
     for row in rows:
         lower = row["direction_lower"]
         row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = seed_agreement(
@@ -208,16 +226,13 @@ def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFr
     return drift.merge(rates, on=keys, how="left").merge(power[[*keys, "n", "mde_pct"]], on=keys, how="left")
 
 
-def _distribution(
-    store: Store, pairs: list[PairedItems], variants: Sequence[VariantSpec], options: CompareOptions, warnings: list[str]
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _distribution(pairs: Sequence[PairInput], options: CompareOptions) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Collapse / drift / erosion per item and calibration drift, for multiple-choice tasks."""
     if not options.distribution:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
-    from captrack.analysis.choices import paired_choices
     from captrack.analysis.distribution import calibration, diagnose
 
-    frames = [paired_choices(store, p, v.algorithm, warnings) for p, v in zip(pairs, variants, strict=True)]
+    frames = [pair.choices for pair in pairs]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if frame.empty:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()

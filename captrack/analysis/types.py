@@ -1,10 +1,27 @@
-"""Types shared by the analysis modules, kept below them so that none imports another for a type."""
+"""Types shared by the analysis modules, kept below them so that none imports another for a type.
+
+:class:`CompareInput` is everything a comparison reads from the results layer, read once by
+captrack.compare before any statistic is computed: analysis receives data, never the store.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["VariantSpec"]
+import pandas as pd
+
+if TYPE_CHECKING:
+    from captrack.results.pairing import PairedItems
+    from captrack.results.samples import ItemText
+
+__all__ = ["CompareInput", "ItemTexts", "PairInput", "RunTask", "VariantSpec"]
+
+RunTask = tuple[str, str]
+"""(run id, task): one samples file of one run."""
+
+ItemTexts = dict[int, "ItemText"]
+"""doc_id -> the item's prompt, gold, response and doc, as one samples file logged it."""
 
 
 @dataclass(frozen=True)
@@ -13,3 +30,38 @@ class VariantSpec:
 
     name: str
     algorithm: str = ""
+
+
+@dataclass
+class PairInput:
+    """One variant paired with the base, and what its analyses read from the samples files.
+
+    ``choices``: per-option loglikelihood rows of the multiple-choice tasks (variant, algorithm, task,
+    doc_hash, gold, base_ll, variant_ll; empty when the distribution diagnostics are off).
+    ``churn_texts``: per (task, base run, variant run) of a generated-answer task, the texts of the
+    items whose score did not change, base side and variant side (None: the files cannot be read).
+    ``fields``: doc field -> its value per row of ``paired.items`` (same index), for --by and --cluster.
+    ``warnings``: what reading found (pairing, unreadable files, skipped items), in reading order.
+    """
+
+    spec: VariantSpec
+    paired: PairedItems
+    setting_differences: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    choices: pd.DataFrame = field(default_factory=pd.DataFrame)
+    churn_texts: dict[tuple[str, str, str], tuple[ItemTexts, ItemTexts, str] | None] | None = None
+    fields: dict[str, pd.Series] = field(default_factory=dict)
+
+
+@dataclass
+class CompareInput:
+    """Everything one comparison of variants against a base reads, before any statistic is computed.
+
+    ``judged``: model -> task -> metric -> judge summary; ``output_types``: task -> lm-eval output type
+    (the base's samples files).
+    """
+
+    base: str
+    pairs: list[PairInput]
+    judged: dict[str, Any] = field(default_factory=dict)
+    output_types: dict[str, str] = field(default_factory=dict)

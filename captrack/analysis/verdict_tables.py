@@ -24,7 +24,6 @@ from captrack.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from captrack.results.pairing import PairedItems
-    from captrack.results.store import Store
 
 __all__ = ["Clusters", "capability_verdicts",
            "drift_verdicts", "item_clusters", "metric_kind"]
@@ -102,14 +101,12 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
     return out
 
 
-def item_clusters(store: Store, paired: PairedItems, field: str, warnings: list[str]) -> Clusters:
-    """Cluster labels (doc field `field`) of each paired item, aligned with captrack.analysis.compare's Items.
+def item_clusters(paired: PairedItems, values: pd.Series, field: str, warnings: list[str]) -> Clusters:
+    """Cluster labels (`values`: doc field `field` per row of ``paired.items``) of each paired item, aligned
+    with captrack.analysis.compare's Items.
 
     An item without the field is a cluster of its own (and a warning names the tasks).
     """
-    from captrack.results.samples import paired_doc_field
-
-    values = paired_doc_field(store, paired, field)
     frame = paired.items.assign(_cluster=values.astype(object))
     missing = sorted(set(frame.loc[frame["_cluster"].isna(), "task"]))
     if missing:

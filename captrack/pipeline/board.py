@@ -39,7 +39,7 @@ def write_board(experiment: Experiment) -> None:
     """Write the experiment's leaderboard.yaml (from the experiment, never by hand) and build the board."""
     import yaml
 
-    from captrack.report.leaderboard import build_leaderboard
+    from captrack.compare.board import build_leaderboard
 
     experiment.leaderboard.mkdir(parents=True, exist_ok=True)
     text = "# Written by `captrack run " + experiment.source.name + "`; edit the experiment, not this file.\n"

@@ -16,8 +16,7 @@ from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
 from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
 from captrack.report.html import esc, page
-from captrack.results.samples import ItemText, read_item_texts, unavailable_reason
-from captrack.results.store import SamplesFile, Store
+from captrack.results.samples import ItemText
 
 if TYPE_CHECKING:
     from captrack.report.board_spec import LeaderboardSpec, VariantLabels
@@ -28,7 +27,7 @@ _LOG = logging.getLogger(__name__)
 
 DRILL_LIMIT = 50
 NO_GOLD = "(no reference answer: see how the metric is scored above)"
-Files = dict[tuple[str, str], SamplesFile]
+Texts = dict[tuple[str, str], dict[int, ItemText]]
 
 
 def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
@@ -61,11 +60,11 @@ def _judges(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> d
     return out
 
 
-def _output_types(store: Store, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, str]:
+def _output_types(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for comparison, _ in comparisons:
-        for (_, task), file in store.samples_files(comparison.base).items():
-            out.setdefault(task, file.output_type)
+        for task, kind in comparison.output_types.items():
+            out.setdefault(task, kind)
     return out
 
 
@@ -75,8 +74,7 @@ def scoring_table(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dic
     if spec.store is None:
         return pd.DataFrame(columns=["task", "metric", "scored_by"])
     judges = _judges(comparisons)
-    with Store(spec.store, read_only=True) as store:
-        kinds = _output_types(store, comparisons)
+    kinds = _output_types(comparisons)
     rows = [{"task": t, "metric": m, "scored_by": scoring_method(m, kinds.get(t, ""), judges.get((t, m)))} for t, m in pairs]
     return pd.DataFrame(rows, columns=["task", "metric", "scored_by"])
 
@@ -100,28 +98,28 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
     pages: dict[str, str] = {}
     if spec.store is None:
         return pages
-    kinds = _forgetting_kinds(comparisons)
+    kinds, kinds_of_task = _forgetting_kinds(comparisons), _output_types(comparisons)
     paired = {name: p for c, _ in comparisons for name, p in c.paired.items()}
     trans = transitions.drop_duplicates(["variant", "task", "metric"])
-    unavailable: set[str] = set()
-    with Store(spec.store, read_only=True) as store:
-        files = {model: store.samples_files(model) for model in store.models()}
-        for task, frame in trans.groupby("task", sort=True):
-            rows: list[DrillRow] = []
-            total = 0
-            for r in frame.sort_values(["variant", "metric"]).itertuples():
-                pair = paired[str(r.variant)]
-                lower = get_metric(str(r.metric)).direction == "lower"
-                items, count = flipped_items(pair.items, str(task), str(r.metric), lower, DRILL_LIMIT)
-                total += count
-                items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
-                sides = (files.get(pair.base, {}), files.get(pair.variant, {}))
-                rows += _item_rows(str(r.variant), str(r.metric), items, str(task), sides, unavailable)
-            name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
-            how = scoring[scoring["task"] == task]
-            pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how)
+    texts: Texts = {}
+    for comparison, _ in comparisons:
+        texts |= comparison.item_texts
+    for task, frame in trans.groupby("task", sort=True):
+        rows: list[DrillRow] = []
+        total = 0
+        for r in frame.sort_values(["variant", "metric"]).itertuples():
+            pair = paired[str(r.variant)]
+            lower = get_metric(str(r.metric)).direction == "lower"
+            items, count = flipped_items(pair.items, str(task), str(r.metric), lower, DRILL_LIMIT)
+            total += count
+            items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
+            rows += _item_rows(str(r.variant), str(r.metric), items, str(task), texts, kinds_of_task.get(str(task), ""))
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
+        how = scoring[scoring["task"] == task]
+        pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how)
+    unavailable = sorted({reason for comparison, _ in comparisons for reason in comparison.texts_unavailable})
     if unavailable:  # said once for the whole board, not per item
-        shown = sorted(unavailable)
+        shown = unavailable
         _LOG.warning("item texts missing on the task pages: %s%s; re-ingest the runs (or restore the files) and "
                      "rebuild", "; ".join(shown[:3]), f" and {len(shown) - 3} more" if len(shown) > 3 else "")
     return pages
@@ -137,18 +135,6 @@ def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabel
         for r in items[items["transition"] == "10"].itertuples():
             out[(str(r.variant), str(r.task), str(r.doc_hash))] = str(r.forgetting_kind)
     return out
-
-
-def _texts(files: Files, run_id: str, task: str, ids: list[int], unavailable: set[str]) -> tuple[dict[int, ItemText], str]:
-    """The docs' texts from the run's samples file; why they cannot be read goes into `unavailable`."""
-    file = files.get((run_id, task))
-    if file is None:
-        unavailable.add(f"run {run_id} has no samples file for {task} in the store")
-        return {}, ""
-    reason = unavailable_reason(file)
-    if reason is not None:
-        unavailable.add(reason)
-    return read_item_texts(file, ids), file.output_type
 
 
 def _pre(value: str) -> str:
@@ -174,13 +160,12 @@ def _answer(scored: str, response: str) -> str:
     return f'<td class="response">{read}<pre class="text">{esc(response)}</pre></td>'
 
 
-def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, files: tuple[Files, Files],
-               unavailable: set[str]) -> list[DrillRow]:
+def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, texts: Texts, kind: str) -> list[DrillRow]:
+    """The page rows of one (variant, metric)'s flipped items, their texts as the comparison read them."""
     if items.empty:
         return []
-    ids = [int(i) for i in items["doc_id"]]
-    base_text, kind = _texts(files[0], str(items["base_run"].iloc[0]), task, ids, unavailable)
-    var_text, _ = _texts(files[1], str(items["variant_run"].iloc[0]), task, ids, unavailable)
+    base_text = texts.get((str(items["base_run"].iloc[0]), task), {})
+    var_text = texts.get((str(items["variant_run"].iloc[0]), task), {})
     missing = "(text unavailable: samples file gone or changed since ingest)"
     out = []
     for r in items.itertuples():

@@ -1,4 +1,4 @@
-"""`captrack leaderboard DIR`: turn compared runs into a leaderboard folder (HTML, Markdown, CSV, figures).
+"""The definition of a leaderboard folder (`captrack leaderboard DIR`; captrack.compare.board builds it).
 
 A leaderboard is defined by ``DIR/leaderboard.yaml``::
 
@@ -24,13 +24,12 @@ from pathlib import Path
 
 import yaml
 
-from captrack.analysis.compare import Comparison
 from captrack.errors import InputError
 from captrack.paths import expand_path
 from captrack.report.board_spec import LeaderboardSpec, VariantLabels
 from captrack.schemas import LeaderboardFile, parse_config
 
-__all__ = ["LeaderboardSpec", "VariantLabels", "build_leaderboard", "load_spec"]
+__all__ = ["LeaderboardSpec", "VariantLabels", "load_spec"]
 
 LABELS = ("family", "size", "algorithm", "data")
 
@@ -83,41 +82,3 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
                    if experiment.is_file() else "ingest the runs into it first (`captrack ingest RUN_DIR --store STORE`)")
             raise InputError(f"{path}: source {source} does not exist; {fix}")
     return spec
-
-
-def _comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str, VariantLabels]]]:
-    """Run `compare` for every base of the leaderboard (or read scores)."""
-    from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
-    from captrack.analysis.scores import compare_scores, read_scores, scores_from_reference
-    from captrack.results.store import Store
-
-    if spec.store is not None:
-        out = []
-        with Store(spec.store, read_only=True) as store:
-            for base in dict.fromkeys(v.base for v in spec.variants):
-                members = [v for v in spec.variants if v.base == base]
-                comparison = compare_store(
-                    store, base, [VariantSpec(v.name, v.algorithm) for v in members],
-                    CompareOptions(bootstrap=spec.bootstrap, seed=spec.seed, by=spec.by, margin=spec.margin),
-                )
-                out.append((comparison, {v.name: v for v in members}))
-        return out
-    if spec.scores is not None:
-        frame = read_scores(spec.scores)
-    else:
-        ref = spec.reference
-        variants = {str(k): expand_path(str(p), spec.folder) for k, p in (ref.get("variants") or {}).items()}
-        frame = scores_from_reference(expand_path(str(ref["base"]), spec.folder), variants)
-    comparison = compare_scores(frame)
-    labels = {v.name: v for v in spec.variants}
-    for v in comparison.variants:
-        labels.setdefault(v.name, VariantLabels(name=v.name, base=comparison.base, algorithm=v.algorithm))
-    return [(comparison, labels)]
-
-
-def build_leaderboard(folder: str | Path) -> list[Path]:
-    """Regenerate everything in a leaderboard folder; returns the files written."""
-    from captrack.report.leaderboard_pages import write_pages
-
-    spec = load_spec(folder)
-    return write_pages(spec, _comparisons(spec))

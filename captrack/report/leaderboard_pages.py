@@ -199,7 +199,7 @@ def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, di
     tables: dict[str, pd.DataFrame] = {}
     html: list[str] = []
     md: list[str] = []
-    pairs = pair_table(comparisons, spec.bootstrap, spec.seed)
+    pairs = pair_table(comparisons)
     if not pairs.empty:
         tables["pairs.csv"] = pairs
         html.append(pairs_html(pairs))

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from captrack.analysis.by_field import group_table
 from captrack.analysis.compare import Comparison
 from captrack.report.escape import md_row, md_text
 from captrack.report.html import esc, table
@@ -28,19 +27,18 @@ PAIR_COLUMNS = [
     "n_11", "n_10", "n_01", "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
     "mcnemar_p", "q_value", "answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds",
 ]
-_DELTA = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
 
 
-def pair_table(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]], n_resamples: int, seed: int) -> pd.DataFrame:
-    """Per variant and tracked (binary) task/metric: transitions.csv's row plus base and variant means and the delta CI."""
+def pair_table(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> pd.DataFrame:
+    """Per variant and tracked (binary) task/metric: transitions.csv's row plus base and variant means and the
+    delta CI the comparison computed (``Comparison.pair_deltas``)."""
     frames = []
     for comparison, _ in comparisons:
         for variant in comparison.variants:
             trans = comparison.transitions[comparison.transitions["variant"] == variant.name]
-            paired = comparison.paired.get(variant.name)
-            if trans.empty or paired is None:
+            deltas = comparison.pair_deltas[comparison.pair_deltas["variant"] == variant.name]
+            if trans.empty or deltas.empty:
                 continue
-            deltas = group_table(paired.items, variant, n_resamples=n_resamples, seed=seed)[_DELTA]
             frames.append(trans.merge(deltas, on=["variant", "task", "metric"]).assign(base=comparison.base))
     return pd.concat(frames, ignore_index=True)[PAIR_COLUMNS] if frames else pd.DataFrame(columns=PAIR_COLUMNS)
 

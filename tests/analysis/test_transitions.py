@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from fakeruns import FakeTask, write_run
 
-from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
+from captrack.analysis.compare import CompareOptions, VariantSpec
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.compare.use_case import compare
 from captrack.results.runfiles import discover_runs
 from captrack.results.store import Labels, Store
 
@@ -120,7 +121,7 @@ def test_generated_answer_letters_are_chance_adjusted_with_each_items_k(tmp_path
     with Store() as store:
         for name in ("base", "v"):
             store.ingest(discover_runs(tmp_path / name), Labels(model=name))
-        comparison = compare_store(store, "base", [VariantSpec("v")], CompareOptions(bootstrap=0, distribution=False))
+        comparison = compare(store, "base", [VariantSpec("v")], CompareOptions(bootstrap=0, distribution=False))
     row = comparison.transitions.iloc[0]
     assert (row["n"], row["n_10"], row["n_01"], row["k"]) == (8, 2, 2, 4)  # k reported: the most common
     assert row["forgetting_adj"] == pytest.approx(5 / 36) and row["backward_transfer_adj"] == pytest.approx(5 / 36)

@@ -16,7 +16,7 @@ RSS of each is its own:
             (figures only: it shows what that option alone costs).
   ingest    captrack's Store.ingest of every run into a fresh DuckDB file (the Python API the
             `captrack ingest` command calls, one call per model, as one would run the command).
-  compare   compare_store (bootstrap resamples) of the variants against the base, read from the
+  compare   captrack.compare (bootstrap resamples) of the variants against the base, read from the
             store, plus write_comparison of every output file.
 
 It prints figures and PASS/MISS against targets (ingest <= 2x floor time, compare < 30 s, every
@@ -377,7 +377,8 @@ def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
-    from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
+    from captrack.analysis.compare import CompareOptions, VariantSpec
+    from captrack.compare.use_case import compare
     from captrack.report.writer import write_comparison
     from captrack.results.store import Store
     from captrack.taxonomy import load_taxonomy
@@ -389,7 +390,7 @@ def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(out)
     started = time.perf_counter()
     with Store(store_path(args)) as store:
-        comparison = compare_store(store, BASE, variants, CompareOptions(bootstrap=args.bootstrap), taxonomy)
+        comparison = compare(store, BASE, variants, CompareOptions(bootstrap=args.bootstrap), taxonomy)
         compared = time.perf_counter()
         written = write_comparison(comparison, out, inputs={}, taxonomy=taxonomy)
     done = time.perf_counter()

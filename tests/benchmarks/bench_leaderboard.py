@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fakeruns import FakeTask, write_run
 
-from captrack.report.leaderboard import build_leaderboard
+from captrack.compare.board import build_leaderboard
 from captrack.results.runfiles import discover_runs
 from captrack.results.store import Labels, Store
 from captrack.taxonomy import load_taxonomy

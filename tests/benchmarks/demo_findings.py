@@ -35,7 +35,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import captrack.analysis.compare as compare
     from captrack.analysis import contrasts, ranking
-    from captrack.report.leaderboard import _comparisons, load_spec
+    from captrack.compare.board import board_comparisons
+    from captrack.report.leaderboard import load_spec
     from captrack.taxonomy import load_taxonomy
 
     captured: dict[str, Any] = {}
@@ -47,7 +48,7 @@ def main() -> None:
 
     compare._contrasts = keep  # type: ignore[assignment]
     spec = load_spec(args.board)
-    comparison, _ = _comparisons(spec)[0]
+    comparison, _ = board_comparisons(spec)[0]
     with_rates, boot, taxonomy, options, _base, variants, items, transitions, dist_items = captured["args"]
     magnitudes = ranking._magnitudes(with_rates, boot, taxonomy or load_taxonomy())
     f_series = contrasts._forgetting_series(items, transitions, options.bootstrap, options.seed)

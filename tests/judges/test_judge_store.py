@@ -8,7 +8,8 @@ import duckdb
 import pytest
 from judge_runs_helpers import HARMFUL, write_probe_run
 
-from captrack.analysis.compare import CompareOptions, VariantSpec, compare_store
+from captrack.analysis.compare import CompareOptions, VariantSpec
+from captrack.compare.use_case import compare
 from captrack.errors import InputError
 from captrack.results.runfiles import discover_runs, judged_path
 from captrack.results.store import SAMPLE_COLUMNS, Labels, Store
@@ -36,13 +37,13 @@ def test_old_store_compares_read_only_and_migrates_when_opened_for_writing(tmp_p
     path = _old_store(tmp_path / "old.duckdb")
     options = CompareOptions(bootstrap=20, distribution=False)
     with Store(path, read_only=True) as store:
-        comparison = compare_store(store, "base", [VariantSpec("sft")], options)
+        comparison = compare(store, "base", [VariantSpec("sft")], options)
     assert comparison.judged == {} and comparison.drift["rel_drift_pct"].tolist() == [100.0]
     with Store(path) as store:
         columns = [r[0] for r in store.con.execute("DESCRIBE samples").fetchall()]
         assert tuple(columns) == SAMPLE_COLUMNS
         assert store.con.execute("SELECT count(*) FROM samples WHERE judge IS NULL").fetchone() == (12,)
-        assert compare_store(store, "base", [VariantSpec("sft")], options).judged == {}
+        assert compare(store, "base", [VariantSpec("sft")], options).judged == {}
 
 
 def test_a_corrupt_verdict_file_is_named_and_nothing_is_ingested(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from shared_paths import shared_dir
 
-from captrack.report.leaderboard import build_leaderboard
+from captrack.compare.board import build_leaderboard
 
 ROOT = Path(__file__).resolve().parents[2]
 BOARDS = ROOT / "leaderboards"

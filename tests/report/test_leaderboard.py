@@ -11,7 +11,7 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.cli import main
-from captrack.report.leaderboard import build_leaderboard
+from captrack.compare.board import build_leaderboard
 
 FACTS = "captrack_probe_c1_facts"
 IF = "captrack_probe_h1_constraints"

@@ -9,7 +9,7 @@ from pathlib import Path
 from fakeruns import FakeTask, write_run
 
 from captrack.cli import main
-from captrack.report.leaderboard import build_leaderboard
+from captrack.compare.board import build_leaderboard
 
 FACTS = "captrack_probe_c1_facts"
 SKILLS = "captrack_probe_c1_skills"

@@ -14,9 +14,9 @@ from fakeruns import FakeTask, write_run
 from rescoring import rescore_pages
 
 from captrack.cli import main
+from captrack.compare.board import build_leaderboard
 from captrack.metrics import score
 from captrack.probes import generate
-from captrack.report.leaderboard import build_leaderboard
 
 TASK = "captrack_probe_c2_word_problems"
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 from fakeruns import FakeTask, write_run
 
 from captrack.cli import main
-from captrack.report.leaderboard import build_leaderboard
+from captrack.compare.board import build_leaderboard
 
 PREMISE, FACTS = "captrack_probe_w2_false_premise", "captrack_probe_c1_facts"
 

@@ -1,13 +1,14 @@
 """Per-choice loglikelihoods of paired multiple-choice items, for the distribution diagnostics.
 
 Items come from the one pairing (captrack.results.pairing); the per-option loglikelihoods are read
-through the store from the samples files it recorded (captrack.results.samples). The lowest
-replicate both models have is used.
+through the store from the samples files it recorded (captrack.results.samples), once, when the
+comparison's input is loaded. The lowest replicate both models have is used.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -15,14 +16,16 @@ import pandas as pd
 from captrack.analysis.distribution import loglikelihoods_from_resps
 from captrack.results.pairing import PairedItems
 from captrack.results.samples import read_paired_choices, unavailable_reason
-from captrack.results.store import Store
+from captrack.results.store import SamplesFile
 
 __all__ = ["paired_choices"]
 
+Files = Mapping[tuple[str, str], SamplesFile]
 _COLUMNS = ["variant", "algorithm", "task", "doc_hash", "gold", "base_ll", "variant_ll"]
 
 
-def paired_choices(store: Store, paired: PairedItems, algorithm: str, warnings: list[str]) -> pd.DataFrame:
+def paired_choices(base_files: Files, variant_files: Files, paired: PairedItems, algorithm: str,
+                   warnings: list[str]) -> pd.DataFrame:
     """Rows of (variant, algorithm, task, doc_hash, gold, base_ll, variant_ll) for every multiple-choice task.
 
     Items whose gold is not an option index are skipped (counted in `warnings`), as are tasks whose
@@ -30,7 +33,7 @@ def paired_choices(store: Store, paired: PairedItems, algorithm: str, warnings: 
     """
     if paired.items.empty or not paired.replicates:
         return pd.DataFrame(columns=_COLUMNS)
-    files = {"base": store.samples_files(paired.base), "variant": store.samples_files(paired.variant)}
+    files = {"base": base_files, "variant": variant_files}
     first = paired.items[paired.items["replicate"] == min(paired.replicates)]
     frames = []
     for task, items in first.groupby("task", sort=True):

@@ -1,0 +1,51 @@
+"""Read what one comparison needs from the results layer, once: paired items, settings, judged summaries,
+and from the samples files the per-choice loglikelihoods, answer texts and doc fields its options ask for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from captrack.analysis.compare import CompareOptions
+from captrack.analysis.types import CompareInput, PairInput, VariantSpec
+from captrack.compare.choices import paired_choices
+from captrack.compare.texts import churn_texts
+from captrack.results.pairing import pair_runs
+from captrack.results.samples import paired_doc_field
+from captrack.results.settings import setting_warnings
+from captrack.results.store import Store
+from captrack.taxonomy import Taxonomy
+
+__all__ = ["load_input"]
+
+
+def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, taxonomy: Taxonomy,
+               loaded: Callable[[PairInput], None] | None = None) -> CompareInput:
+    """Everything comparing `variants` with `base` reads from `store`; ``loaded(pair)`` after each variant.
+
+    Raises:
+        MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
+        UnknownNameError: a model name not in the store.
+        InputError: a samples file a --by or --cluster field is read from is missing or changed.
+    """
+    base_files = store.samples_files(base)
+    fields = list(dict.fromkeys([*options.by, *([options.cluster] if options.cluster else [])]))
+    pairs = []
+    for variant in variants:
+        paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
+        differences = setting_warnings(store, base, variant.name)
+        pair = PairInput(spec=variant, paired=paired, setting_differences=differences,
+                         warnings=[*paired.warnings, *differences])
+        pair.fields = {name: paired_doc_field(store, paired, name) for name in fields}
+        variant_files = store.samples_files(variant.name)
+        if options.churn:
+            pair.churn_texts = churn_texts(paired.items, base_files, variant_files)
+        if options.distribution:
+            pair.choices = paired_choices(base_files, variant_files, paired, variant.algorithm, pair.warnings)
+        pairs.append(pair)
+        if loaded is not None:
+            loaded(pair)
+    output_types: dict[str, str] = {}
+    for (_, task), file in base_files.items():
+        output_types.setdefault(task, file.output_type)
+    return CompareInput(base=base, pairs=pairs, judged=store.judged_summary([base, *(v.name for v in variants)]),
+                        output_types=output_types)
