@@ -11,11 +11,27 @@ import pytest
 PACKAGE = Path(__file__).parents[1] / "captrack"
 # Sub-package -> sub-packages it must never import (imports point one way: report -> analysis -> results).
 FORBIDDEN = {
-    "results": ("analysis", "report", "pipeline", "training", "lmeval"),
-    "analysis": ("report", "pipeline", "training", "lmeval"),
-    "report": ("pipeline", "training"),
-    "metrics": ("results", "analysis", "report", "pipeline", "training"),
+    "results": ("analysis", "report", "pipeline", "training", "lmeval", "compare"),
+    "analysis": ("report", "pipeline", "training", "lmeval", "compare"),
+    "report": ("pipeline", "training", "compare"),
+    "metrics": ("results", "analysis", "report", "pipeline", "training", "compare"),
 }
+# The comparison reads the results layer once (captrack.compare); analysis and report get data, and
+# take only these types from captrack.results, never the Store or a reader.
+RESULT_TYPES = {"PairedItems", "ItemText", "PAIRED_COLUMNS"}
+
+
+def _imported_names(path: Path) -> set[tuple[str, str]]:
+    return {(node.module, alias.name) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+@pytest.mark.parametrize("package", ["analysis", "report"])
+def test_analysis_and_report_never_read_the_store(package: str) -> None:
+    bad = [f"{path.relative_to(PACKAGE)} imports {module}.{name}" for path in _modules(package)
+           for module, name in _imported_names(path)
+           if (module == "captrack.results" or module.startswith("captrack.results.")) and name not in RESULT_TYPES]
+    assert not bad, bad
 
 
 def _modules(package: str) -> list[Path]:
