@@ -2,8 +2,8 @@
 
 Answer churn counts the items whose scored answer changed while the score did not (a wrong answer
 replaced by a different wrong one, a right one by another right spelling): the model moved, the metric
-did not see it. The answer is the one the metric's own scorer read (captrack.metrics.scored), from the
-unchanged items' texts compare read from the samples files for generated answers; for an option-likelihood task it is the option scored highest,
+did not see it. The answer is the one the metric's own scorer read (captrack.metrics.scored), which
+captrack.compare reads from the samples files for generated answers; for an option-likelihood task it is the option scored highest,
 taken from the per-choice diagnostics compare already computes (vectorised; the first replicate, NaN
 when those diagnostics are off). Metrics that read the whole response (instructions, style) have no
 answer: their churn is NaN.
@@ -25,10 +25,8 @@ __all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreement"]
 CHURN_COLUMNS = ["answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds"]
 
 if TYPE_CHECKING:
-    from captrack.analysis.types import ItemTexts
+    from captrack.analysis.types import ChurnAnswers
     from captrack.results.pairing import PairedItems
-
-ChurnTexts = dict[tuple[str, str, str], "tuple[ItemTexts, ItemTexts, str] | None"]
 
 
 def seed_agreement(paired: PairedItems, task: str, metric: str, lower: bool) -> tuple[int, int, int]:
@@ -44,50 +42,32 @@ def seed_agreement(paired: PairedItems, task: str, metric: str, lower: bool) -> 
     return replicates, int(per_item["lost"].sum()), int(per_item["won"].sum())
 
 
-def answer_churn(paired: PairedItems, texts: ChurnTexts, warnings: list[str]) -> dict[tuple[str, str], float]:
+def answer_churn(paired: PairedItems, answers: ChurnAnswers, warnings: list[str]) -> dict[tuple[str, str], float]:
     """(task, metric) -> items whose scored answer changed while their score did not (summed over seeds).
 
-    ``texts`` holds, per (task, base run, variant run) of a generated-answer task, both sides' texts of
-    the unchanged items (captrack.compare reads them); None where the samples files cannot be read: NaN
+    ``answers`` holds, per (task, base run, variant run) of a generated-answer task and metric, the base's
+    and the variant's scored answers of the unchanged items (captrack.compare reads them; None for a
+    metric that reads the whole response: NaN), or None where the samples files cannot be read: NaN
     for its metrics (one warning). Option-likelihood tasks are absent: choice_churn counts them.
     """
     out: dict[tuple[str, str], float] = {}
     unreadable: set[str] = set()
-    same = paired.items[paired.items["base"] == paired.items["variant"]]
     for (task, base_run, variant_run), frame in paired.items.groupby(["task", "base_run", "variant_run"], sort=True):
         key = (str(task), str(base_run), str(variant_run))
-        if key not in texts:
+        if key not in answers:
             continue  # option-likelihood tasks: choice_churn, from the per-choice diagnostics
-        found = texts[key]
+        found = answers[key]
         if found is None:
             unreadable.add(str(task))
-            for metric in frame["metric"].unique():
-                out[(str(task), str(metric))] = math.nan
-            continue
-        unchanged = same.loc[same.index.intersection(frame.index)]
         for metric in frame["metric"].unique():
+            pairs = None if found is None else found.get(str(metric), [])
+            count = math.nan if pairs is None else float(sum(_normal(b) != _normal(v) for b, v in pairs))
             out_key = (str(task), str(metric))
-            out[out_key] = out.get(out_key, 0.0) + _count(str(task), str(metric), unchanged, found[:2], found[2])
+            out[out_key] = math.nan if found is None else out.get(out_key, 0.0) + count
     if unreadable:
         warnings.append(f"{paired.variant}: answer churn not computed for {', '.join(sorted(unreadable))} "
                         "(samples files unavailable; re-ingest the runs)")
     return out
-
-
-def _count(task: str, metric: str, unchanged: pd.DataFrame, texts: tuple[ItemTexts, ItemTexts], kind: str) -> float:
-    """Unchanged-score items of one (task, metric, replicate) whose scored answer changed; NaN for no answer."""
-    from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
-
-    count = 0.0
-    for doc_id in unchanged.loc[unchanged["metric"] == metric, "doc_id"]:
-        b, v = texts[0].get(int(doc_id)), texts[1].get(int(doc_id))
-        if b is None or v is None:
-            continue
-        before = scored_text(task, metric, b.doc, b.response, kind)
-        if before == WHOLE_RESPONSE:
-            return math.nan
-        count += float(_normal(before) != _normal(scored_text(task, metric, v.doc, v.response, kind)))
-    return count
 
 
 def _normal(answer: str) -> str:

@@ -164,6 +164,10 @@ def analyse(data: CompareInput, options: CompareOptions = CompareOptions(), taxo
         power=power,
         contrasts=_contrasts(with_rates, boot, taxonomy, options, data.base, variants, items, transitions_df, dist_items),
     )
+    for pair in data.pairs:  # the base's files serve every variant: each pair read the base's texts of its own flips
+        for key, texts in pair.item_texts.items():
+            comparison.item_texts.setdefault(key, {}).update(texts)
+    comparison.texts_unavailable = sorted({reason for pair in data.pairs for reason in pair.texts_unavailable})
     comparison.by_field = by_field_tables(data.pairs, options.by, options.bootstrap, options.seed, options.level, warnings)
     if options.pair_deltas:
         comparison.pair_deltas = _pair_deltas(comparison, options)
@@ -185,7 +189,7 @@ def _pair_deltas(comparison: Comparison, options: CompareOptions) -> pd.DataFram
 def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: bool, warnings: list[str]) -> None:
     """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
     paired = pair.paired
-    counts = answer_churn(paired, pair.churn_texts, warnings) if churn and rows and pair.churn_texts is not None else {}
+    counts = answer_churn(paired, pair.churn_answers, warnings) if churn and rows and pair.churn_answers is not None else {}
     for row in rows:
         lower = row["direction_lower"]
         row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = seed_agreement(

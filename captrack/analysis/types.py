@@ -15,13 +15,18 @@ if TYPE_CHECKING:
     from captrack.results.pairing import PairedItems
     from captrack.results.samples import ItemText
 
-__all__ = ["CompareInput", "ItemTexts", "PairInput", "RunTask", "VariantSpec"]
+__all__ = ["ChurnAnswers", "CompareInput", "ItemTexts", "PairInput", "RunTask", "VariantSpec"]
 
 RunTask = tuple[str, str]
 """(run id, task): one samples file of one run."""
 
 ItemTexts = dict[int, "ItemText"]
 """doc_id -> the item's prompt, gold, response and doc, as one samples file logged it."""
+
+
+ChurnAnswers = dict[tuple[str, str, str], "dict[str, list[tuple[str, str]] | None] | None"]
+"""(task, base run, variant run) -> metric -> (base, variant) scored answers of the items whose score did not
+change (None: the metric reads the whole response); None where the samples files cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -38,8 +43,10 @@ class PairInput:
 
     ``choices``: per-option loglikelihood rows of the multiple-choice tasks (variant, algorithm, task,
     doc_hash, gold, base_ll, variant_ll; empty when the distribution diagnostics are off).
-    ``churn_texts``: per (task, base run, variant run) of a generated-answer task, the texts of the
-    items whose score did not change, base side and variant side (None: the files cannot be read).
+    ``churn_answers``: the scored answers answer churn compares (generated-answer tasks; None when
+    churn is off).
+    ``item_texts``: (run, task) -> doc_id -> texts of the flipped items drill-down pages show (with
+    ``options.drill_limit``); ``texts_unavailable``: why some could not be read.
     ``fields``: doc field -> its value per row of ``paired.items`` (same index), for --by and --cluster.
     ``warnings``: what reading found (pairing, unreadable files, skipped items), in reading order.
     """
@@ -49,7 +56,9 @@ class PairInput:
     setting_differences: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     choices: pd.DataFrame = field(default_factory=pd.DataFrame)
-    churn_texts: dict[tuple[str, str, str], tuple[ItemTexts, ItemTexts, str] | None] | None = None
+    churn_answers: ChurnAnswers | None = None
+    item_texts: dict[RunTask, ItemTexts] = field(default_factory=dict)
+    texts_unavailable: list[str] = field(default_factory=list)
     fields: dict[str, pd.Series] = field(default_factory=dict)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from captrack.analysis.compare import CompareOptions
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
 from captrack.compare.choices import paired_choices
-from captrack.compare.texts import churn_texts
+from captrack.compare.texts import read_pair_texts
 from captrack.results.pairing import pair_runs
 from captrack.results.samples import paired_doc_field
 from captrack.results.settings import setting_warnings
@@ -37,8 +37,9 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
                          warnings=[*paired.warnings, *differences])
         pair.fields = {name: paired_doc_field(store, paired, name) for name in fields}
         variant_files = store.samples_files(variant.name)
-        if options.churn:
-            pair.churn_texts = churn_texts(paired.items, base_files, variant_files)
+        texts = read_pair_texts(paired.items, base_files, variant_files, options.churn, options.drill_limit)
+        pair.churn_answers = texts.churn_answers if options.churn else None
+        pair.item_texts, pair.texts_unavailable = texts.item_texts, texts.unavailable
         if options.distribution:
             pair.choices = paired_choices(base_files, variant_files, paired, variant.algorithm, pair.warnings)
         pairs.append(pair)

@@ -1,64 +1,131 @@
-"""Item texts a comparison needs from the samples files, each file read once.
+"""What a comparison needs from the samples files' texts, each file read once per variant.
 
-Answer churn needs both sides' texts of the items whose score did not change (generated-answer tasks
-only); the leaderboard's drill-down pages need the texts of the flipped items they show.
+Answer churn needs the scored answers of the items whose score did not change (generated-answer tasks
+only: extracted here, the texts themselves are not kept); the leaderboard's drill-down pages need the
+texts of the flipped items they show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 
-from captrack.analysis.types import ItemTexts, RunTask
+from captrack.analysis.transitions import flipped_items
+from captrack.analysis.types import ChurnAnswers, ItemTexts, RunTask
+from captrack.errors import UnknownNameError
+from captrack.metrics.registry import get_metric
+from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
 from captrack.results.samples import read_item_texts, unavailable_reason
 from captrack.results.store import SamplesFile
 
-__all__ = ["TextReader", "churn_texts"]
+__all__ = ["PairTexts", "read_pair_texts"]
 
 Files = Mapping[RunTask, SamplesFile]
+ChurnKey = tuple[str, str, str]  # task, base run, variant run
 
 
-def churn_texts(paired_items: pd.DataFrame, base_files: Files, variant_files: Files
-                ) -> dict[tuple[str, str, str], tuple[ItemTexts, ItemTexts, str] | None]:
-    """Per (task, base run, variant run) of a generated-answer task: both sides' texts of the items whose
-    score did not change, and the output type; None where either samples file is missing or changed."""
-    out: dict[tuple[str, str, str], tuple[ItemTexts, ItemTexts, str] | None] = {}
-    same = paired_items[paired_items["base"] == paired_items["variant"]]
-    for (task, base_run, variant_run), frame in paired_items.groupby(["task", "base_run", "variant_run"], sort=True):
-        sides = (base_files.get((str(base_run), str(task))), variant_files.get((str(variant_run), str(task))))
-        if sides[0] is not None and sides[0].output_type == "multiple_choice":
-            continue  # option-likelihood tasks: the per-choice diagnostics give their answers
-        key = (str(task), str(base_run), str(variant_run))
-        if sides[0] is None or sides[1] is None or any(unavailable_reason(f) is not None for f in (sides[0], sides[1])):
-            out[key] = None
-            continue
-        ids = sorted({int(i) for i in same.loc[same.index.intersection(frame.index), "doc_id"]})
-        out[key] = (read_item_texts(sides[0], ids), read_item_texts(sides[1], ids), sides[0].output_type)
+class PairTexts:
+    """The texts one variant's comparison reads: churn answers, drill-down texts, and what could not be read."""
+
+    def __init__(self) -> None:
+        self.churn_answers: ChurnAnswers = {}
+        self.item_texts: dict[RunTask, ItemTexts] = {}
+        self.unavailable: list[str] = []
+
+
+def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files, churn: bool, drill_limit: int) -> PairTexts:
+    """Read, once per samples file, the texts `churn` and the drill-down (`drill_limit` flipped items per
+    (task, metric), 0: none) need from the paired `items`' files."""
+    out = PairTexts()
+    wanted: dict[RunTask, set[int]] = {}
+    churn_groups: dict[ChurnKey, pd.DataFrame] = {}
+    kinds: dict[ChurnKey, str] = {}
+    if churn:
+        same = items[items["base"] == items["variant"]]
+        for (task, base_run, variant_run), frame in items.groupby(["task", "base_run", "variant_run"], sort=True):
+            key = (str(task), str(base_run), str(variant_run))
+            sides = (base_files.get((key[1], key[0])), variant_files.get((key[2], key[0])))
+            if sides[0] is not None and sides[0].output_type == "multiple_choice":
+                continue  # option-likelihood tasks: the per-choice diagnostics give their answers
+            if sides[0] is None or sides[1] is None or any(unavailable_reason(f) is not None for f in (sides[0], sides[1])):
+                out.churn_answers[key] = None
+                continue
+            churn_groups[key] = same.loc[same.index.intersection(frame.index)]
+            kinds[key] = sides[0].output_type
+            ids = {int(i) for i in churn_groups[key]["doc_id"]}
+            wanted.setdefault((key[1], key[0]), set()).update(ids)
+            wanted.setdefault((key[2], key[0]), set()).update(ids)
+    drill: set[RunTask] = set()
+    if drill_limit:
+        for (task, metric), frame in items.groupby(["task", "metric"], sort=True):
+            if not _tracked(str(metric), frame):
+                continue
+            flipped, _ = flipped_items(items, str(task), str(metric), _lower(str(metric)), drill_limit)
+            if flipped.empty:
+                continue
+            ids = {int(i) for i in flipped["doc_id"]}
+            for run in (str(flipped["base_run"].iloc[0]), str(flipped["variant_run"].iloc[0])):
+                wanted.setdefault((run, str(task)), set()).update(ids)
+                drill.add((run, str(task)))
+    texts = _read(wanted, {**base_files, **variant_files}, drill, out)
+    for key, unchanged in churn_groups.items():
+        out.churn_answers[key] = _answers(key[0], unchanged, texts.get((key[1], key[0]), {}),
+                                          texts.get((key[2], key[0]), {}), kinds[key])
+    out.item_texts = {run_task: texts.get(run_task, {}) for run_task in sorted(drill)}
     return out
 
 
-class TextReader:
-    """Collects the doc ids wanted from each (run, task) samples file, then reads every file once."""
+def _read(wanted: dict[RunTask, set[int]], files: Files, drill: set[RunTask], out: PairTexts) -> dict[RunTask, ItemTexts]:
+    """Each wanted file's texts; why a drill-down file cannot be read goes into ``out.unavailable``."""
+    texts: dict[RunTask, ItemTexts] = {}
+    unavailable: set[str] = set()
+    for (run_id, task), ids in sorted(wanted.items()):
+        file = files.get((run_id, task))
+        if file is None:
+            unavailable.add(f"run {run_id} has no samples file for {task} in the store")
+            continue
+        reason = unavailable_reason(file)
+        if reason is not None and (run_id, task) in drill:
+            unavailable.add(reason)
+        texts[(run_id, task)] = read_item_texts(file, sorted(ids))
+    out.unavailable = sorted(unavailable)
+    return texts
 
-    def __init__(self, files: Files) -> None:
-        self._files = files
-        self._wanted: dict[RunTask, set[int]] = {}
 
-    def want(self, run_id: str, task: str, doc_ids: Iterable[int]) -> None:
-        self._wanted.setdefault((run_id, task), set()).update(int(i) for i in doc_ids)
-
-    def read(self) -> tuple[dict[RunTask, ItemTexts], list[str]]:
-        """(run, task) -> doc_id -> texts, and why the files that could not be read were not (sorted, once each)."""
-        texts: dict[RunTask, ItemTexts] = {}
-        unavailable: set[str] = set()
-        for (run_id, task), ids in sorted(self._wanted.items()):
-            file = self._files.get((run_id, task))
-            if file is None:
-                unavailable.add(f"run {run_id} has no samples file for {task} in the store")
+def _answers(task: str, unchanged: pd.DataFrame, base: ItemTexts, variant: ItemTexts, kind: str
+             ) -> dict[str, list[tuple[str, str]] | None]:
+    """metric -> (base, variant) scored answers of its unchanged items; None where the metric reads the whole response."""
+    out: dict[str, list[tuple[str, str]] | None] = {}
+    for metric, frame in unchanged.groupby("metric", sort=True):
+        pairs: list[tuple[str, str]] = []
+        for doc_id in frame["doc_id"]:
+            b, v = base.get(int(doc_id)), variant.get(int(doc_id))
+            if b is None or v is None:
                 continue
-            reason = unavailable_reason(file)
-            if reason is not None:
-                unavailable.add(reason)
-            texts[(run_id, task)] = read_item_texts(file, sorted(ids))
-        return texts, sorted(unavailable)
+            before = scored_text(task, str(metric), b.doc, b.response, kind)
+            if before == WHOLE_RESPONSE:
+                break
+            pairs.append((before, scored_text(task, str(metric), v.doc, v.response, kind)))
+        else:
+            out[str(metric)] = pairs
+            continue
+        out[str(metric)] = None
+    return out
+
+
+def _tracked(metric: str, frame: pd.DataFrame) -> bool:
+    """Whether compare counts transitions for the metric (so the drill-down shows its flips): binary values,
+    and a declared metric that tracks them."""
+    binary = bool(frame["base"].isin((0.0, 1.0)).all() and frame["variant"].isin((0.0, 1.0)).all())
+    try:
+        return binary and get_metric(metric).tracks_transitions
+    except UnknownNameError:
+        return binary
+
+
+def _lower(metric: str) -> bool:
+    try:
+        return get_metric(metric).direction == "lower"
+    except UnknownNameError:
+        return False

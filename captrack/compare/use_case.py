@@ -9,13 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from captrack.analysis.compare import CompareOptions, Comparison, analyse
-from captrack.analysis.transitions import flipped_items
-from captrack.analysis.types import ItemTexts, PairInput, RunTask, VariantSpec
+from captrack.analysis.types import PairInput, VariantSpec
 from captrack.compare.inputs import load_input
-from captrack.compare.texts import TextReader
-from captrack.errors import UnknownNameError
-from captrack.metrics.registry import get_metric
-from captrack.results.store import SamplesFile, Store
+from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["compare"]
@@ -39,33 +35,4 @@ def compare(store: Store, base: str, variants: Sequence[VariantSpec], options: C
         if progress is not None:
             progress(pair.spec.name, len(pair.paired.items))
 
-    data = load_input(store, base, variants, options, taxonomy, loaded)
-    comparison = analyse(data, options, taxonomy)
-    if options.drill_limit:
-        comparison.item_texts, comparison.texts_unavailable = _flipped_texts(store, comparison, options.drill_limit)
-    return comparison
-
-
-def _flipped_texts(store: Store, comparison: Comparison, limit: int) -> tuple[dict[RunTask, ItemTexts], list[str]]:
-    """The texts of the flipped items drill-down pages show (the first `limit` per variant, task and metric)."""
-    files: dict[RunTask, SamplesFile] = {}
-    for model in dict.fromkeys([comparison.base, *comparison.paired]):
-        files.update(store.samples_files(model))
-    reader = TextReader(files)
-    rows = comparison.transitions.drop_duplicates(["variant", "task", "metric"])
-    for variant, task, metric in zip(rows["variant"], rows["task"], rows["metric"], strict=True):
-        paired = comparison.paired[str(variant)]
-        items, _ = flipped_items(paired.items, str(task), str(metric), _lower(str(metric)), limit)
-        if items.empty:
-            continue
-        ids = [int(i) for i in items["doc_id"]]
-        reader.want(str(items["base_run"].iloc[0]), str(task), ids)
-        reader.want(str(items["variant_run"].iloc[0]), str(task), ids)
-    return reader.read()
-
-
-def _lower(metric: str) -> bool:
-    try:
-        return get_metric(metric).direction == "lower"
-    except UnknownNameError:
-        return False
+    return analyse(load_input(store, base, variants, options, taxonomy, loaded), options, taxonomy)

@@ -103,7 +103,8 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
     trans = transitions.drop_duplicates(["variant", "task", "metric"])
     texts: Texts = {}
     for comparison, _ in comparisons:
-        texts |= comparison.item_texts
+        for key, found in comparison.item_texts.items():
+            texts.setdefault(key, {}).update(found)
     for task, frame in trans.groupby("task", sort=True):
         rows: list[DrillRow] = []
         total = 0
