@@ -361,6 +361,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
+    from captrack.pipeline.layout import default_workdir
     from captrack.pipeline.runner import run_experiment
 
     if args.experiment:
@@ -369,7 +370,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         import dataclasses
 
         experiment = load_experiment(demo_experiment())
-        experiment = dataclasses.replace(experiment, workdir=Path.cwd() / "runs" / "demo",
+        experiment = dataclasses.replace(experiment, workdir=default_workdir(Path.cwd(), "demo"),
                                          leaderboard=Path.cwd() / "leaderboards" / "demo")
     if args.quick:
         experiment = quick(experiment)  # its own work folder: announce that one
