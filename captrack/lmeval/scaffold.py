@@ -120,9 +120,10 @@ def new_probe_task(name: str, generator: str, scorer: str | None = None, root: P
     if folder.exists():
         raise InputError(f"{folder} exists already; `captrack tasks --write` updates the wiring of an existing task")
     version = probe(generator).version
-    member = load_taxonomy().members_of(task)[0]
-    capability = load_taxonomy().capability(member.capability)
-    metrics = list(get_scorer(scorer)[1]) if scorer else ["acc"]
+    members = load_taxonomy().members_of(task)
+    capability = load_taxonomy().capability(members[0].capability)
+    chosen = [m.metric for m in members if m.metric in ("acc", "acc_norm")]  # what lm-eval's multiple_choice logs
+    metrics = list(get_scorer(scorer)[1]) if scorer else list(dict.fromkeys(chosen)) or ["acc"]
     yaml_text = (_GENERATED if scorer else _CHOICE).format(
         task=task, metrics="".join(f"  - metric: {m}\n    aggregation: mean\n" for m in metrics))
     imports = ("from captrack.metrics import score\nfrom captrack.probes import to_dataset" if scorer
