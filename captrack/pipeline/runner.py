@@ -175,6 +175,8 @@ def _training_code() -> str:
 
 def _train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable[[], str]) -> Stage:
     """Post-train `variant` from the base's local folder (`base_dir`, read when the training starts)."""
+    from captrack.training.harness import RECORD_FILE
+
     out = experiment.work.model(variant.name)
 
     def action() -> Any:
@@ -184,7 +186,7 @@ def _train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable
 
     return Stage(_train_title(variant), experiment.work.marker(f"train-{variant.name}"),
                  {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()}, action,
-                 produced=lambda: (out / "captrack_train.json").is_file(), side_by_side=True,
+                 produced=lambda: (out / RECORD_FILE).is_file(), side_by_side=True,
                  cost=float(variant.train.get("steps", 1)) * _METHOD_COST.get(str(variant.train.get("method")), 1.0))
 
 
