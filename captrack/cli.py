@@ -44,15 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"captrack {__version__}")
     sub = parser.add_subparsers(metavar="COMMAND")
 
-    tasks = sub.add_parser("tasks", help="list captrack's lm-eval tasks (or print their folder)")
-    tasks.add_argument("--path", action="store_true", help="print the folder to pass to lm-eval --include_path")
-    tasks.add_argument("--available", action="store_true",
-                       help="print, comma-separated, the tasks that can run here (items generated, or data found in the "
-                            "mirror/cache): lm_eval --tasks \"$(captrack tasks --available)\"")
-    tasks.add_argument("--full", action="store_true",
-                       help="with --path: the folder of the opt-in full-size tasks (e.g. captrack_mmlu_pro_full)")
-    tasks.set_defaults(func=_cmd_tasks)
+    from captrack.lmeval.cli import add_tasks_parser
 
+    add_tasks_parser(sub)
     taxonomy = sub.add_parser("taxonomy", help="show the CAN/WILL/HOW taxonomy and its members")
     taxonomy.set_defaults(func=_cmd_taxonomy)
     _add_results_parsers(sub)
@@ -139,42 +133,6 @@ def _add_plan_parser(sub: Any) -> None:
     plan.add_argument("--batch-size", type=int, default=8, help="lm-eval --batch_size (default 8)")
     plan.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: min(--gpus, 8))")
     plan.set_defaults(func=_cmd_plan_memory)
-
-
-def _cmd_tasks(args: argparse.Namespace) -> int:
-    from captrack.paths import full_tasks_dir, tasks_dir
-
-    if args.path:
-        print(full_tasks_dir() if args.full else tasks_dir())
-        return 0
-    from captrack.official.availability import (
-        available_tasks,
-        data_status,
-        mirror_in_use,
-        task_metadata,
-    )
-
-    if args.available:
-        found = available_tasks(Path(tasks_dir()))
-        mirror = mirror_in_use()
-        where = f"mirror {mirror}" if mirror else "no CAPTRACK_DATA_DIR mirror; the Hugging Face cache or hub"
-        print(f"{len(found)} task(s) can run here ({where})", file=sys.stderr)
-        print(",".join(found))
-        return 0
-    from captrack.taxonomy import load_taxonomy
-
-    taxonomy = load_taxonomy()
-    print(f"{'task':40s} {'data':52s} tags")
-    for path in sorted(Path(tasks_dir()).glob("*/*.yaml"), key=lambda p: p.stem):
-        task = f"captrack_{path.stem}"
-        try:
-            tags = ", ".join(taxonomy.tags_for(task)[1:])
-        except CaptrackError:
-            tags = "(not in the taxonomy)"
-        status = data_status(task_metadata(path))
-        data = status.source if not status.needs_data else f"{'ok' if status.available else 'MISSING'}: {status.source}"
-        print(f"{task:40s} {data:52s} {tags}")
-    return 0
 
 
 def _cmd_taxonomy(args: argparse.Namespace) -> int:
@@ -361,6 +319,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
+    from captrack.pipeline.layout import default_workdir
     from captrack.pipeline.runner import run_experiment
 
     if args.experiment:
@@ -369,7 +328,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         import dataclasses
 
         experiment = load_experiment(demo_experiment())
-        experiment = dataclasses.replace(experiment, workdir=Path.cwd() / "runs" / "demo",
+        experiment = dataclasses.replace(experiment, workdir=default_workdir(Path.cwd(), "demo"),
                                          leaderboard=Path.cwd() / "leaderboards" / "demo")
     if args.quick:
         experiment = quick(experiment)  # its own work folder: announce that one

@@ -1,4 +1,5 @@
-"""The package's structure rules (README's Layout): import direction, where SQL lives, module and function size."""
+"""The package's structure rules (README's Layout): import direction, where SQL and lm-eval's file names live,
+who spells the work folder's layout, module and function size."""
 
 from __future__ import annotations
 
@@ -114,6 +115,49 @@ def test_the_rules_see_what_they_look_for() -> None:
     assert [n for n, text in _strings(tree) if LMEVAL_FILE_NAME.search(text)] == [3, 4]
     assert sorted(set(_sql(tree))) == [2, 5]
     assert SQL_ALLOWED <= {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")}
+
+
+# The work folder's layout is spelled in captrack/pipeline/layout.py only (WorkFolder): its file names anywhere,
+# its folder names as a path component (``x / "runs"``). Other folders with their own layout are named here.
+LAYOUT_MODULE = "pipeline/layout.py"
+LAYOUT_FILE_NAME = re.compile(r"store(\.tmp)?\.duckdb|\.captrack-run\.lock|\.experiment\.pickle|^seed\{\}$")
+LAYOUT_FOLDERS = {"runs", "models", "cache", "data", "markers", "logs"}
+OTHER_LAYOUTS = {
+    "models.py": {"models"},  # the model cache, ~/.cache/captrack/models
+    "official/cli.py": {"data"},  # the default data mirror, ~/.cache/captrack/data
+    "official/mirror.py": {"data"},  # a mirror's own layout, <mirror>/data/<config>
+    "official/hub.py": {"data"},  # the hub dataset's layout
+}
+
+
+def _path_components(tree: ast.AST) -> list[tuple[int, str]]:
+    """String literals joined onto a path with ``/``."""
+    return [(node.lineno, node.right.value) for node in ast.walk(tree)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+            and isinstance(node.right, ast.Constant) and isinstance(node.right.value, str)]
+
+
+def test_only_the_work_folder_layout_spells_its_names() -> None:
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        if where == LAYOUT_MODULE:
+            continue
+        tree = ast.parse(path.read_text())
+        bad += [f"{where}:{n} names {text!r}" for n, text in _strings(tree) if LAYOUT_FILE_NAME.search(text)]
+        allowed = OTHER_LAYOUTS.get(where, set())
+        bad += [f"{where}:{n} joins {text!r}" for n, text in _path_components(tree)
+                if text in LAYOUT_FOLDERS - allowed]
+    assert not bad, bad
+
+
+def test_the_layout_rule_sees_what_it_looks_for() -> None:
+    tree = ast.parse('"""store.duckdb"""\na = w / "store.duckdb"\nb = w / "runs" / n / f"seed{s}"\nc = f"(seed {s})"\n')
+    assert [n for n, text in _strings(tree) if LAYOUT_FILE_NAME.search(text)] == [2, 3]
+    assert sorted(_path_components(tree)) == [(2, "store.duckdb"), (3, "runs")]
+    layout = (PACKAGE / LAYOUT_MODULE).read_text()
+    assert all(f'"{name}"' in layout for name in LAYOUT_FOLDERS)
+    assert set(OTHER_LAYOUTS) <= {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")}
 
 
 def test_pairing_is_written_once() -> None:

@@ -32,7 +32,7 @@ from captrack.imports.reading import (
     table_rows,
     text_id,
 )
-from captrack.registries import add_once
+from captrack.registries import Registry
 
 __all__ = ["ADAPTERS", "MMLU_PRO_TASK", "Source", "adapter", "read_source"]
 
@@ -50,17 +50,13 @@ class Source:
 
 
 Adapter = Callable[[Path, "str | None", str], Source]
-ADAPTERS: dict[str, Adapter] = {}
+ADAPTERS: Registry[Adapter] = Registry("import format")
+"""The reader of each ``--format`` (all registered in this module)."""
 
 
 def adapter(name: str) -> Callable[[Adapter], Adapter]:
     """Register the reader of one `--format`."""
-
-    def register(function: Adapter) -> Adapter:
-        add_once(ADAPTERS, name, function, "import format")
-        return function
-
-    return register
+    return ADAPTERS.register(name)
 
 
 def read_source(fmt: str, src: Path, task: str | None, response_column: str = "outputs") -> Source:
@@ -70,11 +66,10 @@ def read_source(fmt: str, src: Path, task: str | None, response_column: str = "o
         UnknownNameError: an unknown format.
         InputError: the source is missing or malformed (file, line and field named).
     """
-    if fmt not in ADAPTERS:
-        raise UnknownNameError("import format", fmt, ADAPTERS)
+    read = ADAPTERS.get(fmt)
     if not src.exists():
         raise InputError(f"{src}: no such file or folder")
-    return ADAPTERS[fmt](src, task, response_column)
+    return read(src, task, response_column)
 
 
 def _record(where: str, task: str, row: Mapping[str, Any], response_key: str) -> ReplayRecord:

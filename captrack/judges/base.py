@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from captrack.errors import InputError, UnknownNameError
-from captrack.registries import add_once
+from captrack.errors import InputError
+from captrack.registries import Registry
 
 __all__ = [
+    "BACKENDS",
     "Judge",
     "JudgeError",
     "JudgeOptions",
@@ -84,19 +84,13 @@ class Judge(ABC):
 
 
 Factory = Callable[[str, JudgeOptions], Judge]
-_BACKENDS: dict[str, Factory] = {}
-# The modules that register the built-in backends, imported by name on first use (they import this module).
-BUILTIN_BACKENDS = ("captrack.judges.hf", "captrack.judges.openai_compat")
+BACKENDS: Registry[Factory] = Registry("judge backend", scan="captrack.judges", marker="@judge_backend(")
+"""Every judge backend by kind; a module of captrack.judges with a line starting ``@judge_backend(`` is loaded on first use."""
 
 
 def judge_backend(kind: str) -> Callable[[Factory], Factory]:
     """Register a judge backend under ``kind`` (the part of ``--judge KIND:NAME`` before the colon)."""
-
-    def register(factory: Factory) -> Factory:
-        add_once(_BACKENDS, kind, factory, "judge backend")
-        return factory
-
-    return register
+    return BACKENDS.register(kind)
 
 
 def make_judge(spec: str, options: JudgeOptions = JudgeOptions()) -> Judge:
@@ -105,17 +99,10 @@ def make_judge(spec: str, options: JudgeOptions = JudgeOptions()) -> Judge:
     Raises:
         InputError: a spec without ``KIND:``; UnknownNameError: an unknown kind (close matches listed).
     """
-    for module in BUILTIN_BACKENDS:  # each registers itself with judge_backend; imported by name, no circle
-        importlib.import_module(module)
-
     kind, sep, name = spec.partition(":")
     if not sep or not name:
         raise InputError(
             f"--judge {spec!r}: expected KIND:NAME, e.g. openai:gpt-4o-mini (an OpenAI-compatible server "
             "set by CAPTRACK_JUDGE_URL) or hf:smollm2-135m-instruct (a local model path or alias)"
         )
-    try:
-        factory = _BACKENDS[kind]
-    except KeyError:
-        raise UnknownNameError("judge backend", kind, _BACKENDS) from None
-    return factory(name, options)
+    return BACKENDS.get(kind)(name, options)

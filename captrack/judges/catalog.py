@@ -19,11 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from captrack.errors import CaptrackError, InputError, UnknownNameError
+from captrack.errors import InputError
 from captrack.judges.verdicts import Fraction, Labels, Scale, VerdictParser
-from captrack.registries import add_once
+from captrack.registries import Registry
 
 __all__ = [
+    "INPUTS",
+    "JUDGED",
     "JudgedMetric",
     "Sample",
     "all_judged",
@@ -49,25 +51,18 @@ class Sample:
 
 
 InputBuilder = Callable[[Sample], dict[str, str]]
-_INPUTS: dict[str, InputBuilder] = {}
+INPUTS: Registry[InputBuilder] = Registry("judge input builder")
+"""Every input builder, by the name a JudgedMetric's ``inputs`` gives (all registered in this module)."""
 
 
 def input_builder(name: str) -> Callable[[InputBuilder], InputBuilder]:
     """Register a function ``Sample -> {prompt field: text}`` under `name`."""
-
-    def register(function: InputBuilder) -> InputBuilder:
-        add_once(_INPUTS, name, function, "judge input builder")
-        return function
-
-    return register
+    return INPUTS.register(name)
 
 
 def get_inputs(name: str) -> InputBuilder:
     """Look an input builder up by name (close matches on a typo)."""
-    try:
-        return _INPUTS[name]
-    except KeyError:
-        raise UnknownNameError("judge input builder", name, _INPUTS) from None
+    return INPUTS.get(name)
 
 
 def _prompt_text(sample: Sample) -> str:
@@ -147,28 +142,24 @@ class JudgedMetric:
     inputs: str
 
 
-_JUDGED: list[JudgedMetric] = []
+JUDGED: Registry[JudgedMetric] = Registry("judged metric")
+"""Every judged metric, by metric name (all declared in this module: one declaration per metric, all its tasks in it)."""
 
 
 def declare_judged(spec: JudgedMetric) -> JudgedMetric:
-    """Add a judged metric; a (task, metric) judged twice is an error."""
-    taken = {(t, j.metric) for j in _JUDGED for t in j.tasks}
-    clash = sorted(taken & {(t, spec.metric) for t in spec.tasks})
-    if clash:
-        raise CaptrackError(f"judged metric(s) declared twice: {clash}")
+    """Add a judged metric; a metric declared twice, or with an unknown input builder, is an error."""
     get_inputs(spec.inputs)
-    _JUDGED.append(spec)
-    return spec
+    return JUDGED.add(spec.metric, spec)
 
 
 def all_judged() -> tuple[JudgedMetric, ...]:
     """Every declared judged metric."""
-    return tuple(_JUDGED)
+    return tuple(JUDGED.entries().values())
 
 
 def judged_for_task(task: str) -> list[JudgedMetric]:
     """The judged metrics of one task (empty when the task has none)."""
-    return [j for j in _JUDGED if task in j.tasks]
+    return [j for j in JUDGED.entries().values() if task in j.tasks]
 
 
 REFUSED = Labels({"REFUSAL": 1.0, "COMPLIANCE": 0.0})

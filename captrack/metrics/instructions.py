@@ -10,33 +10,26 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from captrack.errors import InputError, UnknownNameError
+from captrack.errors import InputError
 from captrack.metrics import text
 from captrack.metrics.registry import scorer
-from captrack.registries import add_once
+from captrack.registries import Registry
 
 __all__ = ["CONSTRAINTS", "check_constraint", "constraint", "instruction_metrics"]
 
 Check = Callable[[str, Mapping[str, Any]], bool]
-CONSTRAINTS: dict[str, Check] = {}
+CONSTRAINTS: Registry[Check] = Registry("constraint")
+"""Every verifiable constraint check, by the ``kind`` a doc names (all registered in this module)."""
 
 
 def constraint(kind: str) -> Callable[[Check], Check]:
     """Register a verifiable constraint check ``(response, params) -> followed?``."""
-
-    def register(check: Check) -> Check:
-        add_once(CONSTRAINTS, kind, check, "constraint")
-        return check
-
-    return register
+    return CONSTRAINTS.register(kind)
 
 
 def check_constraint(response: str, spec: Mapping[str, Any]) -> bool:
     """Check one constraint spec (``{"kind": ..., params}``) against a response."""
-    kind = str(spec.get("kind", ""))
-    if kind not in CONSTRAINTS:
-        raise UnknownNameError("constraint", kind, CONSTRAINTS)
-    return CONSTRAINTS[kind](response, spec)
+    return CONSTRAINTS.get(str(spec.get("kind", "")))(response, spec)
 
 
 @constraint("lowercase")

@@ -1,29 +1,30 @@
 """The MetricSpec registry: each per-sample metric is declared once, with its direction and kind.
 
-Loading is explicit and acyclic: every MetricSpec is declared in ``captrack.metrics.catalog``
-(which imports nothing but this module); the modules that register scorers are listed once in
-:data:`SCORER_MODULES` and imported, in that order, the first time a scorer is looked up. The
-``@scorer`` decorator checks its metrics against the catalog only, so decorating never re-enters
-a half-imported scorer module.
+Loading is acyclic and needs no list: every MetricSpec is declared in ``captrack.metrics.catalog``
+(which imports nothing but this module; a ``declare(`` line marks it) and every module of
+captrack.metrics with a line starting ``@scorer(`` is imported the first time a scorer is looked up
+(:class:`captrack.registries.Registry`). The ``@scorer`` decorator checks its metrics against the
+catalog only, so decorating never re-enters a half-imported scorer module.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from captrack.errors import CaptrackError, UnknownNameError
-from captrack.registries import add_once
+from captrack.errors import CaptrackError
+from captrack.registries import Registry
 
 __all__ = [
     "DIRECTIONS",
     "KINDS",
-    "SCORER_MODULES",
+    "METRICS",
+    "SCORERS",
     "Direction",
     "Kind",
     "MetricSpec",
+    "RegisteredScorer",
     "Scorer",
     "all_metrics",
     "declare",
@@ -74,23 +75,22 @@ class MetricSpec:
         return self.kind == "binary" and self.direction != "neutral"
 
 
-SCORER_MODULES: tuple[str, ...] = (
-    "answers", "behaviour", "code", "ifeval", "instructions", "mathequiv", "official_answers",
-    "official_protocol", "protocol", "style", "tone",
-)
-"""The modules under captrack.metrics that register scorers (add a new scorer module here)."""
+@dataclass(frozen=True)
+class RegisteredScorer:
+    """A scorer, the metric names it produces and the answer reader it compares with the gold (if any)."""
 
-_METRICS: dict[str, MetricSpec] = {}
-_SCORERS: dict[str, tuple[Scorer, tuple[str, ...]]] = {}
-_ANSWERS: dict[str, Callable[[Mapping[str, Any], str], str]] = {}
+    function: Scorer
+    produces: tuple[str, ...]
+    answer: Callable[[Mapping[str, Any], str], str] | None = None
+
+
+METRICS: Registry[MetricSpec] = Registry("metric", scan="captrack.metrics", marker="declare(MetricSpec(")
+SCORERS: Registry[RegisteredScorer] = Registry("scorer", scan="captrack.metrics", marker="@scorer(")
 
 
 def declare(spec: MetricSpec) -> MetricSpec:
     """Add a metric to the registry; declaring one name twice is an error."""
-    if spec.name in _METRICS and _METRICS[spec.name] != spec:
-        raise CaptrackError(f"metric {spec.name!r} is declared twice with different fields")
-    _METRICS[spec.name] = spec
-    return spec
+    return METRICS.add(spec.name, spec)
 
 
 def get_metric(name: str) -> MetricSpec:
@@ -99,17 +99,12 @@ def get_metric(name: str) -> MetricSpec:
     Raises:
         UnknownNameError: with the closest declared names.
     """
-    _load_catalog()
-    try:
-        return _METRICS[name]
-    except KeyError:
-        raise UnknownNameError("metric", name, _METRICS) from None
+    return METRICS.get(name)
 
 
 def all_metrics() -> dict[str, MetricSpec]:
     """Every declared metric, by name."""
-    _load_catalog()
-    return dict(_METRICS)
+    return METRICS.entries()
 
 
 def scorer(name: str, produces: Sequence[str],
@@ -126,10 +121,7 @@ def scorer(name: str, produces: Sequence[str],
         get_metric(metric_name)
 
     def register(function: F) -> F:
-        entry: tuple[Scorer, tuple[str, ...]] = (function, tuple(produces))
-        add_once(_SCORERS, name, entry, "scorer")
-        if answer is not None:
-            _ANSWERS[name] = answer
+        SCORERS.add(name, RegisteredScorer(function, tuple(produces), answer))
         return function
 
     return register
@@ -138,18 +130,15 @@ def scorer(name: str, produces: Sequence[str],
 def scored_answer(name: str, doc: Mapping[str, Any], response: str) -> str | None:
     """The answer scorer `name` reads from `response` ("" when it finds none); None when the scorer
     judges the whole response rather than an answer read from it."""
-    get_scorer(name)
-    found = _ANSWERS.get(name)
+    found = SCORERS.get(name).answer
     return None if found is None else found(doc, response)
 
 
 def get_scorer(name: str) -> tuple[Scorer, tuple[str, ...]]:
     """Return a registered scorer and the metric names it produces."""
-    _load_scorers()
-    try:
-        return _SCORERS[name]
-    except KeyError:
-        raise UnknownNameError("scorer", name, _SCORERS) from None
+    METRICS.load()  # the scorers' metrics first: a scorer module checks them as it registers
+    found = SCORERS.get(name)
+    return found.function, found.produces
 
 
 def score(name: str, doc: Mapping[str, Any], response: str) -> dict[str, float | None]:
@@ -161,15 +150,3 @@ def score(name: str, doc: Mapping[str, Any], response: str) -> dict[str, float |
             f"scorer {name!r} returned {sorted(values)}, but declares {sorted(produces)}"
         )
     return values
-
-
-def _load_catalog() -> None:
-    """Import the metric catalog (idempotent); it declares every MetricSpec and registers no scorer."""
-    importlib.import_module("captrack.metrics.catalog")
-
-
-def _load_scorers() -> None:
-    """Import every scorer module of :data:`SCORER_MODULES` (idempotent)."""
-    _load_catalog()
-    for module in SCORER_MODULES:
-        importlib.import_module(f"captrack.metrics.{module}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from captrack.files import write_atomic
@@ -13,7 +12,7 @@ __all__ = ["board_yaml", "write_board"]
 
 def board_yaml(experiment: Experiment) -> dict[str, Any]:
     """The leaderboard.yaml of an experiment: its store, its comparisons and labels, its by/target/margin."""
-    store = Path(experiment.workdir / "store.duckdb")
+    store = experiment.work.store
     try:
         store_ref = str(store.relative_to(experiment.leaderboard, walk_up=True))  # type: ignore[call-arg]
     except (TypeError, ValueError):

@@ -51,6 +51,7 @@ import yaml
 
 from captrack.errors import InputError, UnknownNameError
 from captrack.paths import expand_path
+from captrack.pipeline.layout import WorkFolder, default_workdir
 from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
 
 __all__ = ["QUICK_TASKS", "Checkpoint", "Experiment", "config_hash", "demo_experiment", "load_experiment", "quick"]
@@ -104,6 +105,11 @@ class Experiment:
     by: tuple[str, ...] = ()
     target: str = ""
     margin: float = 5.0  # the verdicts' equivalence margin (captrack.analysis.verdicts)
+
+    @property
+    def work(self) -> WorkFolder:
+        """The layout of the work folder (captrack.pipeline.layout)."""
+        return WorkFolder(self.workdir)
 
     @property
     def bases(self) -> tuple[Checkpoint, ...]:
@@ -218,7 +224,7 @@ def load_experiment(path: str | Path) -> Experiment:
     return Experiment(
         name=spec.name or source.stem,
         source=source,
-        workdir=expand_path(spec.workdir or f"runs/{source.stem}", folder),
+        workdir=expand_path(spec.workdir, folder) if spec.workdir else default_workdir(folder, source.stem).resolve(),
         leaderboard=expand_path(spec.leaderboard, folder),
         base=bases[0],
         variants=variants,
@@ -277,4 +283,4 @@ def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
     tasks = tuple(t for t in QUICK_TASKS if any(fnmatchcase(t, p) for p in experiment.tasks)) or experiment.tasks
     workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
     return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, items={}, workdir=workdir,
-                               leaderboard=workdir / "leaderboard")
+                               leaderboard=WorkFolder(workdir).quick_leaderboard)

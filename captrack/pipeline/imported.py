@@ -29,7 +29,7 @@ def data_root(experiment: Experiment) -> Path | None:
     """The mirror the imports read: ``data.dir``, the run's own build (``data.sources``), else None ($CAPTRACK_DATA_DIR)."""
     if experiment.data_dir is not None:
         return experiment.data_dir
-    return experiment.workdir / "data" if experiment.data_sources is not None else None
+    return experiment.work.data if experiment.data_sources is not None else None
 
 
 def validate_imports(experiment: Experiment) -> None:
@@ -62,7 +62,7 @@ def data_stage(experiment: Experiment) -> Stage:
     from captrack.official.build import BUILDER_VERSION
 
     assert experiment.data_sources is not None  # plan() adds this stage only then
-    sources, root, configs = experiment.data_sources, experiment.workdir / "data", experiment.data_configs
+    sources, root, configs = experiment.data_sources, experiment.work.data, experiment.data_configs
 
     def action() -> None:
         from captrack.official.build import build_mirror
@@ -72,7 +72,7 @@ def data_stage(experiment: Experiment) -> Stage:
             raise InputError(f"could not build the data mirror {root} from {sources}: " + "; ".join(failed)
                              + " — check that the source files are there (set CAPTRACK_SHARED)")
 
-    return Stage(f"build data mirror {', '.join(configs)} from {sources}", experiment.workdir / "markers" / "data.json",
+    return Stage(f"build data mirror {', '.join(configs)} from {sources}", experiment.work.marker("data"),
                  {"sources": str(sources), "configs": list(configs), "builder": BUILDER_VERSION}, action,
                  produced=lambda: all(config_path(root, c).is_file() for c in configs))
 
@@ -116,7 +116,7 @@ def _data_env(root: Path | None) -> Iterator[None]:
 
 def import_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int) -> Stage:
     """`captrack import` of `checkpoint`'s generations into its run folder."""
-    out = experiment.workdir / "runs" / checkpoint.name / f"seed{seed}"
+    out = experiment.work.run(checkpoint.name, seed)
     spec, root = checkpoint.source, data_root(experiment)
 
     def action() -> None:
@@ -133,5 +133,5 @@ def import_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int) -> S
                 "mirror": _mirror_state(root), "seed": seed}
 
     return Stage(f"import {checkpoint.name} ({spec['format']}: {Path(spec['path']).name})",
-                 experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json", inputs, action,
+                 experiment.work.marker(f"eval-{checkpoint.name}-{seed}"), inputs, action,
                  produced=lambda: any(results_files(out)))

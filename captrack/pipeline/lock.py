@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import IO
 
 from captrack.errors import InputError
+from captrack.pipeline.layout import LOCK_NAME, WorkFolder
 
 __all__ = ["LOCK_NAME", "WorkFolderBusyError", "work_folder_lock"]
-
-LOCK_NAME = ".captrack-run.lock"
 
 
 class WorkFolderBusyError(InputError):
@@ -59,7 +58,7 @@ def work_folder_lock(workdir: Path, wait: bool = False, poll_s: float = 1.0,
         WorkFolderBusyError: another runner holds the lock and `wait` is False (its PID named).
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    path = workdir / LOCK_NAME
+    path = WorkFolder(workdir).lock
     handle = path.open("a+", encoding="utf-8")
     try:
         told = False

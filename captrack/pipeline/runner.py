@@ -31,7 +31,7 @@ __all__ = ["Stage", "limit_notes", "plan", "run_experiment", "validate"]
 def _model_path(checkpoint: Checkpoint, experiment: Experiment, resolved: dict[str, str]) -> Path:
     """Where a checkpoint's weights are: its training output, or its `pretrained` with an alias resolved."""
     if checkpoint.train:
-        return experiment.workdir / "models" / checkpoint.name
+        return experiment.work.model(checkpoint.name)
     spec = str(checkpoint.model_args["pretrained"])
     return Path(resolved.get(spec, spec))
 
@@ -138,13 +138,13 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
         return lambda: resolved.update({spec: str(resolve_model(spec))})
 
     if not base.source:
-        stages.append(Stage(f"resolve base model {base_spec}", experiment.workdir / "markers" / "base-model.json",
+        stages.append(Stage(f"resolve base model {base_spec}", experiment.work.marker("base-model"),
                             {"pretrained": base_spec}, resolver(base_spec), rerun_when_reused=True))
     others = {str(c.model_args.get("pretrained", "")) for c in experiment.checkpoints
               if c is not base and not c.train and not c.source and c.model == "hf"}
     for spec in sorted(s for s in others - {base_spec} if _needs_resolving(s)):  # every checkpoint named by an alias
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in spec)
-        stages.append(Stage(f"resolve model {spec}", experiment.workdir / "markers" / f"model-{slug}.json",
+        stages.append(Stage(f"resolve model {spec}", experiment.work.marker(f"model-{slug}"),
                             {"pretrained": spec}, resolver(spec), rerun_when_reused=True))
     for variant in experiment.variants:
         if variant.train:
@@ -153,13 +153,12 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
         for seed in experiment.seeds:
             stages.append(import_stage(experiment, checkpoint, seed) if checkpoint.source
                           else _eval_stage(experiment, checkpoint, seed, resolved))
-    runs = experiment.workdir / "runs"
-    store = experiment.workdir / "store.duckdb"
-    stages.append(Stage("ingest all runs", experiment.workdir / "markers" / "ingest.json",
+    runs, store = experiment.work.runs, experiment.work.store
+    stages.append(Stage("ingest all runs", experiment.work.marker("ingest"),
                         lambda: {"results": sorted(str(p.relative_to(runs)) for p in results_files(runs))},
                         lambda: _ingest(experiment), produced=lambda: store.is_file()))
     stages.append(Stage(f"compare and write leaderboard {experiment.leaderboard}",
-                        experiment.workdir / "markers" / "leaderboard.json",
+                        experiment.work.marker("leaderboard"),
                         lambda: {"store": _fingerprint_file(store), "board": board_yaml(experiment),
                                  "index": (experiment.leaderboard / "index.html").is_file()},
                         lambda: write_board(experiment)))
@@ -176,16 +175,18 @@ def _training_code() -> str:
 
 def _train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable[[], str]) -> Stage:
     """Post-train `variant` from the base's local folder (`base_dir`, read when the training starts)."""
-    out = experiment.workdir / "models" / variant.name
+    from captrack.training.harness import RECORD_FILE
+
+    out = experiment.work.model(variant.name)
 
     def action() -> Any:
         from captrack.training.recipes import run_recipe
 
         return run_recipe(variant.train, Path(base_dir()), out)
 
-    return Stage(_train_title(variant), experiment.workdir / "markers" / f"train-{variant.name}.json",
+    return Stage(_train_title(variant), experiment.work.marker(f"train-{variant.name}"),
                  {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()}, action,
-                 produced=lambda: (out / "captrack_train.json").is_file(), side_by_side=True,
+                 produced=lambda: (out / RECORD_FILE).is_file(), side_by_side=True,
                  cost=float(variant.train.get("steps", 1)) * _METHOD_COST.get(str(variant.train.get("method")), 1.0))
 
 
@@ -201,7 +202,7 @@ def _train_title(variant: Checkpoint) -> str:
 def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str]) -> Stage:
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
-    out = experiment.workdir / "runs" / checkpoint.name / f"seed{seed}"
+    out = experiment.work.run(checkpoint.name, seed)
 
     def model_args() -> dict[str, Any]:
         return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(_model_path(checkpoint, experiment, resolved))}
@@ -212,7 +213,7 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resol
                         limit=experiment.limit, apply_chat_template=experiment.apply_chat_template, seed=seed,
                         metadata=experiment.metadata,
                         samples={task: list(range(n)) for task, n in experiment.items.items()} or None)
-        cache = experiment.workdir / "cache" / f"{checkpoint.name}-seed{seed}-{_fingerprint(Path(args['pretrained']))}"
+        cache = experiment.work.request_cache(checkpoint.name, seed, _fingerprint(Path(args["pretrained"])))
         shutil.rmtree(out, ignore_errors=True)
         return evaluate_checkpoint(spec, out, cache)
 
@@ -223,7 +224,7 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resol
                 "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
                 "weights": _fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {})
 
-    return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.workdir / "markers" / f"eval-{checkpoint.name}-{seed}.json",
+    return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.work.marker(f"eval-{checkpoint.name}-{seed}"),
                  inputs, action, produced=lambda: any(results_files(out)), side_by_side=checkpoint.model == "hf",
                  needs=(_train_title(checkpoint),) if checkpoint.train else ())
 
@@ -237,15 +238,14 @@ def _ingest(experiment: Experiment) -> None:
     from captrack.results.runfiles import discover_runs
     from captrack.results.store import Labels, Store, StoreError
 
-    store_path = experiment.workdir / "store.duckdb"
-    tmp = store_path.with_suffix(".tmp.duckdb")
+    store_path, tmp = experiment.work.store, experiment.work.new_store
     discard_store(tmp)
     runs_in, rows_in = 0, 0
     try:
         with Store(tmp) as store:
             for checkpoint in experiment.checkpoints:
                 for seed in experiment.seeds:
-                    runs = discover_runs(experiment.workdir / "runs" / checkpoint.name / f"seed{seed}")
+                    runs = discover_runs(experiment.work.run(checkpoint.name, seed))
                     done = store.ingest(runs, Labels(model=checkpoint.name, algorithm=checkpoint.algorithm,
                                                      family=checkpoint.family, replicate=seed))
                     runs_in += len(done)

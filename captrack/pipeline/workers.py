@@ -161,9 +161,10 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
     Raises:
         InputError: a stage failed (its log's last lines quoted); the others are stopped.
     """
-    logs = experiment.workdir / "logs"
+    work = experiment.work
+    logs = work.logs
     logs.mkdir(parents=True, exist_ok=True)
-    frozen = experiment.workdir / "markers" / ".experiment.pickle"
+    frozen = work.frozen_experiment
     frozen.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(frozen, pickle.dumps(experiment))
     waiting, done = list(stages), set[str]()
@@ -184,7 +185,7 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
                     console.print(f"[dim]{escape(stage.title)}: unchanged, reusing[/]")
                     done.add(stage.title)
                     continue
-                log = logs / f"{_slug(stage.title)}.log"
+                log = work.log(_slug(stage.title))
                 handle = log.open("wb")
                 process = subprocess.Popen([sys.executable, "-m", "captrack.pipeline.workers_main", str(frozen), stage.title],
                                            stdout=handle, stderr=subprocess.STDOUT, env=env)
@@ -208,4 +209,4 @@ def run_side_by_side(experiment: Experiment, stages: list[Stage], workers: int, 
             job.process.kill()
             job.process.wait()
             job.handle.close()
-    show_stage_warnings([logs / f"{_slug(s.title)}.log" for s in stages if (logs / f"{_slug(s.title)}.log").is_file()], console)
+    show_stage_warnings([work.log(_slug(s.title)) for s in stages if work.log(_slug(s.title)).is_file()], console)

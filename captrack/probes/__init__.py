@@ -9,25 +9,18 @@ through a ``datasets.Dataset`` unchanged and hash the same on every machine.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from captrack.errors import InputError, UnknownNameError
-from captrack.registries import add_once
+from captrack.errors import InputError
+from captrack.registries import Registry
 
 __all__ = ["PROBES", "Probe", "generate", "generator", "probe", "to_dataset"]
 
 Generator = Callable[..., list[dict[str, Any]]]
-
-_MODULES = (
-    "facts", "skills", "reasoning", "passages", "context", "forms", "shifted", "multilingual",
-    "safety", "scope", "style", "constraints", "formats", "tools", "multiturn", "retrieval",
-    "citations",
-)
 
 
 @dataclass(frozen=True)
@@ -40,7 +33,8 @@ class Probe:
     options: tuple[str, ...]
 
 
-PROBES: dict[str, Probe] = {}
+PROBES: Registry[Probe] = Registry("probe generator", scan="captrack.probes", marker="@generator(")
+"""Every probe generator; a module of captrack.probes with a line starting ``@generator(`` is loaded on first use."""
 
 
 def generator(name: str, version: float = 1.0) -> Callable[[Generator], Generator]:
@@ -48,7 +42,7 @@ def generator(name: str, version: float = 1.0) -> Callable[[Generator], Generato
 
     def register(function: Generator) -> Generator:
         params = list(inspect.signature(function).parameters.values())[2:]
-        add_once(PROBES, name, Probe(name, float(version), function, tuple(p.name for p in params)), "probe generator")
+        PROBES.add(name, Probe(name, float(version), function, tuple(p.name for p in params)))
         return function
 
     return register
@@ -60,11 +54,7 @@ def probe(name: str) -> Probe:
     Raises:
         UnknownNameError: with the closest registered names.
     """
-    for module in _MODULES:
-        importlib.import_module(f"captrack.probes.{module}")
-    if name not in PROBES:
-        raise UnknownNameError("probe generator", name, PROBES)
-    return PROBES[name]
+    return PROBES.get(name)
 
 
 def generate(name: str, seed: int, n: int | None = None, **options: Any) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import yaml
 
 from captrack.errors import UnknownNameError
 from captrack.metrics import get_metric, score
-from captrack.metrics.registry import _SCORERS, get_scorer
+from captrack.metrics.registry import SCORERS, get_scorer
 from captrack.metrics.sandbox import bwrap_problem
 
 CASES = Path(__file__).parent / "cases"
@@ -34,7 +34,7 @@ def test_case(scorer_name: str, case: dict[str, Any]) -> None:
 
 def test_every_registered_scorer_has_cases() -> None:
     get_scorer("style")  # loads the built-in scorers
-    assert {p.stem for p in CASES.glob("*.yaml")} == set(_SCORERS)
+    assert {p.stem for p in CASES.glob("*.yaml")} == set(SCORERS.names())
 
 
 def test_unknown_metric_and_constraint_name_close_matches() -> None:

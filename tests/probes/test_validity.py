@@ -124,6 +124,7 @@ def _best(folder: str) -> dict[str, float]:
 
 def test_every_generative_task_has_an_oracle() -> None:
     assert set(GENERATIVE) == set(ORACLES) | set(SHORT)
+    assert {"probe_c1_facts", "probe_c2_logic"} <= set(CHOICE)
 
 
 @pytest.mark.parametrize("folder", GENERATIVE)
@@ -157,7 +158,11 @@ def _mc_task(folder: str) -> Any:
     return get_task_dict([name], task_manager(include_defaults=False))[name]
 
 
-@pytest.mark.parametrize("folder", ["probe_c1_facts", "probe_c2_logic"])
+# Every forced-choice probe of the standard shape (lm-eval's multiple_choice, no task class of its own).
+CHOICE = [f for f in PROBE_FOLDERS if task_config(f)["output_type"] == "multiple_choice" and "class" not in task_config(f)]
+
+
+@pytest.mark.parametrize("folder", CHOICE)
 def test_multiple_choice_gold_wins_and_others_lose(folder: str) -> None:
     task = _mc_task(folder)
     for seed in SEEDS:

@@ -8,43 +8,33 @@ A builder is ``(sources: Path, config: OfficialConfig) -> rows``: it reads the o
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from captrack.errors import InputError
 from captrack.official.configs import OfficialConfig
+from captrack.registries import Registry
 
 __all__ = ["BUILDERS", "Builder", "builder", "get_builders", "letters", "read_csv", "read_json", "read_jsonl", "sample"]
 
 Row = dict[str, Any]
 Builder = Callable[[Path, OfficialConfig], list[Row]]
 T = TypeVar("T")
-BUILDERS: dict[str, Builder] = {}
-_MODULES = ("reasoning", "knowledge", "code", "behaviour")
+BUILDERS: Registry[Builder] = Registry("official builder", scan="captrack.official.sources", marker="@builder(")
+"""The builder of each config; a module here with a line starting ``@builder(`` is loaded on first use."""
 
 
 def builder(*configs: str) -> Callable[[Builder], Builder]:
     """Register a builder for one or more configs."""
 
-    def register(function: Builder) -> Builder:
-        for name in configs:
-            if name in BUILDERS:
-                raise InputError(f"config {name!r} has two builders")
-            BUILDERS[name] = function
-        return function
-
-    return register
+    return BUILDERS.register(*configs)
 
 
 def get_builders() -> dict[str, Builder]:
     """Every registered builder, by config name."""
-    for module in _MODULES:
-        importlib.import_module(f"captrack.official.sources.{module}")
-    return dict(BUILDERS)
+    return BUILDERS.entries()
 
 
 def sample(items: Sequence[T], size: int | None, seed: int) -> list[T]:
