@@ -21,7 +21,7 @@ from typing import Generic, TypeVar
 
 from captrack.errors import CaptrackError, UnknownNameError
 
-__all__ = ["Registry", "registering_modules"]
+__all__ = ["Registry", "declared_names", "registering_modules"]
 
 T = TypeVar("T")
 
@@ -44,6 +44,13 @@ def registering_modules(package: str, marker: str) -> list[str]:
             if source.is_file() and pattern.search(source.read_text(encoding="utf-8")):
                 found.append(f"{package}.{info.name}")
     return sorted(found)
+
+
+def declared_names(source: Path, decorator: str) -> list[str]:
+    """The names a module registers with ``@<decorator>("name")`` lines, read from its source without importing it
+    (for a command's --help, which must not import what the module imports)."""
+    pattern = re.compile(rf"""^@{re.escape(decorator)}\(\s*["']([^"']+)["']""", re.M)
+    return pattern.findall(source.read_text(encoding="utf-8"))
 
 
 class Registry(Generic[T]):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from captrack.errors import CaptrackError, UnknownNameError
-from captrack.registries import Registry, registering_modules
+from captrack.registries import Registry, declared_names, registering_modules
 
 PACKAGE = Path(__file__).parents[1] / "captrack"
 
@@ -88,3 +88,14 @@ def test_a_lookup_loads_the_registering_modules_in_a_fresh_interpreter() -> None
             "print(len(PROBES) > 10, sorted(BACKENDS), 'gsm8k.full' in BUILDERS or len(BUILDERS) > 10)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "['hf',", "'openai']", "True"]
+
+
+def test_declared_names_are_read_from_the_source_without_importing() -> None:
+    """What `captrack --help` lists (read from source) is what the registry holds once loaded."""
+    from captrack.imports.cli import FORMATS
+    from captrack.imports.formats import ADAPTERS
+    from captrack.probes import PROBES
+
+    declared = [name for p in sorted((PACKAGE / "probes").glob("*.py")) for name in declared_names(p, "generator")]
+    assert sorted(declared) == sorted(PROBES.names())
+    assert FORMATS == tuple(sorted(ADAPTERS.names())) == ("captrack", "jsonl", "mmlu-pro")

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
+
+from captrack.registries import declared_names
 
 __all__ = ["FORMATS", "add_import_parser"]
 
-FORMATS = ("captrack", "jsonl", "mmlu-pro")
-"""The names of captrack.imports.formats.ADAPTERS, spelled here so `captrack --help` need not import lm-eval
-(tests/imports/test_import.py checks that both agree)."""
+FORMATS = tuple(sorted(declared_names(Path(__file__).with_name("formats.py"), "adapter")))
+"""The names of captrack.imports.formats.ADAPTERS, read from its ``@adapter(...)`` lines so `captrack --help` need
+not import lm-eval (tests/test_cli.py checks that both agree)."""
 
 
 def add_import_parser(sub: Any) -> None:
