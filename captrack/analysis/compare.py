@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from captrack.analysis.bootstrap import Items, bootstrap_drift
+from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
 from captrack.analysis.by_field import by_field_tables
 from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
@@ -115,7 +115,13 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
         UnknownNameError: a model name not in the store.
     """
-    taxonomy, replicates, pairs = taxonomy or load_taxonomy(), [], []
+    with shared_resamples():  # each task's resamples drawn once for drift CIs, calibration and contrasts
+        return _compare_store(store, base, variants, options, taxonomy or load_taxonomy(), progress)
+
+
+def _compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions,
+                   taxonomy: Taxonomy, progress: Callable[[str, int], None] | None) -> Comparison:
+    replicates, pairs = [], []
     warnings: list[str] = []
     differences: list[str] = []
     transitions: list[dict[str, Any]] = []
@@ -214,11 +220,11 @@ def _distribution(
     """Collapse / drift / erosion per item and calibration drift, for multiple-choice tasks."""
     if not options.distribution:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    from captrack.analysis.choice_frame import ChoiceFrame
     from captrack.analysis.choices import paired_choices
     from captrack.analysis.distribution import calibration, diagnose
 
-    frames = [paired_choices(store, p, v.algorithm, warnings) for p, v in zip(pairs, variants, strict=True)]
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    frame = ChoiceFrame.concat([paired_choices(store, p, v.algorithm, warnings) for p, v in zip(pairs, variants, strict=True)])
     if frame.empty:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
     items, summary = diagnose(frame)
