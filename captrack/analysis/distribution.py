@@ -293,7 +293,8 @@ def _ece(conf: Array, correct: Array, counts: NDArray[np.floating[Any]], n_bins:
     return np.asarray(np.abs(counts @ gap).sum(axis=1) / counts.sum(axis=1), dtype=float)
 
 
-def _calibration_group(rows: pd.DataFrame | ChoiceFrame, n_bins: int, n_resamples: int, seed: int) -> dict[str, float]:
+def _calibration_group(rows: pd.DataFrame | ChoiceFrame, n_bins: int, n_resamples: int, seed: int,
+                       shared: dict[tuple[str, int], NDArray[np.float32]]) -> dict[str, float]:
     """ECE and Brier of base and variant for one (variant, task) group, with paired bootstrap CIs."""
     parts: dict[str, list[tuple[Array, Array, Array]]] = {"base": [], "variant": []}
     for _, base, variant, gold in choice_blocks(rows):
@@ -301,7 +302,12 @@ def _calibration_group(rows: pd.DataFrame | ChoiceFrame, n_bins: int, n_resample
         parts["variant"].append(_top_choice(variant, gold))
     n = len(rows)
     task = (rows.keys if isinstance(rows, ChoiceFrame) else rows)["task"].iloc[0]
-    draws = resample_counts(str(task), n, n_resamples, seed) if n_resamples > 0 else None
+    draws = None
+    if n_resamples > 0:  # the variants of a task (visited one after another) share its resamples
+        if (str(task), n) not in shared:
+            shared.clear()
+            shared[(str(task), n)] = resample_counts(str(task), n, n_resamples, seed)
+        draws = shared[(str(task), n)]
     stats: dict[str, float] = {"n": n}
     boot: dict[str, tuple[Array, Array]] = {}
     for side, chunks in parts.items():
@@ -339,7 +345,9 @@ def calibration(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10, n_resamples
         groups = [(key, data.take(rows)) for key, rows in sorted(data.keys.groupby(KEYS, sort=True, dropna=False).indices.items())]
     else:
         groups = list(data.groupby(KEYS, sort=True, dropna=False))
-    rows = [{**dict(zip(KEYS, key, strict=True)), **_calibration_group(group, n_bins, n_resamples, seed), "n_bins": n_bins}
-            for key, group in groups]
+    shared: dict[tuple[str, int], NDArray[np.float32]] = {}
+    stats = {i: _calibration_group(groups[i][1], n_bins, n_resamples, seed, shared)
+             for i in sorted(range(len(groups)), key=lambda i: str(groups[i][0][KEYS.index("task")]))}
+    rows = [{**dict(zip(KEYS, key, strict=True)), **stats[i], "n_bins": n_bins} for i, (key, _) in enumerate(groups)]
     table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
     return table.astype({"n": int, "n_bins": int})

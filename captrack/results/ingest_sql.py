@@ -19,8 +19,10 @@ INGESTED_COLUMNS = (
 
 # lm-eval logs each option as [loglikelihood, is_greedy] (strings or numbers); a bare value is read as is.
 # An entry that is no number gives NULL in the list (compare skips such items, saying so).
-CHOICE_LL_SQL = """list_transform(CASE WHEN json_type(filtered_resps) = 'ARRAY' THEN json_extract(filtered_resps, '$[*]') END,
-    lambda e: TRY_CAST(trim(CASE WHEN json_type(e) = 'ARRAY' THEN e ->> 0 ELSE e ->> '$' END) AS DOUBLE))"""
+CHOICE_LL_SQL = """CASE WHEN json_type(filtered_resps, '$[0]') = 'ARRAY'
+    THEN list_transform(json_extract_string(filtered_resps, '$[*][0]'), lambda x: TRY_CAST(x AS DOUBLE))
+    ELSE list_transform(CASE WHEN json_type(filtered_resps) = 'ARRAY' THEN json_extract(filtered_resps, '$[*]') END,
+        lambda e: TRY_CAST(CASE WHEN json_type(e) = 'ARRAY' THEN e ->> 0 ELSE e ->> '$' END AS DOUBLE)) END"""
 # The gold as an option index: a JSON integer (or boolean), or a string of digits ("2"); NULL otherwise.
 GOLD_SQL = """CASE json_type(target)
     WHEN 'BIGINT' THEN TRY_CAST(target AS INTEGER) WHEN 'UBIGINT' THEN TRY_CAST(target AS INTEGER)

@@ -1,0 +1,79 @@
+"""CSV text of big tables, column by column: the bytes pandas' ``to_csv(index=False, float_format="%.10g")``
+writes after captrack.report.escape.inert_cell, produced in chunks (bounded memory) and many times faster.
+
+Only tables whose columns are float, integer or bool arrays, or objects holding text, lists or missing
+values are written this way (`csv_chunks` returns None for anything else; the caller then uses pandas).
+tests/report/test_fast_csv.py checks the bytes against pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from captrack.report.escape import inert_cell
+
+__all__ = ["csv_chunks"]
+
+_CHUNK = 50_000
+_SPECIAL = (",", '"', "\n", "\r")
+
+
+def _quoted(text: str) -> str:
+    """A field as csv.writer's QUOTE_MINIMAL writes it."""
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in _SPECIAL) else text
+
+
+def _object_cell(value: object, seen: dict[str, str]) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, str):
+        found = seen.get(value)
+        if found is None:
+            found = seen[value] = _quoted(str(inert_cell(value)))
+        return found
+    return _quoted(str(value))
+
+
+def _formatter(series: pd.Series) -> object | None:
+    """A function from a slice of the column's values to its CSV fields, or None if this dtype is not handled."""
+    dtype = series.dtype
+    if isinstance(dtype, np.dtype) and dtype == np.bool_:
+        return lambda values: np.where(values, "True", "False").tolist()
+    if dtype.kind in "iu" and isinstance(dtype, np.dtype):
+        return lambda values: [str(v) for v in values.tolist()]
+    if dtype.kind == "f" and isinstance(dtype, np.dtype):
+        def floats(values: np.ndarray) -> list[str]:
+            out = ["%.10g" % v for v in values.tolist()]  # noqa: UP031  (pandas' float_format is applied with %)
+            if np.isnan(values).any():
+                for i in np.flatnonzero(np.isnan(values)).tolist():
+                    out[i] = ""
+            return out
+        return floats
+    if dtype.kind == "O":  # object, or pandas' text dtype
+        if not all(
+                isinstance(v, (str, list)) or v is None or (isinstance(v, float) and v != v) for v in series.to_numpy()):
+            return None
+        seen: dict[str, str] = {}
+        return lambda values: [_object_cell(v, seen) for v in values.tolist()]
+    return None
+
+
+def csv_chunks(frame: pd.DataFrame) -> Iterator[str] | None:
+    """The CSV text of `frame` (header first) in chunks of rows, or None when a column's dtype is not handled."""
+    if frame.shape[1] < 2 or frame.columns.duplicated().any():
+        return None
+    formatters = [_formatter(frame.iloc[:, i]) for i in range(frame.shape[1])]
+    if any(f is None for f in formatters) or not all(isinstance(c, str) for c in frame.columns):
+        return None
+    arrays = [frame.iloc[:, i].to_numpy() for i in range(frame.shape[1])]
+
+    def chunks() -> Iterator[str]:
+        yield ",".join(_quoted(str(inert_cell(c))) for c in frame.columns) + "\n"
+        for start in range(0, len(frame), _CHUNK):
+            columns = [f(a[start:start + _CHUNK]) for f, a in zip(formatters, arrays, strict=True)]  # type: ignore[operator]
+            yield "".join(",".join(row) + "\n" for row in zip(*columns, strict=True))
+
+    return chunks()
