@@ -32,8 +32,9 @@ def paired_choices(store: Store, paired: PairedItems, algorithm: str, warnings: 
             warnings.append(f"{paired.variant}: {found.task}: {found.skipped} items without an option-index gold "
                             "skipped in distribution diagnostics")
         n = found.gold.size
-        keys = pd.DataFrame({"variant": [paired.variant] * n, "algorithm": [algorithm] * n, "task": [found.task] * n,
-                             "doc_hash": found.doc_hash, "gold": found.gold}, columns=_KEYS)
+        text = {"variant": paired.variant, "algorithm": algorithm, "task": found.task}  # numpy objects: fast to take
+        keys = pd.DataFrame({**{c: pd.Series(np.full(n, v, dtype=object), dtype=object) for c, v in text.items()},
+                             "doc_hash": pd.Series(found.doc_hash, dtype=object), "gold": found.gold}, columns=_KEYS)
         parts.append(ChoiceFrame(keys, found.k, found.base_ll, found.variant_ll))
     return ChoiceFrame.concat(parts) if parts else ChoiceFrame(
         pd.DataFrame(columns=_KEYS), np.empty(0, dtype=np.int64), np.empty((0, 0)), np.empty((0, 0)))

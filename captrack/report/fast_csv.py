@@ -37,6 +37,13 @@ def _object_cell(value: object, seen: dict[str, str]) -> str:
     return _quoted(str(value))
 
 
+def _texts(chunk: np.ndarray) -> list[str]:
+    """Text cells (missing ones empty), each distinct value made inert and quoted once."""
+    codes, uniques = pd.factorize(chunk, use_na_sentinel=True)
+    fields = np.array([_quoted(str(inert_cell(u))) for u in uniques] + [""], dtype=object)
+    return list(fields[codes])
+
+
 def _formatter(series: pd.Series) -> object | None:
     """A function from a slice of the column's values to its CSV fields, or None if this dtype is not handled."""
     dtype = series.dtype
@@ -53,11 +60,15 @@ def _formatter(series: pd.Series) -> object | None:
             return out
         return floats
     if dtype.kind == "O":  # object, or pandas' text dtype
-        if not all(
-                isinstance(v, (str, list)) or v is None or (isinstance(v, float) and v != v) for v in series.to_numpy()):
+        values = series.to_numpy()
+        if all(isinstance(v, str) or v is None or (isinstance(v, float) and v != v) for v in values):
+            return _texts
+        if all(isinstance(v, list) for v in values):
+            return lambda chunk: [_quoted(str(v)) for v in chunk.tolist()]
+        if not all(isinstance(v, (str, list)) or v is None or (isinstance(v, float) and v != v) for v in values):
             return None
         seen: dict[str, str] = {}
-        return lambda values: [_object_cell(v, seen) for v in values.tolist()]
+        return lambda chunk: [_object_cell(v, seen) for v in chunk.tolist()]
     return None
 
 
