@@ -75,9 +75,11 @@ def _bc_series(dist_items: pd.DataFrame, n_resamples: int, seed: int) -> Series:
         return out
     counts = _PerTask(n_resamples, seed, lambda c: c.astype(np.float64))
     groups = dist_items.groupby(["variant", "task"], sort=True).indices
+    doc_hash = dist_items["doc_hash"].to_numpy(dtype=object)
+    overlap = dist_items["bhattacharyya"].to_numpy(dtype=float)
     for variant, task in sorted(groups, key=lambda key: (str(key[1]), str(key[0]))):
-        frame = dist_items.iloc[groups[(variant, task)]]
-        values = 1.0 - frame.sort_values("doc_hash")["bhattacharyya"].to_numpy(dtype=float)
+        rows = groups[(variant, task)]
+        values = 1.0 - overlap[rows[np.argsort(doc_hash[rows], kind="stable")]]
         out[(str(variant), str(task))] = (float(values.mean()), counts.get(str(task), values.size) @ values / values.size)
     return out
 

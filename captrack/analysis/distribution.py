@@ -164,7 +164,7 @@ def _block(base_ll: Array, variant_ll: Array, gold: NDArray[np.int64], th: Thres
     return {
         "n_choices": np.full(n, k), "base_answer": a_base, "variant_answer": a_var,
         "transition": np.char.add(base_ok.astype(int).astype(str), var_ok.astype(int).astype(str)),
-        "base_probs": p.tolist(), "variant_probs": q.tolist(), "mass_retained": retained,
+        "base_probs": p, "variant_probs": q, "mass_retained": retained,
         "bhattacharyya": np.clip(np.sqrt(p * q).sum(axis=1), 0.0, 1.0),
         "gold_prob_base": gold_p, "gold_prob_variant": gold_q, "gold_prob_change": gold_q - gold_p,
         "flip_margin_nats": margin, "forgetting_kind": kind, "collapse": collapse, "drift": drift,
@@ -193,7 +193,7 @@ def item_diagnostics(base_ll: Sequence[float], variant_ll: Sequence[float], gold
     out = {}
     for key, value in _block(base, variant, g, thresholds).items():
         item = value[0]
-        out[key] = item.item() if isinstance(item, np.generic) else item
+        out[key] = item.item() if isinstance(item, np.generic) else item.tolist() if isinstance(item, np.ndarray) else item
     return out
 
 
@@ -206,6 +206,19 @@ def _validated(frame: pd.DataFrame | ChoiceFrame) -> pd.DataFrame | ChoiceFrame:
         raise InputError(f"distribution diagnostics need column(s) {missing}; expected {list(INPUT_COLUMNS)}")
     out = frame.reset_index(drop=True)
     out["_k"] = [len(v) for v in out["base_ll"]]
+    return out
+
+
+def _with_list_columns(block: dict[str, Any], index: pd.Index) -> dict[str, Any]:
+    """The block with its probability matrices as Arrow list columns (a few bytes per option, not a Python list per item)."""
+    import pyarrow as pa
+
+    out = dict(block)
+    for name in ("base_probs", "variant_probs"):
+        matrix = np.ascontiguousarray(block[name], dtype=np.float64)
+        offsets = pa.array(np.arange(0, matrix.size + 1, max(matrix.shape[1], 1), dtype=np.int32)[: matrix.shape[0] + 1])
+        lists = pa.ListArray.from_arrays(offsets, pa.array(matrix.ravel()))
+        out[name] = pd.Series(pd.arrays.ArrowExtensionArray(lists), index=index)
     return out
 
 
@@ -225,7 +238,7 @@ def diagnose(frame: pd.DataFrame | ChoiceFrame, thresholds: Thresholds = Thresho
         InputError: missing columns, bad loglikelihoods, mismatched option counts, gold out of range.
     """
     data = _validated(frame)
-    parts = [pd.DataFrame(_block(base, variant, gold, thresholds), index=index)
+    parts = [pd.DataFrame(_with_list_columns(_block(base, variant, gold, thresholds), index), index=index)
              for index, base, variant, gold in choice_blocks(data)]
     items = (data.keys if isinstance(data, ChoiceFrame) else data)[[*KEYS, "doc_hash", "gold"]]
     if parts:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from captrack.report.escape import inert_cell
 
@@ -44,6 +45,16 @@ def _texts(chunk: np.ndarray) -> list[str]:
     return list(fields[codes])
 
 
+def _float_lists(chunk: pd.api.extensions.ExtensionArray) -> list[str]:
+    """Cells of an Arrow list<double> column as Python writes a list of floats ("[0.25, 0.75]"); missing: empty."""
+    lists = pa.chunked_array(chunk._pa_array).combine_chunks() if hasattr(chunk, "_pa_array") else pa.array(chunk)
+    offsets = lists.offsets.to_numpy()
+    values = lists.values.to_numpy(zero_copy_only=False).tolist()
+    valid = lists.is_valid().to_numpy(zero_copy_only=False)
+    return [_quoted("[" + ", ".join(map(repr, values[a:b])) + "]") if ok else ""
+            for a, b, ok in zip(offsets[:-1].tolist(), offsets[1:].tolist(), valid.tolist(), strict=True)]
+
+
 def _formatter(series: pd.Series) -> object | None:
     """A function from a slice of the column's values to its CSV fields, or None if this dtype is not handled."""
     dtype = series.dtype
@@ -59,6 +70,9 @@ def _formatter(series: pd.Series) -> object | None:
                     out[i] = ""
             return out
         return floats
+    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_list(dtype.pyarrow_dtype) and pa.types.is_floating(
+            dtype.pyarrow_dtype.value_type):
+        return _float_lists
     if dtype.kind == "O":  # object, or pandas' text dtype
         values = series.to_numpy()
         if all(isinstance(v, str) or v is None or (isinstance(v, float) and v != v) for v in values):
@@ -79,7 +93,8 @@ def csv_chunks(frame: pd.DataFrame) -> Iterator[str] | None:
     formatters = [_formatter(frame.iloc[:, i]) for i in range(frame.shape[1])]
     if any(f is None for f in formatters) or not all(isinstance(c, str) for c in frame.columns):
         return None
-    arrays = [frame.iloc[:, i].to_numpy() for i in range(frame.shape[1])]
+    arrays = [frame.iloc[:, i].array if isinstance(frame.dtypes.iloc[i], pd.ArrowDtype) else frame.iloc[:, i].to_numpy()
+              for i in range(frame.shape[1])]
 
     def chunks() -> Iterator[str]:
         yield ",".join(_quoted(str(inert_cell(c))) for c in frame.columns) + "\n"

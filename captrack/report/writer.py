@@ -31,7 +31,7 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
 }
 
 
-_FAST_ROWS = 10_000  # tables from this many rows are written by captrack.report.fast_csv
+_FAST_ROWS = 0  # tables from this many rows are written by captrack.report.fast_csv (the same bytes as pandas)
 
 LABEL_COLUMNS = frozenset({"variant", "base", "model", "algorithm", "family", "size", "data", "task"})
 """Text columns holding names people chose. Every text column is made inert, these and any other

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from captrack.report.escape import inert_cell
 from captrack.report.fast_csv import csv_chunks
@@ -33,6 +34,9 @@ def test_the_same_bytes_as_pandas_on_every_kind_of_column() -> None:
     chunks = csv_chunks(frame)
     assert chunks is not None
     assert "".join(chunks) == _pandas(frame)
+    # Probabilities held as an Arrow list<double> column are written as the Python lists would be.
+    arrow = frame.assign(probs=pd.Series(pd.arrays.ArrowExtensionArray(pa.array(lists))))
+    assert "".join(csv_chunks(arrow) or []) == _pandas(frame)
 
 
 def test_columns_it_does_not_know_go_to_pandas() -> None:
