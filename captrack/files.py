@@ -72,8 +72,9 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write `data` (text as UTF-8) to a temp file beside `path`, fsync it, then rename it into place; returns `path`.
+def write_atomic(path: Path, data: str | bytes | Iterator[str]) -> Path:
+    """Write `data` (text as UTF-8; an iterator of text chunks is written as it comes) to a temp file beside
+    `path`, fsync it, then rename it into place; returns `path`.
 
     The file ends up with the umask's mode (0644 by default). On any error (a full disk included)
     the temp file is removed and `path` keeps its old content.
@@ -83,7 +84,8 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            for chunk in [payload] if isinstance(payload, bytes) else payload:
+                handle.write(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, file_mode())

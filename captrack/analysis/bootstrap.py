@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import zlib
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,23 +13,72 @@ from numpy.typing import NDArray
 from captrack.analysis.drift import relative_drift_array
 from captrack.analysis.stats import bootstrap_indices
 
-__all__ = ["Items", "bootstrap_drift", "cluster_resample_counts", "resample_counts"]
+__all__ = ["Items", "bootstrap_drift", "cluster_resample_counts", "resample_counts", "shared_resamples"]
 
 # (variant, task, metric) -> (base values, variant values) per paired item, in item order.
 Items = dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
+
+
+class _Cache:
+    """Resample counts already drawn (as uint8 where every count fits), least recently used first out."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes, self.used = max_bytes, 0
+        self.entries: OrderedDict[tuple[str, int, int, int], NDArray[np.generic]] = OrderedDict()
+
+    def get(self, key: tuple[str, int, int, int]) -> NDArray[np.generic] | None:
+        found = self.entries.get(key)
+        if found is not None:
+            self.entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, int, int, int], counts: NDArray[np.generic]) -> None:
+        if counts.nbytes > self.max_bytes:
+            return
+        while self.entries and self.used + counts.nbytes > self.max_bytes:
+            self.used -= self.entries.popitem(last=False)[1].nbytes
+        self.entries[key] = counts
+        self.used += counts.nbytes
+
+
+_CACHE: list[_Cache] = []
+
+
+@contextmanager
+def shared_resamples(max_bytes: int = 768 << 20) -> Iterator[None]:
+    """Within the block, the resample counts of a (task, n_items) are drawn once and shared by every statistic
+    that resamples that task (drift CIs, calibration, contrasts), up to `max_bytes` of counts held."""
+    _CACHE.append(_Cache(max_bytes))
+    try:
+        yield
+    finally:
+        _CACHE.pop()
+
+
+def _draw_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArray[np.generic]:
+    rng = np.random.default_rng([seed, zlib.crc32(task.encode()), n_items])
+    idx = bootstrap_indices(n_items, n_resamples, rng)
+    offsets = (np.arange(n_resamples, dtype=np.int64) * n_items)[:, None]
+    flat = np.bincount((idx + offsets).ravel(), minlength=n_resamples * n_items)
+    small = flat.size == 0 or int(flat.max()) <= np.iinfo(np.uint8).max
+    return flat.reshape(n_resamples, n_items).astype(np.uint8 if small else np.float32)
 
 
 def resample_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArray[np.float32]:
     """How often each item is drawn in each resample (rows: resamples).
 
     Depends only on (seed, task, n_items), so every metric and variant of a task with the same
-    items shares the resamples and capability CIs stay paired across members.
+    items shares the resamples and capability CIs stay paired across members (inside
+    `shared_resamples`, they are drawn once).
     """
-    rng = np.random.default_rng([seed, zlib.crc32(task.encode()), n_items])
-    idx = bootstrap_indices(n_items, n_resamples, rng)
-    offsets = (np.arange(n_resamples, dtype=np.int64) * n_items)[:, None]
-    flat = np.bincount((idx + offsets).ravel(), minlength=n_resamples * n_items)
-    return flat.reshape(n_resamples, n_items).astype(np.float32)
+    key = (task, n_items, n_resamples, seed)
+    cache = _CACHE[-1] if _CACHE else None
+    counts = cache.get(key) if cache is not None else None
+    if counts is None:
+        counts = _draw_counts(task, n_items, n_resamples, seed)
+        if cache is not None:
+            cache.put(key, counts)
+    return counts.astype(np.float32)
 
 
 def cluster_resample_counts(task: str, labels: Sequence[object], n_resamples: int, seed: int) -> NDArray[np.float32]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from captrack.analysis.bootstrap import Items, bootstrap_drift
+from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
 from captrack.analysis.by_field import by_field_tables, group_table
 from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
@@ -118,7 +118,13 @@ def analyse(data: CompareInput, options: CompareOptions = CompareOptions(), taxo
 
     ``progress(variant, paired rows)`` is called after each variant is analysed.
     """
-    taxonomy, replicates = taxonomy or load_taxonomy(), []
+    with shared_resamples():  # each task's resamples drawn once for drift CIs, calibration and contrasts
+        return _analyse(data, options, taxonomy or load_taxonomy(), progress)
+
+
+def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
+             progress: Callable[[str, int], None] | None) -> Comparison:
+    replicates = []
     warnings: list[str] = []
     differences: list[str] = []
     transitions: list[dict[str, Any]] = []
@@ -234,10 +240,10 @@ def _distribution(pairs: Sequence[PairInput], options: CompareOptions) -> tuple[
     """Collapse / drift / erosion per item and calibration drift, for multiple-choice tasks."""
     if not options.distribution:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    from captrack.analysis.choice_frame import ChoiceFrame
     from captrack.analysis.distribution import calibration, diagnose
 
-    frames = [pair.choices for pair in pairs]
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    frame = ChoiceFrame.concat([pair.choices for pair in pairs if pair.choices is not None])
     if frame.empty:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
     items, summary = diagnose(frame)

@@ -29,25 +29,43 @@ MEASURE_COLUMNS = [f"{m}_{s}" for m in MEASURES for s in ("a", "b", "difference"
 Series = dict[tuple[str, str], tuple[float, NDArray[np.float64]]]  # (variant, unit) -> (point, resamples)
 
 
-def _f_adj(base: NDArray[np.float64], post: NDArray[np.float64], k: float, counts: NDArray[np.float32]) -> tuple[float, NDArray[np.float64]]:
-    """F_adj of paired binary items and its resamples (rows of `counts`)."""
-    weights = np.vstack([np.ones((1, base.size), dtype=np.float32), counts]).astype(np.float64) / base.size
+def _weights(counts: NDArray[np.float32]) -> NDArray[np.float64]:
+    """The sample (a row of ones) and each resample's item weights, as fractions of the items."""
+    return np.vstack([np.ones((1, counts.shape[1]), dtype=np.float32), counts]).astype(np.float64) / counts.shape[1]
+
+
+def _f_adj(base: NDArray[np.float64], post: NDArray[np.float64], k: float, weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+    """F_adj of paired binary items and its resamples (rows of `weights` after the first: see _weights)."""
     forgot, pre, after = weights @ (base * (1 - post)), weights @ base, weights @ post
     chance = (1 - pre) * (1 - after) / (k - 1) if not math.isnan(k) and k >= 2 else 0.0
     values = np.maximum(forgot - chance, 0.0)
     return float(values[0]), values[1:]
 
 
+class _PerTask:
+    """The last task's resample matrix, so the variants and metrics of a task (visited together) share it."""
+
+    def __init__(self, n_resamples: int, seed: int, make: Callable[[NDArray[np.float32]], NDArray[np.float64]]) -> None:
+        self.n_resamples, self.seed, self.make = n_resamples, seed, make
+        self.key: tuple[str, int] | None = None
+        self.value: NDArray[np.float64] = np.empty((0, 0))
+
+    def get(self, task: str, n: int) -> NDArray[np.float64]:
+        if self.key != (task, n):
+            self.key, self.value = (task, n), self.make(resample_counts(task, n, self.n_resamples, self.seed))
+        return self.value
+
+
 def _forgetting_series(items: Items, transitions: pd.DataFrame, n_resamples: int, seed: int) -> Series:
     out: Series = {}
     scored = transitions[transitions["forgetting_adj"].notna()]
-    for row in scored.itertuples():
+    weights = _PerTask(n_resamples, seed, _weights)
+    for row in scored.sort_values("task", kind="stable").itertuples():
         base, post = items.get((str(row.variant), str(row.task), str(row.metric)), (np.empty(0), np.empty(0)))
         if base.size == 0 or not (((base >= 0) & (base <= 1)).all() and ((post >= 0) & (post <= 1)).all()):
             continue
-        counts = resample_counts(str(row.task), base.size, n_resamples, seed)
         k = math.nan if row.k is None or pd.isna(row.k) else float(row.k)
-        out[(str(row.variant), f"{row.task}/{row.metric}")] = _f_adj(base, post, k, counts)
+        out[(str(row.variant), f"{row.task}/{row.metric}")] = _f_adj(base, post, k, weights.get(str(row.task), base.size))
     return out
 
 
@@ -55,10 +73,14 @@ def _bc_series(dist_items: pd.DataFrame, n_resamples: int, seed: int) -> Series:
     out: Series = {}
     if dist_items.empty:
         return out
-    for (variant, task), frame in dist_items.groupby(["variant", "task"], sort=True):
-        values = 1.0 - frame.sort_values("doc_hash")["bhattacharyya"].to_numpy(dtype=float)
-        counts = resample_counts(str(task), values.size, n_resamples, seed).astype(np.float64)
-        out[(str(variant), str(task))] = (float(values.mean()), counts @ values / values.size)
+    counts = _PerTask(n_resamples, seed, lambda c: c.astype(np.float64))
+    groups = dist_items.groupby(["variant", "task"], sort=True).indices
+    doc_hash = dist_items["doc_hash"].to_numpy(dtype=object)
+    overlap = dist_items["bhattacharyya"].to_numpy(dtype=float)
+    for variant, task in sorted(groups, key=lambda key: (str(key[1]), str(key[0]))):
+        rows = groups[(variant, task)]
+        values = 1.0 - overlap[rows[np.argsort(doc_hash[rows], kind="stable")]]
+        out[(str(variant), str(task))] = (float(values.mean()), counts.get(str(task), values.size) @ values / values.size)
     return out
 
 

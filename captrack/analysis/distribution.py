@@ -46,7 +46,7 @@ vectorised form so that the paired bootstrap stays cheap; the tests check them a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.bootstrap import resample_counts
+from captrack.analysis.choice_frame import ChoiceFrame, as_matrix, check_gold, choice_blocks
 from captrack.analysis.stats import percentile_ci
 from captrack.errors import InputError
 
@@ -129,16 +130,6 @@ def loglikelihoods_from_resps(resps: Sequence[Any]) -> list[float]:
     return out
 
 
-def _as_matrix(rows: Sequence[Sequence[float]] | Array, what: str) -> Array:
-    """A (n, k) float matrix of loglikelihoods; raises ValueError on NaN, +inf or a row without a finite value."""
-    ll = np.asarray(rows, dtype=float)
-    if ll.ndim != 2 or ll.shape[1] < 1:
-        raise ValueError(f"{what}: expected one loglikelihood per option, got shape {ll.shape}")
-    if np.isnan(ll).any() or np.isposinf(ll).any() or not np.isfinite(ll).any(axis=1).all():
-        raise ValueError(f"{what}: loglikelihoods must be finite or -inf, with at least one finite per item")
-    return ll
-
-
 def _softmax(ll: Array) -> Array:
     """Row-wise softmax of loglikelihoods."""
     z = np.exp(ll - ll.max(axis=1, keepdims=True))
@@ -151,7 +142,7 @@ def choice_probs(loglikelihoods: Sequence[float]) -> np.ndarray:
     Raises:
         ValueError: empty input, NaN, +inf, or no finite loglikelihood.
     """
-    return _softmax(_as_matrix([list(loglikelihoods)], "loglikelihoods"))[0]
+    return _softmax(as_matrix([list(loglikelihoods)], "loglikelihoods"))[0]
 
 
 def _block(base_ll: Array, variant_ll: Array, gold: NDArray[np.int64], th: Thresholds) -> dict[str, Any]:
@@ -173,18 +164,12 @@ def _block(base_ll: Array, variant_ll: Array, gold: NDArray[np.int64], th: Thres
     return {
         "n_choices": np.full(n, k), "base_answer": a_base, "variant_answer": a_var,
         "transition": np.char.add(base_ok.astype(int).astype(str), var_ok.astype(int).astype(str)),
-        "base_probs": p.tolist(), "variant_probs": q.tolist(), "mass_retained": retained,
+        "base_probs": p, "variant_probs": q, "mass_retained": retained,
         "bhattacharyya": np.clip(np.sqrt(p * q).sum(axis=1), 0.0, 1.0),
         "gold_prob_base": gold_p, "gold_prob_variant": gold_q, "gold_prob_change": gold_q - gold_p,
         "flip_margin_nats": margin, "forgetting_kind": kind, "collapse": collapse, "drift": drift,
         "shift": shift, "eroding": (base_ok == var_ok) & (gold_p - gold_q > th.erosion_delta),
     }
-
-
-def _check_gold(gold: NDArray[np.int64], k: int) -> None:
-    """Raise ValueError when a gold index is outside 0..k-1."""
-    if gold.size and (gold.min() < 0 or gold.max() >= k):
-        raise ValueError(f"gold index out of range for {k} options: {gold[(gold < 0) | (gold >= k)][:3].tolist()}")
 
 
 def item_diagnostics(base_ll: Sequence[float], variant_ll: Sequence[float], gold: int,
@@ -200,20 +185,22 @@ def item_diagnostics(base_ll: Sequence[float], variant_ll: Sequence[float], gold
     Raises:
         ValueError: different option counts, bad loglikelihoods, or a gold index out of range.
     """
-    base, variant = _as_matrix([list(base_ll)], "base_ll"), _as_matrix([list(variant_ll)], "variant_ll")
+    base, variant = as_matrix([list(base_ll)], "base_ll"), as_matrix([list(variant_ll)], "variant_ll")
     if base.shape != variant.shape:
         raise ValueError(f"base has {base.shape[1]} options but variant has {variant.shape[1]}")
     g = np.array([int(gold)])
-    _check_gold(g, base.shape[1])
+    check_gold(g, base.shape[1])
     out = {}
     for key, value in _block(base, variant, g, thresholds).items():
         item = value[0]
-        out[key] = item.item() if isinstance(item, np.generic) else item
+        out[key] = item.item() if isinstance(item, np.generic) else item.tolist() if isinstance(item, np.ndarray) else item
     return out
 
 
-def _validated(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame with a fresh index and an `_k` column; raises InputError on missing columns."""
+def _validated(frame: pd.DataFrame | ChoiceFrame) -> pd.DataFrame | ChoiceFrame:
+    """A DataFrame input with a fresh index and an `_k` column (raises InputError on missing columns); a ChoiceFrame as is."""
+    if isinstance(frame, ChoiceFrame):
+        return frame
     missing = [c for c in INPUT_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"distribution diagnostics need column(s) {missing}; expected {list(INPUT_COLUMNS)}")
@@ -222,27 +209,25 @@ def _validated(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _blocks(frame: pd.DataFrame) -> Iterator[tuple[pd.Index, Array, Array, NDArray[np.int64]]]:
-    """Rows grouped by option count, as (index, base matrix, variant matrix, gold)."""
-    for k, rows in frame.groupby("_k", sort=True):
-        where = f"task {rows['task'].iloc[0]!r}, doc_hash {rows['doc_hash'].iloc[0]!r} (and {len(rows) - 1} more with {k} options)"
-        try:
-            base = _as_matrix(list(rows["base_ll"]), "base_ll")
-            variant = _as_matrix([list(v) for v in rows["variant_ll"]], "variant_ll")
-            if variant.shape != base.shape:
-                raise ValueError("base and variant list different numbers of options")
-            gold = rows["gold"].to_numpy(dtype=np.int64)
-            _check_gold(gold, base.shape[1])
-        except (ValueError, TypeError) as exc:
-            raise InputError(f"{where}: {exc}; give one loglikelihood per option for both, gold in 0..k-1") from exc
-        yield rows.index, base, variant, gold
+def _with_list_columns(block: dict[str, Any], index: pd.Index) -> dict[str, Any]:
+    """The block with its probability matrices as Arrow list columns (a few bytes per option, not a Python list per item)."""
+    import pyarrow as pa
+
+    out = dict(block)
+    for name in ("base_probs", "variant_probs"):
+        matrix = np.ascontiguousarray(block[name], dtype=np.float64)
+        offsets = pa.array(np.arange(0, matrix.size + 1, max(matrix.shape[1], 1), dtype=np.int32)[: matrix.shape[0] + 1])
+        lists = pa.ListArray.from_arrays(offsets, pa.array(matrix.ravel()))
+        out[name] = pd.Series(pd.arrays.ArrowExtensionArray(lists), index=index)
+    return out
 
 
-def diagnose(frame: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> tuple[pd.DataFrame, pd.DataFrame]:
+def diagnose(frame: pd.DataFrame | ChoiceFrame, thresholds: Thresholds = Thresholds()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-item diagnostics and their per (variant, algorithm, task) summary.
 
     Args:
-        frame: columns variant, algorithm, task, doc_hash, gold, base_ll, variant_ll (lists of floats).
+        frame: columns variant, algorithm, task, doc_hash, gold, base_ll, variant_ll (lists of floats), or
+            the same items as a ChoiceFrame.
         thresholds: classification thresholds.
 
     Returns:
@@ -253,9 +238,9 @@ def diagnose(frame: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> tupl
         InputError: missing columns, bad loglikelihoods, mismatched option counts, gold out of range.
     """
     data = _validated(frame)
-    parts = [pd.DataFrame(_block(base, variant, gold, thresholds), index=index)
-             for index, base, variant, gold in _blocks(data)]
-    items = data[[*KEYS, "doc_hash", "gold"]]
+    parts = [pd.DataFrame(_with_list_columns(_block(base, variant, gold, thresholds), index), index=index)
+             for index, base, variant, gold in choice_blocks(data)]
+    items = (data.keys if isinstance(data, ChoiceFrame) else data)[[*KEYS, "doc_hash", "gold"]]
     if parts:
         items = items.join(pd.concat(parts).sort_index())
     items = items.reindex(columns=ITEM_COLUMNS)
@@ -321,14 +306,21 @@ def _ece(conf: Array, correct: Array, counts: NDArray[np.floating[Any]], n_bins:
     return np.asarray(np.abs(counts @ gap).sum(axis=1) / counts.sum(axis=1), dtype=float)
 
 
-def _calibration_group(rows: pd.DataFrame, n_bins: int, n_resamples: int, seed: int) -> dict[str, float]:
+def _calibration_group(rows: pd.DataFrame | ChoiceFrame, n_bins: int, n_resamples: int, seed: int,
+                       shared: dict[tuple[str, int], NDArray[np.float32]]) -> dict[str, float]:
     """ECE and Brier of base and variant for one (variant, task) group, with paired bootstrap CIs."""
     parts: dict[str, list[tuple[Array, Array, Array]]] = {"base": [], "variant": []}
-    for _, base, variant, gold in _blocks(rows):
+    for _, base, variant, gold in choice_blocks(rows):
         parts["base"].append(_top_choice(base, gold))
         parts["variant"].append(_top_choice(variant, gold))
     n = len(rows)
-    draws = resample_counts(str(rows["task"].iloc[0]), n, n_resamples, seed) if n_resamples > 0 else None
+    task = (rows.keys if isinstance(rows, ChoiceFrame) else rows)["task"].iloc[0]
+    draws = None
+    if n_resamples > 0:  # the variants of a task (visited one after another) share its resamples
+        if (str(task), n) not in shared:
+            shared.clear()
+            shared[(str(task), n)] = resample_counts(str(task), n, n_resamples, seed)
+        draws = shared[(str(task), n)]
     stats: dict[str, float] = {"n": n}
     boot: dict[str, tuple[Array, Array]] = {}
     for side, chunks in parts.items():
@@ -344,7 +336,7 @@ def _calibration_group(rows: pd.DataFrame, n_bins: int, n_resamples: int, seed: 
     return stats
 
 
-def calibration(frame: pd.DataFrame, n_bins: int = 10, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def calibration(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Calibration drift per (variant, algorithm, task): ECE and Brier of base and variant, and the change.
 
     The change (variant − base) gets a 95% paired bootstrap CI: items are resampled jointly for base
@@ -362,7 +354,13 @@ def calibration(frame: pd.DataFrame, n_bins: int = 10, n_resamples: int = 1000, 
     if n_bins < 1:
         raise ValueError(f"n_bins must be positive, got {n_bins}")
     data = _validated(frame)
-    rows = [{**dict(zip(KEYS, key, strict=True)), **_calibration_group(group, n_bins, n_resamples, seed), "n_bins": n_bins}
-            for key, group in data.groupby(KEYS, sort=True, dropna=False)]
+    if isinstance(data, ChoiceFrame):
+        groups = [(key, data.take(rows)) for key, rows in sorted(data.keys.groupby(KEYS, sort=True, dropna=False).indices.items())]
+    else:
+        groups = list(data.groupby(KEYS, sort=True, dropna=False))
+    shared: dict[tuple[str, int], NDArray[np.float32]] = {}
+    stats = {i: _calibration_group(groups[i][1], n_bins, n_resamples, seed, shared)
+             for i in sorted(range(len(groups)), key=lambda i: str(groups[i][0][KEYS.index("task")]))}
+    rows = [{**dict(zip(KEYS, key, strict=True)), **stats[i], "n_bins": n_bins} for i, (key, _) in enumerate(groups)]
     table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
     return table.astype({"n": int, "n_bins": int})

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
+    from captrack.analysis.choice_frame import ChoiceFrame
     from captrack.results.pairing import PairedItems
     from captrack.results.samples import ItemText
 
@@ -41,8 +42,8 @@ class VariantSpec:
 class PairInput:
     """One variant paired with the base, and what its analyses read from the samples files.
 
-    ``choices``: per-option loglikelihood rows of the multiple-choice tasks (variant, algorithm, task,
-    doc_hash, gold, base_ll, variant_ll; empty when the distribution diagnostics are off).
+    ``choices``: the multiple-choice items with both sides' per-option loglikelihoods (None when the
+    distribution diagnostics are off).
     ``churn_answers``: the scored answers answer churn compares (generated-answer tasks; None when
     churn is off).
     ``item_texts``: (run, task) -> doc_id -> texts of the flipped items drill-down pages show (with
@@ -55,7 +56,7 @@ class PairInput:
     paired: PairedItems
     setting_differences: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    choices: pd.DataFrame = field(default_factory=pd.DataFrame)
+    choices: ChoiceFrame | None = None
     churn_answers: ChurnAnswers | None = None
     item_texts: dict[RunTask, ItemTexts] = field(default_factory=dict)
     texts_unavailable: list[str] = field(default_factory=list)

@@ -1,70 +1,40 @@
 """Per-choice loglikelihoods of paired multiple-choice items, for the distribution diagnostics.
 
-Items come from the one pairing (captrack.results.pairing); the per-option loglikelihoods are read
-through the store from the samples files it recorded (captrack.results.samples), once, when the
-comparison's input is loaded. The lowest replicate both models have is used.
+Items come from the one pairing (captrack.results.pairing); the option-index gold and per-option
+loglikelihoods are read from the store as arrays (captrack.results.choices; typed at ingest), once,
+when the comparison's input is loaded. The lowest replicate both models have is used.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any
-
+import numpy as np
 import pandas as pd
 
-from captrack.analysis.distribution import loglikelihoods_from_resps
+from captrack.analysis.choice_frame import ChoiceFrame
+from captrack.results.choices import paired_task_choices
 from captrack.results.pairing import PairedItems
-from captrack.results.samples import read_paired_choices, unavailable_reason
-from captrack.results.store import SamplesFile
+from captrack.results.store import Store
 
 __all__ = ["paired_choices"]
 
-Files = Mapping[tuple[str, str], SamplesFile]
-_COLUMNS = ["variant", "algorithm", "task", "doc_hash", "gold", "base_ll", "variant_ll"]
+_KEYS = ["variant", "algorithm", "task", "doc_hash", "gold"]
 
 
-def paired_choices(base_files: Files, variant_files: Files, paired: PairedItems, algorithm: str,
-                   warnings: list[str]) -> pd.DataFrame:
-    """Rows of (variant, algorithm, task, doc_hash, gold, base_ll, variant_ll) for every multiple-choice task.
+def paired_choices(store: Store, paired: PairedItems, algorithm: str, warnings: list[str]) -> ChoiceFrame:
+    """The items of every multiple-choice task of `paired` (tasks by name, items in base doc order).
 
     Items whose gold is not an option index are skipped (counted in `warnings`), as are tasks whose
-    samples files are gone or changed since ingest.
+    samples files are gone or changed since ingest (stores ingested before loglikelihoods were stored).
     """
-    if paired.items.empty or not paired.replicates:
-        return pd.DataFrame(columns=_COLUMNS)
-    files = {"base": base_files, "variant": variant_files}
-    first = paired.items[paired.items["replicate"] == min(paired.replicates)]
-    frames = []
-    for task, items in first.groupby("task", sort=True):
-        items = items[items["metric"] == items["metric"].min()]
-        ids = items.iloc[0]
-        base_file = files["base"].get((ids["base_run"], str(task)))
-        variant_file = files["variant"].get((ids["variant_run"], str(task)))
-        if base_file is None or variant_file is None or base_file.output_type != "multiple_choice":
-            continue
-        problem = unavailable_reason(base_file) or unavailable_reason(variant_file)
-        if problem:
-            warnings.append(f"{paired.variant}: {problem}; no distribution diagnostics for {task}")
-            continue
-        joined = read_paired_choices(base_file, variant_file, items[["filter", "doc_hash", "occ"]])
-        frames.append(_rows(paired.variant, algorithm, str(task), joined, warnings))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_COLUMNS)
-
-
-def _rows(variant: str, algorithm: str, task: str, joined: list[tuple[Any, ...]], warnings: list[str]) -> pd.DataFrame:
-    out, skipped = [], 0
-    for doc_hash, target, base_resps, variant_resps in joined:
-        gold: Any = json.loads(target) if isinstance(target, str) else target
-        base_ll = loglikelihoods_from_resps(json.loads(base_resps))
-        variant_ll = loglikelihoods_from_resps(json.loads(variant_resps))
-        if isinstance(gold, str) and gold.strip().isdigit():
-            gold = int(gold)
-        if not isinstance(gold, int) or not 0 <= gold < len(base_ll) or len(base_ll) != len(variant_ll):
-            skipped += 1
-            continue
-        out.append({"variant": variant, "algorithm": algorithm, "task": task, "doc_hash": doc_hash,
-                    "gold": gold, "base_ll": base_ll, "variant_ll": variant_ll})
-    if skipped:
-        warnings.append(f"{variant}: {task}: {skipped} items without an option-index gold skipped in distribution diagnostics")
-    return pd.DataFrame(out, columns=_COLUMNS)
+    parts = []
+    for found in paired_task_choices(store, paired, warnings):
+        if found.skipped:
+            warnings.append(f"{paired.variant}: {found.task}: {found.skipped} items without an option-index gold "
+                            "skipped in distribution diagnostics")
+        n = found.gold.size
+        text = {"variant": paired.variant, "algorithm": algorithm, "task": found.task}  # numpy objects: fast to take
+        keys = pd.DataFrame({**{c: pd.Series(np.full(n, v, dtype=object), dtype=object) for c, v in text.items()},
+                             "doc_hash": pd.Series(found.doc_hash, dtype=object), "gold": found.gold}, columns=_KEYS)
+        parts.append(ChoiceFrame(keys, found.k, found.base_ll, found.variant_ll))
+    return ChoiceFrame.concat(parts) if parts else ChoiceFrame(
+        pd.DataFrame(columns=_KEYS), np.empty(0, dtype=np.int64), np.empty((0, 0)), np.empty((0, 0)))

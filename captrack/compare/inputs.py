@@ -41,7 +41,7 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
         pair.churn_answers = texts.churn_answers if options.churn else None
         pair.item_texts, pair.texts_unavailable = texts.item_texts, texts.unavailable
         if options.distribution:
-            pair.choices = paired_choices(base_files, variant_files, paired, variant.algorithm, pair.warnings)
+            pair.choices = paired_choices(store, paired, variant.algorithm, pair.warnings)
         pairs.append(pair)
         if loaded is not None:
             loaded(pair)

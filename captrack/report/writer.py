@@ -18,6 +18,7 @@ from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Compari
 from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
 from captrack.files import staged_folder, write_atomic
 from captrack.report.escape import inert_cell
+from captrack.report.fast_csv import csv_chunks
 from captrack.report.markdown import render_report
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
@@ -29,6 +30,8 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
     "capabilities.csv": CAPABILITY_COLUMNS,
 }
 
+
+_FAST_ROWS = 0  # tables from this many rows are written by captrack.report.fast_csv (the same bytes as pandas)
 
 LABEL_COLUMNS = frozenset({"variant", "base", "model", "algorithm", "family", "size", "data", "task"})
 """Text columns holding names people chose. Every text column is made inert, these and any other
@@ -45,6 +48,10 @@ def write_contract_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> list
     written = []
     for name, frame in tables.items():
         shown = frame.reindex(columns=CONTRACT_COLUMNS[name]) if name in CONTRACT_COLUMNS else frame
+        chunks = csv_chunks(shown) if len(shown) >= _FAST_ROWS else None  # big tables: the same bytes, streamed
+        if chunks is not None:
+            written.append(write_atomic(folder / name, chunks))
+            continue
         texts = [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]
         if texts:
             shown = shown.assign(**{c: shown[c].map(inert_cell) for c in texts})

@@ -12,7 +12,7 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["Run", "TaskInfo", "discover_runs", "file_sha256", "file_state", "first_bad_line", "judged_path", "results_files",
+__all__ = ["Run", "TaskInfo", "discover_runs", "file_digest", "file_sha256", "file_state", "first_bad_line", "judged_path", "results_files",
            "results_files_of_date", "samples_path", "stored_path"]
 
 
@@ -71,6 +71,18 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """A fast fingerprint of a file's bytes (``xxh3_128:<hex>``, read in 4 MiB blocks): what the store records
+    of each samples file, to tell later whether the file still holds the bytes ingested (not a security hash)."""
+    import xxhash
+
+    digest = xxhash.xxh3_128()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return "xxh3_128:" + digest.hexdigest()
 
 
 @dataclass(frozen=True)

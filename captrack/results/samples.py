@@ -20,7 +20,7 @@ import duckdb
 import pandas as pd
 
 from captrack.errors import InputError
-from captrack.results.runfiles import file_sha256
+from captrack.results.runfiles import file_digest, file_sha256
 from captrack.results.store import SamplesFile, Store
 
 if TYPE_CHECKING:
@@ -58,17 +58,18 @@ GOLD_FIELDS = ("gold", "answer", "call", "records", "points", "support", "constr
 
 
 @lru_cache(maxsize=512)
-def _sha256(path: str, mtime_ns: int, size: int) -> str:
-    return file_sha256(Path(path))
+def _digest(path: str, mtime_ns: int, size: int, sha256: bool) -> str:
+    return file_sha256(Path(path)) if sha256 else file_digest(Path(path))
 
 
 def unavailable_reason(file: SamplesFile) -> str | None:
     """Why `file` cannot be read back (gone, or changed since ingest), else None."""
     if not file.path.is_file():
         return f"samples file {file.path} is gone"
-    if file.sha256 is not None:
+    if file.digest is not None:
         stat = file.path.stat()
-        if _sha256(str(file.path), stat.st_mtime_ns, stat.st_size) != file.sha256:
+        old = ":" not in file.digest  # stores written before fingerprints recorded the bare SHA-256
+        if _digest(str(file.path), stat.st_mtime_ns, stat.st_size, old) != file.digest:
             return f"samples file {file.path} changed since it was ingested"
     return None
 

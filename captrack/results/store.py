@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,16 +15,17 @@ import pandas as pd
 
 from captrack.errors import InputError
 from captrack.results.connect import connect
+from captrack.results.ingest_sql import samples_insert_sql
 from captrack.results.runfiles import (
     Run,
     TaskInfo,
-    file_sha256,
+    file_digest,
     file_state,
     first_bad_line,
     samples_path,
     stored_path,
 )
-from captrack.results.sqlvalues import proportions_of, quote_literal, value_sql
+from captrack.results.sqlvalues import quote_literal
 
 __all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store", "StoreError"]
 
@@ -33,6 +35,7 @@ StoreError = duckdb.Error
 SAMPLE_COLUMNS = (
     "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
     "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate", "dataset_revision", "judge",
+    "gold", "choice_ll",
 )
 
 _SCHEMA = """
@@ -59,6 +62,12 @@ ALTER TABLE samples ADD COLUMN IF NOT EXISTS dataset_revision VARCHAR;
 -- Judged metrics (captrack judge): `judge` names the judge of a row (NULL: a deterministic metric);
 -- `judgements` keeps each verdict's prompt version and, for NaN ones, the reason.
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS judge VARCHAR;
+-- Multiple-choice items: the option-index gold and the per-option loglikelihoods, typed at ingest so
+-- that compare reads numbers, never the samples files (NULL elsewhere and in stores written before).
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS gold INTEGER;
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS choice_ll DOUBLE[];
+-- A fast fingerprint of each samples file (xxh3-128), computed while the file is ingested.
+ALTER TABLE run_tasks ADD COLUMN IF NOT EXISTS samples_digest VARCHAR;
 CREATE TABLE IF NOT EXISTS judgements (
     run_id VARCHAR, task VARCHAR, doc_id BIGINT, doc_hash VARCHAR, filter VARCHAR, metric VARCHAR,
     judge VARCHAR, prompt VARCHAR, reason VARCHAR
@@ -88,10 +97,11 @@ class IngestResult:
 
 @dataclass(frozen=True)
 class SamplesFile:
-    """The lm-eval samples file a run's task was ingested from, and its SHA-256 at ingest (None: unknown)."""
+    """The lm-eval samples file a run's task was ingested from, and its fingerprint at ingest (None: unknown):
+    ``xxh3_128:<hex>`` (captrack.results.runfiles.file_digest), or the bare hex SHA-256 older stores recorded."""
 
     path: Path
-    sha256: str | None
+    digest: str | None
     output_type: str
 
 
@@ -170,9 +180,13 @@ class Store:
             if metrics:
                 batches.setdefault((metrics, task.output_type == "multiple_choice"), []).append(task)
         rows, before = 0, {t.name: file_state(t.samples) for t in run.tasks}
-        for (metrics, multiple_choice), tasks in batches.items():
-            rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
-        self._check_complete(run, before)
+        # Each file is fingerprinted by a second thread while DuckDB reads it (its pages are then in memory).
+        with ThreadPoolExecutor(1, thread_name_prefix="captrack-digest") as pool:
+            digests = pool.map(file_digest, [t.samples for t in run.tasks])
+            for (metrics, multiple_choice), tasks in batches.items():
+                rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
+            digest = dict(zip([t.name for t in run.tasks], digests, strict=True))
+        self._check_complete(run, before, digest)
         for task in run.tasks:
             if task.judged is not None:
                 rows += self._ingest_judged(run, task, task.judged, model, labels, replicate)
@@ -189,34 +203,10 @@ class Store:
         self.con.register("_logged_df", logged)
         self.con.execute("CREATE OR REPLACE TEMP TABLE _logged AS SELECT * FROM _logged_df")
         self.con.unregister("_logged_df")
-        # The dataset revision a task's docs carry (official tasks: the mirror's; NULL where none).
-        # k (n_choices): the doc's own options wherever it lists them (a generated answer letter or yes/no
-        # counts as much as a loglikelihood choice); else, for multiple_choice, the options scored.
-        columns = {"doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR",
-                   "doc": "STRUCT(revision VARCHAR, choices JSON)"}
-        columns |= {m: "JSON" for m in metrics}
-        scored = "NULL::INTEGER"
-        if multiple_choice:
-            columns["filtered_resps"] = "JSON"
-            scored = "json_array_length(filtered_resps)::INTEGER"
-        choices = (f"CASE WHEN json_type(doc.choices) = 'ARRAY' AND json_array_length(doc.choices) >= 2 "
-                   f"THEN json_array_length(doc.choices)::INTEGER ELSE {scored} END")
-        struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
-        proportions = proportions_of(metrics)
-        unpivot = ", ".join(f"({quote_literal(m)}, {value_sql(m, proportions[m])})" for m in metrics)
         files = [str(t.samples) for t in tasks]
         # No line is longer than its file: cap DuckDB's per-record buffer there (big buffers are slow).
         object_size = max(16 << 20, min(max(t.samples.stat().st_size for t in tasks) + 1, 1 << 30))
-        sql = f"""
-            INSERT INTO samples ({", ".join(SAMPLE_COLUMNS[:-1])})
-            SELECT ?, ?, ?, ?, ?, l.task, l.task_version, s.doc_id, s.doc_hash, s.prompt_hash,
-                   s."filter", u.metric, u.value, s.n_choices, ?, s.doc.revision
-            FROM (SELECT *, {choices} AS n_choices
-                  FROM read_json(?, format='newline_delimited', columns={struct}, filename=true,
-                                 maximum_object_size={object_size})) AS s,
-                 LATERAL (VALUES {unpivot}) AS u(metric, value)
-            JOIN _logged AS l ON l.filename = s.filename AND l.metric = u.metric AND l."filter" = s."filter"
-        """
+        sql, proportions = samples_insert_sql(metrics, multiple_choice, object_size)
         params = [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate, files]
         try:
             inserted = self.con.execute(sql, params).fetchone()
@@ -235,7 +225,7 @@ class Store:
             raise InputError(f"{path}: not a readable verdict file ({exc}); re-run `captrack judge` on this run "
                              "(nothing was ingested)") from exc
         self.con.execute(  # a verdict with a reason is NaN, whatever number the file holds
-            f"""INSERT INTO samples ({", ".join(SAMPLE_COLUMNS)})
+            f"""INSERT INTO samples ({", ".join(SAMPLE_COLUMNS[:17])})
             SELECT ?, ?, ?, ?, ?, ?, ?, doc_id, doc_hash, prompt_hash, "filter", metric,
                    CASE WHEN coalesce(reason, '') = '' THEN coalesce(value, 'nan'::DOUBLE) ELSE 'nan'::DOUBLE END,
                    NULL, ?, (SELECT any_value(dataset_revision) FROM samples WHERE run_id = ? AND task = ?), judge
@@ -278,29 +268,26 @@ class Store:
             }
         return out
 
-    def _check_complete(self, run: Run, before: dict[str, tuple[int, int]]) -> None:
+    def _check_complete(self, run: Run, before: dict[str, tuple[int, int]], digest: dict[str, str]) -> None:
         """Each doc is logged once per filter, every task has its reported number of docs per (metric, filter),
-        and no samples file changed while it was read (its recorded SHA-256 is of the bytes ingested)."""
-        repeated = self.con.execute(
-            """SELECT task FROM samples WHERE run_id = ? AND judge IS NULL
-            GROUP BY task, "filter", metric, doc_id HAVING count(*) > 1 LIMIT 1""", [run.run_id]
-        ).fetchone()
+        and no samples file changed while it was read (its recorded digest is of the bytes ingested)."""
+        counted = self.con.execute(  # one pass over the run's rows: rows per task, and the most any key repeats
+            """SELECT task, sum(n), max(n) FROM (SELECT task, count(*) AS n FROM samples WHERE run_id = ? AND judge IS NULL
+            GROUP BY task, "filter", metric, doc_id) GROUP BY task""", [run.run_id]
+        ).fetchall()
+        repeated = sorted(task for task, _, most in counted if most > 1)
         if repeated:
             task = next(t for t in run.tasks if t.name == repeated[0])
             raise _samples_error([task.samples], InputError("a doc id logged twice"), {})
-        found = dict(
-            self.con.execute(
-                "SELECT task, count(*) FROM samples WHERE run_id = ? AND judge IS NULL GROUP BY task", [run.run_id]
-            ).fetchall()
-        )
+        found = {task: int(n) for task, n, _ in counted}
         for task in run.tasks:
             per_doc = len(task.metrics)
             rows = int(found.get(task.name, 0))
             self.con.execute(
-                """INSERT INTO run_tasks (run_id, task, task_version, output_type, n_docs, samples_path, samples_sha256)
+                """INSERT INTO run_tasks (run_id, task, task_version, output_type, n_docs, samples_path, samples_digest)
                 VALUES (?, ?, ?, ?, ?, ?, ?)""",
                 [run.run_id, task.name, task.version, task.output_type, rows // max(per_doc, 1),
-                 str(task.samples.resolve()), file_sha256(task.samples)],
+                 str(task.samples.resolve()), digest[task.name]],
             )
             if file_state(task.samples) != before[task.name]:
                 raise InputError(f"{task.samples}: the file changed while it was ingested (is the evaluation still "
@@ -326,8 +313,9 @@ class Store:
 
         Stores written before files were recorded give lm-eval's own name beside the results file.
         """
+        digest = "coalesce(t.samples_digest, t.samples_sha256)" if self._has_column("run_tasks", "samples_digest") else "t.samples_sha256"
         rows = self.con.execute(
-            """SELECT t.run_id, t.task, t.output_type, t.samples_path, t.samples_sha256, r.results_path
+            f"""SELECT t.run_id, t.task, t.output_type, t.samples_path, {digest}, r.results_path
             FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
             [model],
         ).fetchall() if self._has_column("run_tasks", "samples_path") else self.con.execute(

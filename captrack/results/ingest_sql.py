@@ -1,0 +1,66 @@
+"""The SQL that reads lm-eval samples files into the tidy per-sample table (one query per batch of files).
+
+Everything the comparison reads per item is typed here, once, at ingest: the metric values, k (the
+item's option count), and for multiple-choice tasks the option-index gold and the per-option
+loglikelihoods (``choice_ll DOUBLE[]``), so that `compare` never re-parses a samples file.
+"""
+
+from __future__ import annotations
+
+from captrack.results.sqlvalues import proportions_of, quote_literal, value_sql
+
+__all__ = ["CHOICE_LL_SQL", "GOLD_SQL", "INGESTED_COLUMNS", "samples_insert_sql"]
+
+INGESTED_COLUMNS = (
+    "run_id", "model", "checkpoint", "algorithm", "family", "task", "task_version", "doc_id",
+    "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate", "dataset_revision",
+    "gold", "choice_ll",
+)
+
+# lm-eval logs each option as [loglikelihood, is_greedy] (strings or numbers); a bare value is read as is.
+# An entry that is no number gives NULL in the list (compare skips such items, saying so).
+CHOICE_LL_SQL = """CASE WHEN json_type(filtered_resps, '$[0]') = 'ARRAY'
+    THEN list_transform(json_extract_string(filtered_resps, '$[*][0]'), lambda x: TRY_CAST(x AS DOUBLE))
+    ELSE list_transform(CASE WHEN json_type(filtered_resps) = 'ARRAY' THEN json_extract(filtered_resps, '$[*]') END,
+        lambda e: TRY_CAST(CASE WHEN json_type(e) = 'ARRAY' THEN e ->> 0 ELSE e ->> '$' END AS DOUBLE)) END"""
+# The gold as an option index: a JSON integer (or boolean), or a string of digits ("2"); NULL otherwise.
+GOLD_SQL = """CASE json_type(target)
+    WHEN 'BIGINT' THEN TRY_CAST(target AS INTEGER) WHEN 'UBIGINT' THEN TRY_CAST(target AS INTEGER)
+    WHEN 'BOOLEAN' THEN CASE WHEN target::BOOLEAN THEN 1 ELSE 0 END
+    WHEN 'VARCHAR' THEN CASE WHEN regexp_full_match(trim(target ->> '$'), '[0-9]+')
+                             THEN TRY_CAST(trim(target ->> '$') AS INTEGER) END END"""
+
+
+def samples_insert_sql(metrics: tuple[str, ...], multiple_choice: bool, object_size: int) -> tuple[str, dict[str, bool]]:
+    """The INSERT of one batch of samples files (parameters: the run's labels, then the file list), and
+    which metrics are proportions (checked to lie in [0, 1]).
+
+    The batch's files are mapped to their task and logged (metric, filter) by temp table ``_logged``.
+    """
+    # The dataset revision a task's docs carry (official tasks: the mirror's; NULL where none).
+    # k (n_choices): the doc's own options wherever it lists them (a generated answer letter or yes/no
+    # counts as much as a loglikelihood choice); else, for multiple_choice, the options scored.
+    columns = {"doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR",
+               "doc": "STRUCT(revision VARCHAR, choices JSON)"}
+    columns |= {m: "JSON" for m in metrics}
+    scored, gold, choice_ll = "NULL::INTEGER", "NULL::INTEGER", "NULL::DOUBLE[]"
+    if multiple_choice:
+        columns |= {"filtered_resps": "JSON", "target": "JSON"}
+        scored = "json_array_length(filtered_resps)::INTEGER"
+        gold, choice_ll = GOLD_SQL, CHOICE_LL_SQL
+    choices = (f"CASE WHEN json_type(doc.choices) = 'ARRAY' AND json_array_length(doc.choices) >= 2 "
+               f"THEN json_array_length(doc.choices)::INTEGER ELSE {scored} END")
+    struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
+    proportions = proportions_of(metrics)
+    unpivot = ", ".join(f"({quote_literal(m)}, {value_sql(m, proportions[m])})" for m in metrics)
+    sql = f"""
+        INSERT INTO samples ({", ".join(INGESTED_COLUMNS)})
+        SELECT ?, ?, ?, ?, ?, l.task, l.task_version, s.doc_id, s.doc_hash, s.prompt_hash,
+               s."filter", u.metric, u.value, s.n_choices, ?, s.doc.revision, s._gold, s._choice_ll
+        FROM (SELECT *, {choices} AS n_choices, {gold} AS _gold, {choice_ll} AS _choice_ll
+              FROM read_json(?, format='newline_delimited', columns={struct}, filename=true,
+                             maximum_object_size={object_size})) AS s,
+             LATERAL (VALUES {unpivot}) AS u(metric, value)
+        JOIN _logged AS l ON l.filename = s.filename AND l.metric = u.metric AND l."filter" = s."filter"
+    """
+    return sql, proportions
