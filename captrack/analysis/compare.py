@@ -14,6 +14,7 @@ from captrack.analysis.bootstrap import Items, bootstrap_drift
 from captrack.analysis.by_field import by_field_tables
 from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
+from captrack.analysis.curves import Curves, Trajectory, curve_tables
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -34,9 +35,10 @@ from captrack.analysis.verdict_tables import (
 from captrack.analysis.verdicts import DEFAULT_MARGIN, DRIFT_VERDICT_COLUMNS
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
-from captrack.results.pairing import PairedItems, pair_runs
+from captrack.results.pairing import PairedItems
 from captrack.results.settings import setting_warnings
 from captrack.results.store import Store
+from captrack.results.trajectory import pair_variant
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
@@ -103,6 +105,7 @@ class Comparison:
     by_field: dict[str, pd.DataFrame] = field(default_factory=dict)  # doc field -> analysis.by_field.group_table rows
     setting_differences: list[str] = field(default_factory=list)  # also in warnings; `compare --strict` refuses them
     margin: float = DEFAULT_MARGIN  # the equivalence margin the verdicts used
+    curves: Curves | None = None  # variants evaluated at training steps (trajectories): drift over training
 
 
 def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions = CompareOptions(),
@@ -123,8 +126,10 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
     items: Items = {}
     clusters: Clusters = {}
     counts: dict[str, Any] = {}
+    trajectories: list[Trajectory] = []  # variants evaluated at training steps; the last step is the end point
     for variant in variants:
-        paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
+        paired, steps = pair_variant(store, base, variant.name, taxonomy, options.allow_partial)
+        trajectories += [Trajectory(variant.name, variant.algorithm, steps)] if steps else []
         pairs.append(paired)
         differs = setting_warnings(store, base, variant.name)
         differences, warnings = [*differences, *differs], [*warnings, *paired.warnings, *differs]
@@ -161,6 +166,7 @@ def compare_store(store: Store, base: str, variants: Sequence[VariantSpec], opti
         power=power,
         contrasts=_contrasts(with_rates, boot, taxonomy, options, base, variants, items, transitions_df, dist_items),
         by_field=by_field_tables(store, pairs, variants, options.by, options.bootstrap, options.seed, options.level, warnings),
+        curves=curve_tables(trajectories, taxonomy, options.bootstrap, options.seed, options.level) if trajectories else None,
     )
 
 

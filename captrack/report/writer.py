@@ -91,6 +91,9 @@ def _write_comparison(comparison: Comparison, folder: Path, inputs: dict[str, An
         from captrack.analysis.by_field import by_field_file
 
         tables |= {by_field_file(name): frame for name, frame in comparison.by_field.items()}
+    if comparison.curves is not None:  # drift over training (captrack.analysis.curves)
+        tables |= {"curves.csv": comparison.curves.curves, "curve_summary.csv": comparison.curves.summary,
+                   "curve_items.csv": comparison.curves.churn_items}
     written = write_contract_tables(folder, tables)
     summary = {
         "base": comparison.base,
