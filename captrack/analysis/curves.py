@@ -144,7 +144,7 @@ def _step_rows(trajectory: Trajectory, step: int, paired: PairedItems, items: It
     drifts = aggregate_capabilities(member, taxonomy, boot=dict(boot))
     adjusted = aggregate_capabilities(member.assign(forgetting=member["forgetting_adj"],
                                                     backward_transfer=member["backward_transfer_adj"]), taxonomy)
-    measured = (drifts["n_metrics"] > 0).to_numpy()  # capabilities and groups this step measures
+    measured = drifts["n_items"].notna().to_numpy()  # capabilities and groups with paired items at this step
     drifts, adjusted = drifts[measured], adjusted[measured]
     levels = drifts.assign(
         step=step, metric="", drift_pct=drifts["mean_rel_drift_pct"], value=drifts["variant_value"],

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from captrack.errors import InputError
 
-__all__ = ["Checkpoint", "TrainingPosition", "find_checkpoints", "has_weights", "training_position"]
+__all__ = ["Checkpoint", "TrainingPosition", "find_checkpoints", "has_weights", "run_position", "tag_run_folder",
+           "training_position"]
 
 TRAINER_STATE = "trainer_state.json"
 # What transformers' save_pretrained writes for the weights (sharded or not; safetensors or torch).
@@ -70,6 +71,22 @@ def training_position(folder: str | Path, from_name: bool = False) -> TrainingPo
         return TrainingPosition(step, float(epoch) if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) else None)
     named = _STEP_IN_NAME.search(path.name) if from_name else None
     return TrainingPosition(int(named.group(1)) if named else None, None)
+
+
+def run_position(checkpoint: str, run_folder: Path) -> TrainingPosition:
+    """The step of an lm-eval run: its model folder's trainer_state.json, else one beside its results file
+    (what captrack.training.CapTrackCallback writes into the run folders it makes)."""
+    position = training_position(checkpoint)
+    return position if position.step is not None else training_position(run_folder)
+
+
+def tag_run_folder(folder: Path, step: int, epoch: float | None) -> Path:
+    """Write a trainer_state.json holding `step` and `epoch` into an lm-eval run folder (ingest reads the step)."""
+    path = folder / TRAINER_STATE
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"global_step": int(step), "epoch": epoch}, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def has_weights(folder: Path) -> bool:

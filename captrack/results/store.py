@@ -13,7 +13,7 @@ import duckdb
 import pandas as pd
 
 from captrack.errors import InputError
-from captrack.results.checkpoints import training_position
+from captrack.results.checkpoints import run_position
 from captrack.results.connect import connect
 from captrack.results.runfiles import (
     Run,
@@ -163,7 +163,7 @@ class Store:
             )
         for table in ("samples", "run_tasks", "runs", "judgements"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
-        position = training_position(run.checkpoint) if labels.step is None else None
+        position = run_position(run.checkpoint, run.results_path.parent) if labels.step is None else None
         step = labels.step if position is None else position.step
         epoch = labels.epoch if position is None else position.epoch
         self.con.execute(

@@ -10,7 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_LEARNING_RATE",
     "DEFAULT_MAX_LENGTH",
     "RECORD_FILE",
+    "CallbackFactory",
     "check_inputs",
     "fit_and_save",
     "hashed_config",
@@ -33,6 +34,8 @@ __all__ = [
 
 
 RECORD_FILE = "captrack_train.json"
+CallbackFactory = Callable[[Any], Any]
+"""Makes a transformers TrainerCallback from the trainer it will watch (TRL's callbacks take the trainer)."""
 """Record written into a finished fine-tuned model directory (config, config hash, metrics)."""
 
 
@@ -153,12 +156,17 @@ def trainer_args(tmp: Path, steps: int, seed: int, learning_rate: float, batch_s
     }
 
 
-def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path) -> dict[str, Any]:
-    """Train quietly, save model and tokenizer into `tmp`; return steps, timings and the trainer's log history."""
+def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path, callbacks: Sequence[CallbackFactory] = ()) -> dict[str, Any]:
+    """Train quietly, save model and tokenizer into `tmp`; return steps, timings and the trainer's log history.
+
+    `callbacks` make TrainerCallbacks from the trainer (e.g. ``lambda t: CapTrackCallback(t, tasks=[...])``).
+    """
     from transformers import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
     trainer.add_callback(progress_callback(type(trainer).__name__))
+    for make in callbacks:
+        trainer.add_callback(make(trainer))
     before = {k: v.detach().clone() for k, v in trainer.model.state_dict().items() if v.is_floating_point()}
     train_start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from captrack.training.harness import (
     DEFAULT_MAX_LENGTH,
+    CallbackFactory,
     check_inputs,
     fit_and_save,
     hashed_config,
@@ -51,6 +53,7 @@ def train_dpo(
     max_length: int = DEFAULT_MAX_LENGTH,
     beta: float = DEFAULT_DPO_BETA,
     bf16: bool = False,
+    callbacks: Sequence[CallbackFactory] = (),
 ) -> dict[str, Any]:
     """Full-parameter DPO (sigmoid loss, reference = frozen base) of `base_dir` on preference `rows`, cached."""
     check_inputs(rows, steps)
@@ -81,7 +84,7 @@ def train_dpo(
             train_dataset=datasets.Dataset.from_list(rows),
             processing_class=tokenizer,
         )
-        return _record(fit_and_save(trainer, tokenizer, tmp))
+        return _record(fit_and_save(trainer, tokenizer, tmp, callbacks))
 
     return train_cached(Path(out_dir), config, run)
 

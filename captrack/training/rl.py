@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from captrack.training.harness import (
+    CallbackFactory,
     check_inputs,
     fit_and_save,
     hashed_config,
@@ -125,6 +127,7 @@ def train_rl(
     beta: float = 0.0,
     temperature: float = DEFAULT_TEMPERATURE,
     bf16: bool = False,
+    callbacks: Sequence[CallbackFactory] = (),
 ) -> dict[str, Any]:
     """Full-parameter GRPO of `base_dir` on `prompts` ({prompt, answer}) with a verifiable answer reward, cached.
 
@@ -159,7 +162,7 @@ def train_rl(
             train_dataset=datasets.Dataset.from_list(prompts),
             processing_class=tokenizer,
         )
-        return _record(fit_and_save(trainer, tokenizer, tmp))
+        return _record(fit_and_save(trainer, tokenizer, tmp, callbacks))
 
     return train_cached(Path(out_dir), config, run)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from captrack.training.harness import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEARNING_RATE,
     DEFAULT_MAX_LENGTH,
+    CallbackFactory,
     check_inputs,
     fit_and_save,
     hashed_config,
@@ -56,6 +58,7 @@ def train_sft(
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = DEFAULT_MAX_LENGTH,
     bf16: bool = False,
+    callbacks: Sequence[CallbackFactory] = (),
 ) -> dict[str, Any]:
     """Full-parameter SFT of `base_dir` on chat `rows` with TRL on CPU; save atomically to `out_dir`."""
     check_inputs(rows, steps)
@@ -75,7 +78,7 @@ def train_sft(
             packing=False,
         )
         trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
-        record = fit_and_save(trainer, tokenizer, tmp)
+        record = fit_and_save(trainer, tokenizer, tmp, callbacks)
         losses = [float(e["loss"]) for e in record["log_history"] if "loss" in e]
         return {
             "steps": record["steps"],
