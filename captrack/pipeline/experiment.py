@@ -74,6 +74,8 @@ class Checkpoint:
     """``import:``: format, path (resolved), task, allow_partial — generations made elsewhere, no model."""
     base: str = ""
     """Variants: the name of the base they are compared with ("" = the experiment's first base)."""
+    steps: tuple[tuple[int, Path], ...] = ()
+    """``checkpoints:``: (training step, checkpoint folder) of each saved checkpoint, by step (a trajectory)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,8 @@ def _import_spec(raw: Any, name: str, where: str, folder: Path) -> dict[str, Any
 
 
 def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
+    if entry.checkpoints is not None:
+        return _replay(entry, where, folder)
     train = dict(entry.train)
     source = _import_spec(entry.import_, entry.name, where, folder) if entry.import_ is not None else {}
     if source and (train or entry.model_args):
@@ -153,6 +157,29 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained, a train recipe or an import")
     return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), train=train, source=source,
                       base=entry.base, family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data)
+
+
+def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
+    """A ``checkpoints:`` variant (captrack.pipeline.replay), its checkpoint folders found and checked now.
+
+    Raises:
+        InputError: the entry also trains, imports or names a model; a glob matching nothing; a checkpoint
+            folder missing, without weights, or at a step given twice (all named; nothing is run).
+    """
+    from captrack.results.checkpoints import find_checkpoints
+
+    label = f"{where}: variant {entry.name!r}: checkpoints"
+    if entry.train or entry.import_ is not None or entry.model_args.get("pretrained"):
+        raise InputError(f"{label} replays saved checkpoints, so it cannot also give train, import or "
+                         "model_args.pretrained; keep one (nothing was run)")
+    spec = entry.checkpoints or []
+    patterns = [str(expand_path(p, folder)) for p in ([spec] if isinstance(spec, str) else spec)]
+    if not patterns:
+        raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
+    found = find_checkpoints(patterns, folder, label)
+    return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), base=entry.base,
+                      family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data,
+                      steps=tuple((c.step, c.path) for c in found))
 
 
 def _data(raw: Any, where: str, folder: Path) -> dict[str, Any]:
@@ -173,7 +200,12 @@ def _data(raw: Any, where: str, folder: Path) -> dict[str, Any]:
 def _bases(raw: CheckpointEntry | list[CheckpointEntry], variants: tuple[Checkpoint, ...], where: str,
            folder: Path) -> tuple[Checkpoint, ...]:
     """The base checkpoint(s), checked against what the variants name."""
-    bases = tuple(_checkpoint(b, where, folder) for b in (raw if isinstance(raw, list) else [raw]))
+    entries = raw if isinstance(raw, list) else [raw]
+    for entry in entries:
+        if entry.checkpoints is not None:
+            raise InputError(f"{where}: base {entry.name!r} gives checkpoints: the base is one fixed model that every "
+                             "step of a trajectory is compared with; move the checkpoints to a variant (nothing was run)")
+    bases = tuple(_checkpoint(b, where, folder) for b in entries)
     if not bases:
         raise InputError(f"{where}: 'base' lists no checkpoint")
     for checkpoint in bases:

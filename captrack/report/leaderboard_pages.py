@@ -160,6 +160,10 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
             "checkpoints.csv": checkpoints, "algorithms.csv": summary}
     if not aggregate_only:
         csvs |= {"power.csv": tables["power"], "rankings.csv": tables["contrasts"]}
+    trajectories = [c.curves for c, _ in comparisons if c.curves is not None]  # drift over training (issue 24)
+    if trajectories:
+        csvs |= {name: pd.concat([getattr(t, attr) for t in trajectories], ignore_index=True) for name, attr in
+                 (("curves.csv", "curves"), ("curve_summary.csv", "summary"), ("curve_items.csv", "churn_items"))}
     written += write_contract_tables(folder, csvs)
     extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
     if not aggregate_only:
