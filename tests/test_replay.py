@@ -89,4 +89,34 @@ def test_replay_gives_the_curves_the_callback_logged(tmp_path: Path, monkeypatch
             _, key, measure = name.split("/")
             column = "drift_pct" if measure == "drift" else measure
             assert math.isclose(rows.loc[key, column], value, rel_tol=1e-9, abs_tol=1e-12), name
+    page = (tmp_path / "board" / "index.html").read_text()
+    assert 'id="over-training"' in page and "drift_over_training.svg" in page and "over-training-table" in page
+    assert (tmp_path / "board" / "figures" / "rates_over_training.png").is_file()
+    assert "## Over training" in (tmp_path / "board" / "README.md").read_text()
     assert run_experiment(load_experiment(_manifest(tmp_path, base, '"train/checkpoint-*"'))) == {}  # all reused
+
+
+def test_a_variant_trained_with_save_steps_is_a_trajectory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from safetensors.torch import load_file
+
+    monkeypatch.setenv("CAPTRACK_WORKERS", "1")
+    texts = [m["content"] for row in arithmetic_sft_rows(200, seed=99) for m in row["messages"]]
+    base = build_tiny_model(tmp_path / "tiny", texts)
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"name: t\nworkdir: work\nleaderboard: board\ntasks: [{TASK}]\nlimit: 6\nbatch_size: 8\n"
+        f"base: {{name: base, model_args: {{pretrained: {base}}}}}\nvariants:\n"
+        "  - {name: sft, algorithm: SFT, train: {method: sft, steps: 4, rows: 8, batch_size: 2, max_length: 128,"
+        " learning_rate: 1.0e-3, save_steps: 2}}\n")
+    experiment = load_experiment(path)
+    assert [s for s, _ in experiment.variants[0].steps] == [2, 4]
+    timings = run_experiment(experiment)
+    assert {"train sft (sft, 4 steps)", "evaluate sft at step 2 (seed 0)", "evaluate sft at step 4 (seed 0)"} <= set(timings)
+    models = tmp_path / "work" / "models" / "sft"
+    final, last = load_file(str(models / "model.safetensors")), load_file(str(models / "checkpoints" / "checkpoint-4" / "model.safetensors"))
+    assert final.keys() == last.keys() and all((final[k] == last[k]).all() for k in final)  # the last step is the end point
+    curves = pd.read_csv(tmp_path / "board" / "curves.csv")
+    assert sorted(set(curves["step"])) == [2, 4]
+    path.write_text(path.read_text().replace("save_steps: 2", "save_steps: 3"))
+    with pytest.raises(InputError, match=r"variant 'sft': train.save_steps is 3; .* divides train.steps \(4\)"):
+        load_experiment(path)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +182,26 @@ def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
                       steps=tuple((c.step, c.path) for c in found))
 
 
+def trained_steps(variant: Checkpoint, workdir: Path, where: str) -> Checkpoint:
+    """A variant trained by the run with ``save_steps: N`` is a trajectory: the checkpoints its training saves
+    every N steps (captrack.training.harness.checkpoint_saver), the last one its end point.
+
+    Raises:
+        InputError: save_steps not a whole number ≥ 1 dividing the recipe's steps.
+    """
+    every = variant.train.get("save_steps")
+    if every is None:
+        return variant
+    total = variant.train.get("steps")
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1 or not isinstance(total, int) or total % every:
+        raise InputError(f"{where}: variant {variant.name!r}: train.save_steps is {every!r}; give a whole number ≥ 1 that "
+                         f"divides train.steps ({total!r}), so the last checkpoint is the trained model")
+    from captrack.training.harness import CHECKPOINTS_DIR
+
+    folder = workdir / "models" / variant.name / CHECKPOINTS_DIR
+    return replace(variant, steps=tuple((s, folder / f"checkpoint-{s}") for s in range(every, total + 1, every)))
+
+
 def _data(raw: Any, where: str, folder: Path) -> dict[str, Any]:
     """``data:``: {sources, configs} (built by the run) or {dir} (a mirror), paths expanded."""
     from captrack.paths import expand_path
@@ -247,10 +267,12 @@ def load_experiment(path: str | Path) -> Experiment:
         raise InputError(f"{where}: give 'limit' (every task) or 'items' (per task), not both")
     if len(set(spec.seeds)) != len(spec.seeds):
         raise InputError(f"{where}: key 'seeds' is {spec.seeds}: each seed once (a repeated seed repeats the same run)")
+    workdir = expand_path(spec.workdir or f"runs/{source.stem}", folder)
+    variants = tuple(trained_steps(v, workdir, where) for v in variants)
     return Experiment(
         name=spec.name or source.stem,
         source=source,
-        workdir=expand_path(spec.workdir or f"runs/{source.stem}", folder),
+        workdir=workdir,
         leaderboard=expand_path(spec.leaderboard, folder),
         base=bases[0],
         variants=variants,
@@ -301,12 +323,15 @@ def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
     import dataclasses
     from fnmatch import fnmatchcase
 
+    workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
+    saves = {"save_steps": 1}  # a trajectory keeps a checkpoint per (quick) step
     variants = tuple(
-        dataclasses.replace(v, train={**v.train, "steps": min(int(v.train.get("steps", steps)), steps),
-                                      "rows": min(int(v.train.get("rows", 16)), 16)}) if v.train else v
+        trained_steps(dataclasses.replace(v, train={**v.train, "steps": min(int(v.train.get("steps", steps)), steps),
+                                                    "rows": min(int(v.train.get("rows", 16)), 16),
+                                                    **(saves if "save_steps" in v.train else {})}), workdir,
+                      str(experiment.source)) if v.train else v
         for v in experiment.variants
     )
     tasks = tuple(t for t in QUICK_TASKS if any(fnmatchcase(t, p) for p in experiment.tasks)) or experiment.tasks
-    workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
     return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, items={}, workdir=workdir,
                                leaderboard=workdir / "leaderboard")

@@ -34,6 +34,8 @@ __all__ = [
 
 
 RECORD_FILE = "captrack_train.json"
+CHECKPOINTS_DIR = "checkpoints"
+"""Where a training with ``save_steps`` keeps its checkpoints: <out>/checkpoints/checkpoint-<step>/."""
 CallbackFactory = Callable[[Any], Any]
 """Makes a transformers TrainerCallback from the trainer it will watch (TRL's callbacks take the trainer)."""
 """Record written into a finished fine-tuned model directory (config, config hash, metrics)."""
@@ -273,3 +275,35 @@ def _replace_dir(tmp: Path, target: Path) -> None:
     os.rename(target, old)
     os.rename(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def with_checkpoints(config: dict[str, Any], save_steps: int | None) -> dict[str, Any]:
+    """`config` with ``save_steps`` in it (re-hashed), so a training asked for checkpoints is not reused without them."""
+    if not save_steps:
+        return config
+    if save_steps < 1:
+        raise ValueError(f"save_steps must be >= 1, got {save_steps}")
+    out = {k: v for k, v in config.items() if k != "config_hash"} | {"save_steps": int(save_steps)}
+    out["config_hash"] = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()[:16]
+    return out
+
+
+def checkpoint_saver(tmp: Path, tokenizer: Any, save_steps: int | None) -> list[CallbackFactory]:
+    """A callback saving weights, tokenizer and the step (trainer_state.json) every `save_steps` steps into
+    ``tmp/checkpoints/checkpoint-<step>`` (none without `save_steps`); saving reads the weights, nothing else."""
+    if not save_steps:
+        return []
+    every = int(save_steps)
+    from transformers import TrainerCallback
+
+    from captrack.results.checkpoints import tag_run_folder
+
+    class CheckpointSaver(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step % every == 0 and state.is_world_process_zero:
+                folder = tmp / CHECKPOINTS_DIR / f"checkpoint-{state.global_step}"
+                kwargs["model"].save_pretrained(str(folder))
+                tokenizer.save_pretrained(str(folder))
+                tag_run_folder(folder, int(state.global_step), state.epoch)
+
+    return [lambda _trainer: CheckpointSaver()]
