@@ -120,3 +120,11 @@ def test_a_variant_trained_with_save_steps_is_a_trajectory(tmp_path: Path, monke
     path.write_text(path.read_text().replace("save_steps: 2", "save_steps: 3"))
     with pytest.raises(InputError, match=r"variant 'sft': train.save_steps is 3; .* divides train.steps \(4\)"):
         load_experiment(path)
+
+
+def test_the_curves_demo_evaluates_every_fourth_step_of_each_training() -> None:
+    experiment = load_experiment(Path(__file__).parents[1] / "leaderboards" / "curves" / "experiment.yaml")
+    assert {v.algorithm: [s for s, _ in v.steps] for v in experiment.variants} == {
+        "SFT": [4, 8, 12, 16], "DPO": [4, 8, 12, 16], "RL": [4, 8, 12, 16]}
+    assert all(str(path).endswith(f"models/{v.name}/checkpoints/checkpoint-{s}") for v in experiment.variants
+               for s, path in v.steps)
