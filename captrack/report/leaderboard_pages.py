@@ -165,7 +165,8 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     written += write_contract_tables(folder, csvs | over)
     extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
     over_html, over_md, over_figures = over_training_sections(over, folder / "figures")
-    html_sections, md_sections, written = [over_html, *html_sections], [over_md, *md_sections], written + over_figures
+    if over_html:  # boards without trajectories stay byte for byte as they were
+        html_sections, md_sections, written = [over_html, *html_sections], [over_md, *md_sections], written + over_figures
     if not aggregate_only:
         power_html, power_md = power_sections(tables["drift"], tables["power"])
         html_sections, md_sections = [power_html, *html_sections], [power_md, *md_sections]
