@@ -12,10 +12,11 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help test test-slow demo boards lint bench clean browser sandbox
+.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox
 
 help:  ## list the targets
 	@echo "make demo       the offline end-to-end demo (train, evaluate, compare, leaderboards/demo; 13-23 min on 2 cores)"
+	@echo "make curves     drift over training: the demo's trainings evaluated every 4 steps (leaderboards/curves)"
 	@echo "make test       ruff, mypy and the tests not marked slow (creates .venv on first use)"
 	@echo "make test-slow  the slow tests: real models end to end, integration runs on ../shared/data"
 	@echo "make boards     rebuild every committed leaderboard whose inputs are here (tests/report/test_committed_boards.py)"
@@ -74,6 +75,10 @@ test-slow: $(GEMMA)
 
 demo: $(STAMP)
 	$(BIN)/captrack run
+
+# Drift over training (issue 24): SFT, DPO and RL checkpoints every 4 steps on the forced-choice probes.
+curves: $(STAMP)
+	$(BIN)/captrack run leaderboards/curves/experiment.yaml
 
 # The committed boards, rebuilt from their inputs: CapTrack's published files ($(SHARED)/anchors), the MMLU-Pro
 # outputs ($(SHARED)/data, through `captrack run` on its experiment), the demo's runs (runs/demo: `make demo`).

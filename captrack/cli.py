@@ -90,6 +90,8 @@ def _add_results_parsers(sub: Any) -> None:
     ingest.add_argument("--algorithm", default="", help="post-training algorithm label (SFT, DPO, RL, ...)")
     ingest.add_argument("--family", default="", help="model family label")
     ingest.add_argument("--replicate", type=int, help="replicate number (default: the run's --seed)")
+    ingest.add_argument("--step", type=int, help="training step of the checkpoint (default: its trainer_state.json's)")
+    ingest.add_argument("--epoch", type=float, help="training epoch of the checkpoint (with --step)")
     ingest.add_argument("--rename", action="store_true",
                         help="a run already stored under another model name moves to --name (default: refused)")
     ingest.set_defaults(func=_cmd_ingest)
@@ -155,7 +157,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     runs = [run for path in args.runs for run in discover_runs(path)]
-    labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate)
+    if (args.step is not None and args.step < 0) or (args.epoch is not None and args.step is None):
+        raise InputError(f"--step {args.step}, --epoch {args.epoch}: a step is a whole number ≥ 0, and --epoch goes "
+                         "with --step (nothing was ingested)")
+    labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate,
+                    step=args.step, epoch=args.epoch)
     with Store(args.store) as store:
         results = _ingest_with_progress(console, store, [(runs, labels)], rename=args.rename)
     for r in results:

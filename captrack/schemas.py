@@ -51,6 +51,9 @@ class CheckpointEntry(_Config):
     import_: dict[str, Any] | None = Field(None, alias="import", description=(
         "a mapping {format: mmlu-pro|captrack|jsonl, path: FILE[, task: TASK][, allow_partial: true]}"))
     base: Text = Field("", description="the name of the base this variant is compared with (text; default: the first base)")
+    checkpoints: Text | list[Text] | None = Field(None, description=(
+        "saved training checkpoints to evaluate, each a step of a trajectory: a glob (text) such as "
+        "out/checkpoint-* or a list of folders"))
     family: Label = ""
     size: Label = ""
     algorithm: Label = ""

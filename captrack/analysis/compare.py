@@ -14,6 +14,7 @@ from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
 from captrack.analysis.by_field import by_field_tables, group_table
 from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
+from captrack.analysis.curves import Curves, Trajectory, curve_tables
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -110,6 +111,7 @@ class Comparison:
     pair_deltas: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PAIR_DELTA_COLUMNS))
     item_texts: dict[tuple[str, str], dict[int, ItemText]] = field(default_factory=dict)  # (run id, task) -> doc_id -> texts
     texts_unavailable: list[str] = field(default_factory=list)  # why some item texts could not be read
+    curves: Curves | None = None  # variants evaluated at training steps (trajectories): drift over training
 
 
 def analyse(data: CompareInput, options: CompareOptions = CompareOptions(), taxonomy: Taxonomy | None = None,
@@ -133,6 +135,8 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
     clusters: Clusters = {}
     counts: dict[str, Any] = {}
     variants = [pair.spec for pair in data.pairs]
+    # variants evaluated at training steps; the last step is the end point
+    trajectories = [Trajectory(pair.spec.name, pair.spec.algorithm, pair.steps) for pair in data.pairs if pair.steps]
     for pair in data.pairs:
         paired, variant = pair.paired, pair.spec
         differences, warnings = [*differences, *pair.setting_differences], [*warnings, *pair.warnings]
@@ -169,6 +173,7 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
         paired={p.spec.name: p.paired for p in data.pairs},
         power=power,
         contrasts=_contrasts(with_rates, boot, taxonomy, options, data.base, variants, items, transitions_df, dist_items),
+        curves=curve_tables(trajectories, taxonomy, options.bootstrap, options.seed, options.level) if trajectories else None,
     )
     for pair in data.pairs:  # the base's files serve every variant: each pair read the base's texts of its own flips
         for key, texts in pair.item_texts.items():

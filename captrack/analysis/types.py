@@ -49,6 +49,8 @@ class PairInput:
     ``item_texts``: (run, task) -> doc_id -> texts of the flipped items drill-down pages show (with
     ``options.drill_limit``); ``texts_unavailable``: why some could not be read.
     ``fields``: doc field -> its value per row of ``paired.items`` (same index), for --by and --cluster.
+    ``steps``: for a variant evaluated at several training steps, each step's items paired with the
+    base (``paired`` is then the last step, the end point); empty otherwise.
     ``warnings``: what reading found (pairing, unreadable files, skipped items), in reading order.
     """
 
@@ -61,6 +63,7 @@ class PairInput:
     item_texts: dict[RunTask, ItemTexts] = field(default_factory=dict)
     texts_unavailable: list[str] = field(default_factory=list)
     fields: dict[str, pd.Series] = field(default_factory=dict)
+    steps: dict[int, PairedItems] = field(default_factory=dict)  # a trajectory: training step -> items paired with the base
 
 
 @dataclass

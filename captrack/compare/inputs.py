@@ -9,10 +9,10 @@ from captrack.analysis.compare import CompareOptions
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
 from captrack.compare.choices import paired_choices
 from captrack.compare.texts import read_pair_texts
-from captrack.results.pairing import pair_runs
 from captrack.results.samples import paired_doc_field
 from captrack.results.settings import setting_warnings
 from captrack.results.store import Store
+from captrack.results.trajectory import pair_variant
 from captrack.taxonomy import Taxonomy
 
 __all__ = ["load_input"]
@@ -25,16 +25,17 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
     Raises:
         MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
         UnknownNameError: a model name not in the store.
-        InputError: a samples file a --by or --cluster field is read from is missing or changed.
+        InputError: a samples file a --by or --cluster field is read from is missing or changed; the base
+            carries training steps.
     """
     base_files = store.samples_files(base)
     fields = list(dict.fromkeys([*options.by, *([options.cluster] if options.cluster else [])]))
     pairs = []
     for variant in variants:
-        paired = pair_runs(store, base, variant.name, taxonomy, options.allow_partial)
+        paired, steps = pair_variant(store, base, variant.name, taxonomy, options.allow_partial)
         differences = setting_warnings(store, base, variant.name)
         pair = PairInput(spec=variant, paired=paired, setting_differences=differences,
-                         warnings=[*paired.warnings, *differences])
+                         warnings=[*paired.warnings, *differences], steps=steps)
         pair.fields = {name: paired_doc_field(store, paired, name) for name in fields}
         variant_files = store.samples_files(variant.name)
         texts = read_pair_texts(paired.items, base_files, variant_files, options.churn, options.drill_limit)

@@ -10,7 +10,7 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["EvalSpec", "evaluate_checkpoint"]
+__all__ = ["EvalSpec", "evaluate_checkpoint", "evaluate_model"]
 
 
 @dataclass(frozen=True)
@@ -46,15 +46,34 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
         InputError: a task pattern matches no task.
         DataUnavailableError: selected official tasks cannot read their data here (before any model work).
     """
+    from captrack.backends import register_backends
+
+    register_backends()  # so spec.model may name a captrack backend such as captrack-ds
+    return _evaluate(spec.model, spec, output_path, cache_path)
+
+
+def evaluate_model(model: Any, tokenizer: Any, spec: EvalSpec, output_path: Path) -> Path:
+    """Evaluate a model already in memory (a transformers PreTrainedModel, e.g. mid-training) like evaluate_checkpoint.
+
+    The model is evaluated as it is (its device and dtype); ``spec.model_args`` only names it in the results
+    file (``pretrained``). The caller keeps the model's training state: lm-eval puts it in eval mode and seeds
+    the global RNGs (see captrack.training.callback). Returns the results file written (rank 0).
+    """
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=spec.batch_size)
+    return _evaluate(lm, spec, output_path, None)
+
+
+def _evaluate(model: Any, spec: EvalSpec, output_path: Path, cache_path: Path | None) -> Path:
+    """simple_evaluate on `model` (a backend name, or an lm-eval LM instance) with per-sample logs; save like the CLI."""
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
 
-    from captrack.backends import register_backends
     from captrack.lmeval import task_manager
     from captrack.lmeval.preflight import check_task_data
     from captrack.paths import full_task_names
 
-    register_backends()  # so spec.model may name a captrack backend such as captrack-ds
     # Indexing lm-eval's thousands of built-in tasks costs ~10 s per process: skip it when only ours are asked for.
     only_ours = all(str(t).startswith("captrack") for t in spec.tasks)
     # The opt-in full-size tasks join only when named exactly (a glob never selects them).
@@ -67,7 +86,7 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     tracker = EvaluationTracker(output_path=str(output_path))
     device = spec.device or _default_device()
     results = simple_evaluate(
-        model=spec.model,
+        model=model,
         model_args=dict(spec.model_args),
         tasks=names,
         batch_size=spec.batch_size,

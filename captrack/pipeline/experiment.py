@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,8 @@ class Checkpoint:
     """``import:``: format, path (resolved), task, allow_partial — generations made elsewhere, no model."""
     base: str = ""
     """Variants: the name of the base they are compared with ("" = the experiment's first base)."""
+    steps: tuple[tuple[int, Path], ...] = ()
+    """``checkpoints:``: (training step, checkpoint folder) of each saved checkpoint, by step (a trajectory)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ def _import_spec(raw: Any, name: str, where: str, folder: Path) -> dict[str, Any
 
 
 def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
+    if entry.checkpoints is not None:
+        return _replay(entry, where, folder)
     train = dict(entry.train)
     source = _import_spec(entry.import_, entry.name, where, folder) if entry.import_ is not None else {}
     if source and (train or entry.model_args):
@@ -159,6 +163,49 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained, a train recipe or an import")
     return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), train=train, source=source,
                       base=entry.base, family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data)
+
+
+def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
+    """A ``checkpoints:`` variant (captrack.pipeline.replay), its checkpoint folders found and checked now.
+
+    Raises:
+        InputError: the entry also trains, imports or names a model; a glob matching nothing; a checkpoint
+            folder missing, without weights, or at a step given twice (all named; nothing is run).
+    """
+    from captrack.results.checkpoints import find_checkpoints
+
+    label = f"{where}: variant {entry.name!r}: checkpoints"
+    if entry.train or entry.import_ is not None or entry.model_args.get("pretrained"):
+        raise InputError(f"{label} replays saved checkpoints, so it cannot also give train, import or "
+                         "model_args.pretrained; keep one (nothing was run)")
+    spec = entry.checkpoints or []
+    patterns = [str(expand_path(p, folder)) for p in ([spec] if isinstance(spec, str) else spec)]
+    if not patterns:
+        raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
+    found = find_checkpoints(patterns, folder, label)
+    return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), base=entry.base,
+                      family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data,
+                      steps=tuple((c.step, c.path) for c in found))
+
+
+def trained_steps(variant: Checkpoint, workdir: Path, where: str) -> Checkpoint:
+    """A variant trained by the run with ``save_steps: N`` is a trajectory: the checkpoints its training saves
+    every N steps (captrack.training.harness.checkpoint_saver), the last one its end point.
+
+    Raises:
+        InputError: save_steps not a whole number ≥ 1 dividing the recipe's steps.
+    """
+    every = variant.train.get("save_steps")
+    if every is None:
+        return variant
+    total = variant.train.get("steps")
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1 or not isinstance(total, int) or total % every:
+        raise InputError(f"{where}: variant {variant.name!r}: train.save_steps is {every!r}; give a whole number ≥ 1 that "
+                         f"divides train.steps ({total!r}), so the last checkpoint is the trained model")
+    from captrack.training.harness import CHECKPOINTS_DIR
+
+    folder = WorkFolder(workdir).model(variant.name) / CHECKPOINTS_DIR
+    return replace(variant, steps=tuple((s, folder / f"checkpoint-{s}") for s in range(every, total + 1, every)))
 
 
 def _data(raw: Any, where: str, folder: Path) -> dict[str, Any]:
@@ -179,7 +226,12 @@ def _data(raw: Any, where: str, folder: Path) -> dict[str, Any]:
 def _bases(raw: CheckpointEntry | list[CheckpointEntry], variants: tuple[Checkpoint, ...], where: str,
            folder: Path) -> tuple[Checkpoint, ...]:
     """The base checkpoint(s), checked against what the variants name."""
-    bases = tuple(_checkpoint(b, where, folder) for b in (raw if isinstance(raw, list) else [raw]))
+    entries = raw if isinstance(raw, list) else [raw]
+    for entry in entries:
+        if entry.checkpoints is not None:
+            raise InputError(f"{where}: base {entry.name!r} gives checkpoints: the base is one fixed model that every "
+                             "step of a trajectory is compared with; move the checkpoints to a variant (nothing was run)")
+    bases = tuple(_checkpoint(b, where, folder) for b in entries)
     if not bases:
         raise InputError(f"{where}: 'base' lists no checkpoint")
     for checkpoint in bases:
@@ -221,10 +273,12 @@ def load_experiment(path: str | Path) -> Experiment:
         raise InputError(f"{where}: give 'limit' (every task) or 'items' (per task), not both")
     if len(set(spec.seeds)) != len(spec.seeds):
         raise InputError(f"{where}: key 'seeds' is {spec.seeds}: each seed once (a repeated seed repeats the same run)")
+    workdir = expand_path(spec.workdir, folder) if spec.workdir else default_workdir(folder, source.stem).resolve()
+    variants = tuple(trained_steps(v, workdir, where) for v in variants)
     return Experiment(
         name=spec.name or source.stem,
         source=source,
-        workdir=expand_path(spec.workdir, folder) if spec.workdir else default_workdir(folder, source.stem).resolve(),
+        workdir=workdir,
         leaderboard=expand_path(spec.leaderboard, folder),
         base=bases[0],
         variants=variants,
@@ -275,12 +329,15 @@ def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
     import dataclasses
     from fnmatch import fnmatchcase
 
+    workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
+    saves = {"save_steps": 1}  # a trajectory keeps a checkpoint per (quick) step
     variants = tuple(
-        dataclasses.replace(v, train={**v.train, "steps": min(int(v.train.get("steps", steps)), steps),
-                                      "rows": min(int(v.train.get("rows", 16)), 16)}) if v.train else v
+        trained_steps(dataclasses.replace(v, train={**v.train, "steps": min(int(v.train.get("steps", steps)), steps),
+                                                    "rows": min(int(v.train.get("rows", 16)), 16),
+                                                    **(saves if "save_steps" in v.train else {})}), workdir,
+                      str(experiment.source)) if v.train else v
         for v in experiment.variants
     )
     tasks = tuple(t for t in QUICK_TASKS if any(fnmatchcase(t, p) for p in experiment.tasks)) or experiment.tasks
-    workdir = experiment.workdir.with_name(experiment.workdir.name + "-quick")
     return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, items={}, workdir=workdir,
                                leaderboard=WorkFolder(workdir).quick_leaderboard)

@@ -4,8 +4,9 @@
 
     <workdir>/
       runs/<checkpoint>/seed<N>/        one evaluation's lm-eval output folder (or one `captrack import`)
+      runs/<checkpoint>/step-<S>/seed<N>/  a trajectory's evaluation of its checkpoint saved at training step S
       models/<variant>/                 a trained variant's weights
-      cache/<checkpoint>-seed<N>-<fp>   lm-eval's request cache of one evaluation (fp: the weights' fingerprint)
+      cache/<checkpoint>[-step<S>]-seed<N>-<fp>  lm-eval's request cache of one evaluation (fp: the weights' fingerprint)
       data/                             the data mirror `data: {sources: ...}` builds
       markers/<stage>.json              each stage's marker (the hash of its inputs)
       markers/.experiment.pickle        the experiment as the worker processes read it
@@ -44,17 +45,19 @@ class WorkFolder:
         """The folder of every evaluation's lm-eval output."""
         return self.root / "runs"
 
-    def run(self, checkpoint: str, seed: int) -> Path:
-        """The lm-eval output folder of one checkpoint evaluated (or imported) with one seed."""
-        return self.runs / checkpoint / f"seed{seed}"
+    def run(self, checkpoint: str, seed: int, step: int | None = None) -> Path:
+        """The lm-eval output folder of one checkpoint evaluated (or imported) with one seed (at a training step)."""
+        at = self.runs / checkpoint
+        return (at if step is None else at / f"step-{step}") / f"seed{seed}"
 
     def model(self, variant: str) -> Path:
         """Where a trained variant's weights are saved."""
         return self.root / "models" / variant
 
-    def request_cache(self, checkpoint: str, seed: int, fingerprint: str) -> Path:
+    def request_cache(self, checkpoint: str, seed: int, fingerprint: str, step: int | None = None) -> Path:
         """lm-eval's request cache of one evaluation (its keys ignore the model, so one per weights)."""
-        return self.root / "cache" / f"{checkpoint}-seed{seed}-{fingerprint}"
+        at = "" if step is None else f"-step{step}"
+        return self.root / "cache" / f"{checkpoint}{at}-seed{seed}-{fingerprint}"
 
     @property
     def data(self) -> Path:

@@ -21,6 +21,7 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.board import board_yaml, write_board
 from captrack.pipeline.cpu import apply_thread_plan, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
+from captrack.pipeline.replay import run_folders
 from captrack.pipeline.stage import Stage
 from captrack.report.escape import console_text
 from captrack.results.runfiles import results_files
@@ -67,8 +68,8 @@ def validate(experiment: Experiment) -> list[str]:
 
     validate_imports(experiment)
     for checkpoint in experiment.checkpoints:
-        if checkpoint.train or checkpoint.source or checkpoint.model != "hf":
-            continue
+        if checkpoint.train or checkpoint.source or checkpoint.steps or checkpoint.model != "hf":
+            continue  # trained here, imported, or checkpoints checked when the manifest was read
         pretrained = str(checkpoint.model_args["pretrained"])
         if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists():
             raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: model path {pretrained} does not exist")
@@ -151,8 +152,9 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
             stages.append(_train_stage(experiment, variant, lambda: resolved.get(base_spec, base_spec)))
     for checkpoint in experiment.checkpoints:
         for seed in experiment.seeds:
-            stages.append(import_stage(experiment, checkpoint, seed) if checkpoint.source
-                          else _eval_stage(experiment, checkpoint, seed, resolved))
+            stages += ([import_stage(experiment, checkpoint, seed)] if checkpoint.source else
+                       [_eval_stage(experiment, checkpoint, seed, resolved, step, out)  # a trajectory: one per step
+                        for step, out in run_folders(experiment.work, checkpoint, seed)])
     runs, store = experiment.work.runs, experiment.work.store
     stages.append(Stage("ingest all runs", experiment.work.marker("ingest"),
                         lambda: {"results": sorted(str(p.relative_to(runs)) for p in results_files(runs))},
@@ -199,13 +201,15 @@ def _train_title(variant: Checkpoint) -> str:
     return f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)"
 
 
-def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str]) -> Stage:
+def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str], step: int | None,
+                out: Path) -> Stage:
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
-    out = experiment.work.run(checkpoint.name, seed)
+    weights = dict(checkpoint.steps)[step] if step is not None else None  # a saved checkpoint of a trajectory
 
     def model_args() -> dict[str, Any]:
-        return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(_model_path(checkpoint, experiment, resolved))}
+        path = weights or _model_path(checkpoint, experiment, resolved)
+        return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(path)}
 
     def action() -> Any:
         args = model_args()
@@ -213,7 +217,7 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resol
                         limit=experiment.limit, apply_chat_template=experiment.apply_chat_template, seed=seed,
                         metadata=experiment.metadata,
                         samples={task: list(range(n)) for task, n in experiment.items.items()} or None)
-        cache = experiment.work.request_cache(checkpoint.name, seed, _fingerprint(Path(args["pretrained"])))
+        cache = experiment.work.request_cache(checkpoint.name, seed, _fingerprint(Path(args["pretrained"])), step)
         shutil.rmtree(out, ignore_errors=True)
         return evaluate_checkpoint(spec, out, cache)
 
@@ -222,9 +226,12 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resol
         return {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
                 "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
                 "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
-                "weights": _fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {})
+                "weights": _fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {}) \
+            | ({"step": step} if step is not None else {})
 
-    return Stage(f"evaluate {checkpoint.name} (seed {seed})", experiment.work.marker(f"eval-{checkpoint.name}-{seed}"),
+    title, marker = (f"evaluate {checkpoint.name} (seed {seed})", f"eval-{checkpoint.name}-{seed}") if step is None else (
+        f"evaluate {checkpoint.name} at step {step} (seed {seed})", f"eval-{checkpoint.name}-step{step}-{seed}")
+    return Stage(title, experiment.work.marker(marker),
                  inputs, action, produced=lambda: any(results_files(out)), side_by_side=checkpoint.model == "hf",
                  needs=(_train_title(checkpoint),) if checkpoint.train else ())
 
@@ -245,11 +252,11 @@ def _ingest(experiment: Experiment) -> None:
         with Store(tmp) as store:
             for checkpoint in experiment.checkpoints:
                 for seed in experiment.seeds:
-                    runs = discover_runs(experiment.work.run(checkpoint.name, seed))
-                    done = store.ingest(runs, Labels(model=checkpoint.name, algorithm=checkpoint.algorithm,
-                                                     family=checkpoint.family, replicate=seed))
-                    runs_in += len(done)
-                    rows_in += sum(r.rows for r in done)
+                    for step, folder in run_folders(experiment.work, checkpoint, seed):
+                        done = store.ingest(discover_runs(folder), Labels(model=checkpoint.name, algorithm=checkpoint.algorithm,
+                                                                          family=checkpoint.family, replicate=seed, step=step))
+                        runs_in += len(done)
+                        rows_in += sum(r.rows for r in done)
     except (StoreError, OSError) as exc:
         discard_store(tmp)
         kept = f"the earlier store {store_path} is kept" if store_path.exists() else "no store was written"

@@ -18,6 +18,7 @@ from captrack.report.escape import md_text
 from captrack.report.figures import VERDICT_MARKS
 from captrack.report.findings import findings, target_sentences, verdict_sentences
 from captrack.report.html import esc, page, table
+from captrack.report.over_training import over_training_sections, over_training_tables
 from captrack.report.power_section import power_sections
 from captrack.report.verdict_cells import VERDICT_NOTE, group_side, oriented_task, verdict_td
 from captrack.report.writer import write_contract_tables
@@ -160,8 +161,12 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
             "checkpoints.csv": checkpoints, "algorithms.csv": summary}
     if not aggregate_only:
         csvs |= {"power.csv": tables["power"], "rankings.csv": tables["contrasts"]}
-    written += write_contract_tables(folder, csvs)
+    over = over_training_tables([c.curves for c, _ in comparisons if c.curves is not None])  # drift over training
+    written += write_contract_tables(folder, csvs | over)
     extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
+    over_html, over_md, over_figures = over_training_sections(over, folder / "figures")
+    if over_html:  # boards without trajectories stay byte for byte as they were
+        html_sections, md_sections, written = [over_html, *html_sections], [over_md, *md_sections], written + over_figures
     if not aggregate_only:
         power_html, power_md = power_sections(tables["drift"], tables["power"])
         html_sections, md_sections = [power_html, *html_sections], [power_md, *md_sections]

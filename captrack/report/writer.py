@@ -20,6 +20,7 @@ from captrack.files import staged_folder, write_atomic
 from captrack.report.escape import inert_cell
 from captrack.report.fast_csv import csv_chunks
 from captrack.report.markdown import render_report
+from captrack.report.over_training import over_training_sections, over_training_tables
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["CONTRACT_COLUMNS", "LABEL_COLUMNS", "inert_cell", "write_comparison", "write_contract_tables"]
@@ -98,7 +99,10 @@ def _write_comparison(comparison: Comparison, folder: Path, inputs: dict[str, An
         from captrack.analysis.by_field import by_field_file
 
         tables |= {by_field_file(name): frame for name, frame in comparison.by_field.items()}
-    written = write_contract_tables(folder, tables)
+    over = over_training_tables([comparison.curves] if comparison.curves is not None else [])  # drift over training
+    written = write_contract_tables(folder, tables | over)
+    _, over_md, figures = over_training_sections(over, folder, prefix="")
+    written += figures
     summary = {
         "base": comparison.base,
         "variants": [{"name": v.name, "algorithm": v.algorithm} for v in comparison.variants],
@@ -110,7 +114,7 @@ def _write_comparison(comparison: Comparison, folder: Path, inputs: dict[str, An
         "files": [p.name for p in written] + ["summary.json", "report.md"],
     }
     written.append(write_atomic(folder / "summary.json", json.dumps(_json_safe(summary), indent=2, sort_keys=False)))
-    written.append(write_atomic(folder / "report.md", render_report(comparison, taxonomy, inputs)))
+    written.append(write_atomic(folder / "report.md", render_report(comparison, taxonomy, inputs) + ("\n" + over_md if over_md else "")))
     return written
 
 

@@ -26,7 +26,7 @@ PAIRED_COLUMNS = [
 _RANKED = """
     SELECT run_id, task, task_version, filter, metric, replicate, doc_hash, doc_id, value, n_choices,
            row_number() OVER (PARTITION BY task, filter, metric, replicate, doc_hash ORDER BY doc_id) AS occ
-    FROM samples WHERE model = ? AND (task, filter, metric) IN (SELECT task, filter, metric FROM _keys)
+    FROM _paired_samples WHERE model = ? AND (task, filter, metric) IN (SELECT task, filter, metric FROM _keys)
 """
 
 
@@ -50,17 +50,18 @@ class PairedItems:
     seeds: dict[str, int] | None = None  # one run per side made with different seeds: {"base": s, "variant": t}
 
 
-def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool) -> PairedItems:
-    """Pair `variant`'s items in `store` with `base`'s.
+def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool,
+              step: int | None = None) -> PairedItems:
+    """Pair `variant`'s items in `store` with `base`'s (with `step`, only the variant's runs at that training step).
 
     Raises:
         MismatchError: the runs cover different tasks, versions, metrics, replicates or documents
-            (all differences listed); with `allow_partial` these become warnings and only the
-            intersection is paired.
+            (all differences listed); with `allow_partial` these become warnings, the intersection paired.
     """
     con = store.con
     for model in (base, variant):
         _check_model(con, model)
+    _select_step(con, variant, step)
     problems: list[str] = []
     warnings: list[str] = []
     keys = _choose_keys(con, base, variant, taxonomy, problems, warnings)
@@ -102,13 +103,24 @@ def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_p
             f"{variant}: unscored (NaN) items excluded from pairing: "
             + ", ".join(f"{k}: {n}" for k, n in nan_excluded.items())
         )
-    con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys")
+    con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys; DROP VIEW IF EXISTS _paired_samples")
     if items.empty:
         why = "; ".join(problems) or "every paired value is NaN (unscored)"
         raise MismatchError(f"{variant!r} and base {base!r} have no scored item in common ({why}); nothing to compare: "
                             "re-run both on the same tasks and --limit, or check the unscored reasons with `captrack judge`")
     seeds = {"base": remap[1], "variant": remap[0]} if remap is not None else None
     return PairedItems(base, variant, items[PAIRED_COLUMNS], keys, replicates, warnings, nan_excluded, seeds)
+
+
+def _select_step(con: duckdb.DuckDBPyConnection, variant: str, step: int | None) -> None:
+    """Temp view ``_paired_samples``: the samples pairing reads (with `step`, less the variant's runs at other steps)."""
+    if step is None:
+        con.execute("CREATE OR REPLACE TEMP VIEW _paired_samples AS SELECT * FROM samples")
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE _other_steps AS SELECT run_id FROM runs WHERE model = ? AND step IS DISTINCT FROM ?",
+                [variant, step])
+    con.execute("CREATE OR REPLACE TEMP VIEW _paired_samples AS SELECT * FROM samples "
+                "WHERE run_id NOT IN (SELECT run_id FROM _other_steps)")
 
 
 def _join(
@@ -148,7 +160,7 @@ def _choose_keys(
     logged = con.execute(
         """SELECT model, task, filter, metric, min(task_version) AS task_version,
                   count(DISTINCT task_version) AS n_versions
-        FROM samples WHERE model IN (?, ?) GROUP BY ALL""",
+        FROM _paired_samples WHERE model IN (?, ?) GROUP BY ALL""",
         [base, variant],
     ).df()
     for model, frame in logged.groupby("model"):
@@ -201,7 +213,7 @@ def _replicates(
     reps: dict[str, set[int]] = {}
     for model in (base, variant):
         dupes = con.execute(
-            """SELECT replicate, task, count(DISTINCT run_id) FROM samples WHERE model = ?
+            """SELECT replicate, task, count(DISTINCT run_id) FROM _paired_samples WHERE model = ?
             GROUP BY 1, 2 HAVING count(DISTINCT run_id) > 1""",
             [model],
         ).fetchall()
@@ -211,7 +223,7 @@ def _replicates(
                 f"model {model!r} has {n} runs of task {task} as replicate {rep}; give replicates "
                 "distinct seeds (lm-eval --seed) or ingest them with --replicate N"
             )
-        reps[model] = {int(r[0]) for r in con.execute("SELECT DISTINCT replicate FROM samples WHERE model = ?", [model]).fetchall()}
+        reps[model] = {int(r[0]) for r in con.execute("SELECT DISTINCT replicate FROM _paired_samples WHERE model = ?", [model]).fetchall()}
     if len(reps[base]) == 1 and len(reps[variant]) == 1 and reps[base] != reps[variant]:
         (b,), (v,) = reps[base], reps[variant]
         return [b], (v, b)  # one run per checkpoint pairs whatever its seed
@@ -235,7 +247,7 @@ def _judge_problems(con: duckdb.DuckDBPyConnection, base: str, variant: str) -> 
     rows = con.execute(
         """SELECT task, metric, string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS b,
                   string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS v
-        FROM samples WHERE model IN (?, ?) AND judge IS NOT NULL GROUP BY task, metric
+        FROM _paired_samples WHERE model IN (?, ?) AND judge IS NOT NULL GROUP BY task, metric
         HAVING b IS DISTINCT FROM v ORDER BY task, metric""",
         [base, variant, base, variant],
     ).fetchall()

@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 
 from captrack.errors import InputError
+from captrack.results.checkpoints import run_position
 from captrack.results.connect import connect
 from captrack.results.ingest_sql import samples_insert_sql
 from captrack.results.runfiles import (
@@ -26,6 +27,7 @@ from captrack.results.runfiles import (
     stored_path,
 )
 from captrack.results.sqlvalues import quote_literal
+from captrack.results.steps import check_one_run_per_step
 
 __all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store", "StoreError"]
 
@@ -44,6 +46,9 @@ CREATE TABLE IF NOT EXISTS runs (
     family VARCHAR, replicate INTEGER, results_path VARCHAR, lm_eval_version VARCHAR,
     config JSON, ingested_at TIMESTAMP
 );
+-- The training step (and epoch) of the checkpoint a run evaluated (NULL: an end point, no step).
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS step BIGINT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS epoch DOUBLE;
 CREATE TABLE IF NOT EXISTS run_tasks (
     run_id VARCHAR, task VARCHAR, task_version VARCHAR, output_type VARCHAR, n_docs BIGINT
 );
@@ -82,6 +87,8 @@ class Labels:
     algorithm: str = ""
     family: str = ""
     replicate: int | None = None
+    step: int | None = None  # training step of the checkpoint (None: trainer_state.json's, else none)
+    epoch: float | None = None
 
 
 @dataclass(frozen=True)
@@ -166,11 +173,15 @@ class Store:
             )
         for table in ("samples", "run_tasks", "runs", "judgements"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+        position = run_position(run.checkpoint, run.results_path.parent) if labels.step is None else None
+        step = labels.step if position is None else position.step
+        epoch = labels.epoch if position is None else position.epoch
         self.con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            """INSERT INTO runs (run_id, model, checkpoint, algorithm, family, replicate, results_path, lm_eval_version,
+                                 config, ingested_at, step, epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate,
              str(run.results_path.resolve()), run.lm_eval_version, json.dumps(run.config, default=str),
-             dt.datetime.now()],
+             dt.datetime.now(), step, epoch],
         )
         # Tasks logging the same metric columns are read by one query (DuckDB parallelises
         # across files); a small table maps each file to its task and logged (metric, filter).
@@ -187,6 +198,7 @@ class Store:
                 rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
             digest = dict(zip([t.name for t in run.tasks], digests, strict=True))
         self._check_complete(run, before, digest)
+        check_one_run_per_step(self.con, run.run_id, run.results_path)
         for task in run.tasks:
             if task.judged is not None:
                 rows += self._ingest_judged(run, task, task.judged, model, labels, replicate)

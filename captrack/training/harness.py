@@ -10,7 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_LEARNING_RATE",
     "DEFAULT_MAX_LENGTH",
     "RECORD_FILE",
+    "CallbackFactory",
     "check_inputs",
     "fit_and_save",
     "hashed_config",
@@ -33,6 +34,10 @@ __all__ = [
 
 
 RECORD_FILE = "captrack_train.json"
+CHECKPOINTS_DIR = "checkpoints"
+"""Where a training with ``save_steps`` keeps its checkpoints: <out>/checkpoints/checkpoint-<step>/."""
+CallbackFactory = Callable[[Any], Any]
+"""Makes a transformers TrainerCallback from the trainer it will watch (TRL's callbacks take the trainer)."""
 """Record written into a finished fine-tuned model directory (config, config hash, metrics)."""
 
 
@@ -153,12 +158,17 @@ def trainer_args(tmp: Path, steps: int, seed: int, learning_rate: float, batch_s
     }
 
 
-def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path) -> dict[str, Any]:
-    """Train quietly, save model and tokenizer into `tmp`; return steps, timings and the trainer's log history."""
+def fit_and_save(trainer: Any, tokenizer: Any, tmp: Path, callbacks: Sequence[CallbackFactory] = ()) -> dict[str, Any]:
+    """Train quietly, save model and tokenizer into `tmp`; return steps, timings and the trainer's log history.
+
+    `callbacks` make TrainerCallbacks from the trainer (e.g. ``lambda t: CapTrackCallback(t, tasks=[...])``).
+    """
     from transformers import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
     trainer.add_callback(progress_callback(type(trainer).__name__))
+    for make in callbacks:
+        trainer.add_callback(make(trainer))
     before = {k: v.detach().clone() for k, v in trainer.model.state_dict().items() if v.is_floating_point()}
     train_start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()
@@ -265,3 +275,35 @@ def _replace_dir(tmp: Path, target: Path) -> None:
     os.rename(target, old)
     os.rename(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def with_checkpoints(config: dict[str, Any], save_steps: int | None) -> dict[str, Any]:
+    """`config` with ``save_steps`` in it (re-hashed), so a training asked for checkpoints is not reused without them."""
+    if not save_steps:
+        return config
+    if save_steps < 1:
+        raise ValueError(f"save_steps must be >= 1, got {save_steps}")
+    out = {k: v for k, v in config.items() if k != "config_hash"} | {"save_steps": int(save_steps)}
+    out["config_hash"] = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()[:16]
+    return out
+
+
+def checkpoint_saver(tmp: Path, tokenizer: Any, save_steps: int | None) -> list[CallbackFactory]:
+    """A callback saving weights, tokenizer and the step (trainer_state.json) every `save_steps` steps into
+    ``tmp/checkpoints/checkpoint-<step>`` (none without `save_steps`); saving reads the weights, nothing else."""
+    if not save_steps:
+        return []
+    every = int(save_steps)
+    from transformers import TrainerCallback
+
+    from captrack.results.checkpoints import tag_run_folder
+
+    class CheckpointSaver(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step % every == 0 and state.is_world_process_zero:
+                folder = tmp / CHECKPOINTS_DIR / f"checkpoint-{state.global_step}"
+                kwargs["model"].save_pretrained(str(folder))
+                tokenizer.save_pretrained(str(folder))
+                tag_run_folder(folder, int(state.global_step), state.epoch)
+
+    return [lambda _trainer: CheckpointSaver()]

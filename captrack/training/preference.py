@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from captrack.training.harness import (
     DEFAULT_MAX_LENGTH,
+    CallbackFactory,
     check_inputs,
+    checkpoint_saver,
     fit_and_save,
     hashed_config,
     last_logged,
     load_base,
     train_cached,
     trainer_args,
+    with_checkpoints,
 )
 
 __all__ = [
@@ -51,6 +55,8 @@ def train_dpo(
     max_length: int = DEFAULT_MAX_LENGTH,
     beta: float = DEFAULT_DPO_BETA,
     bf16: bool = False,
+    callbacks: Sequence[CallbackFactory] = (),
+    save_steps: int | None = None,
 ) -> dict[str, Any]:
     """Full-parameter DPO (sigmoid loss, reference = frozen base) of `base_dir` on preference `rows`, cached."""
     check_inputs(rows, steps)
@@ -61,6 +67,7 @@ def train_dpo(
         base_dir, rows, "full-dpo-sigmoid", steps=steps, seed=seed, learning_rate=learning_rate,
         batch_size=batch_size, max_length=max_length, beta=beta, bf16=bf16,
     )
+    config = with_checkpoints(config, save_steps)
 
     def run(tmp: Path) -> dict[str, Any]:
         import datasets
@@ -81,7 +88,7 @@ def train_dpo(
             train_dataset=datasets.Dataset.from_list(rows),
             processing_class=tokenizer,
         )
-        return _record(fit_and_save(trainer, tokenizer, tmp))
+        return _record(fit_and_save(trainer, tokenizer, tmp, [*callbacks, *checkpoint_saver(tmp, tokenizer, save_steps)]))
 
     return train_cached(Path(out_dir), config, run)
 

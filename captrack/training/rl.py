@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from captrack.training.harness import (
+    CallbackFactory,
     check_inputs,
+    checkpoint_saver,
     fit_and_save,
     hashed_config,
     last_logged,
     load_base,
     train_cached,
     trainer_args,
+    with_checkpoints,
 )
 from captrack.training.problems import EQUATION, evaluate_expression
 
@@ -125,6 +129,8 @@ def train_rl(
     beta: float = 0.0,
     temperature: float = DEFAULT_TEMPERATURE,
     bf16: bool = False,
+    callbacks: Sequence[CallbackFactory] = (),
+    save_steps: int | None = None,
 ) -> dict[str, Any]:
     """Full-parameter GRPO of `base_dir` on `prompts` ({prompt, answer}) with a verifiable answer reward, cached.
 
@@ -137,6 +143,7 @@ def train_rl(
         batch_size=batch_size, num_generations=num_generations, max_completion_length=max_completion_length,
         beta=beta, temperature=temperature, format_bonus=FORMAT_BONUS, step_bonus=STEP_BONUS, bf16=bf16,
     )
+    config = with_checkpoints(config, save_steps)
 
     def run(tmp: Path) -> dict[str, Any]:
         import datasets
@@ -159,7 +166,7 @@ def train_rl(
             train_dataset=datasets.Dataset.from_list(prompts),
             processing_class=tokenizer,
         )
-        return _record(fit_and_save(trainer, tokenizer, tmp))
+        return _record(fit_and_save(trainer, tokenizer, tmp, [*callbacks, *checkpoint_saver(tmp, tokenizer, save_steps)]))
 
     return train_cached(Path(out_dir), config, run)
 

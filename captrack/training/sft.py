@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +11,16 @@ from captrack.training.harness import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEARNING_RATE,
     DEFAULT_MAX_LENGTH,
+    CallbackFactory,
     check_inputs,
+    checkpoint_saver,
     fit_and_save,
     hashed_config,
     last_logged,
     load_base,
     train_cached,
     trainer_args,
+    with_checkpoints,
 )
 
 __all__ = ["train_config", "train_sft"]
@@ -56,10 +60,12 @@ def train_sft(
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = DEFAULT_MAX_LENGTH,
     bf16: bool = False,
+    callbacks: Sequence[CallbackFactory] = (),
+    save_steps: int | None = None,
 ) -> dict[str, Any]:
     """Full-parameter SFT of `base_dir` on chat `rows` with TRL on CPU; save atomically to `out_dir`."""
     check_inputs(rows, steps)
-    config = train_config(base_dir, rows, steps, seed, learning_rate, batch_size, max_length, bf16)
+    config = with_checkpoints(train_config(base_dir, rows, steps, seed, learning_rate, batch_size, max_length, bf16), save_steps)
     examples = [_prompt_completion(row) for row in rows]
 
     def run(tmp: Path) -> dict[str, Any]:
@@ -75,7 +81,7 @@ def train_sft(
             packing=False,
         )
         trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
-        record = fit_and_save(trainer, tokenizer, tmp)
+        record = fit_and_save(trainer, tokenizer, tmp, [*callbacks, *checkpoint_saver(tmp, tokenizer, save_steps)])
         losses = [float(e["loss"]) for e in record["log_history"] if "loss" in e]
         return {
             "steps": record["steps"],

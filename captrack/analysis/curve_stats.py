@@ -1,0 +1,146 @@
+"""Per-capability statistics of a trajectory: first step beyond noise, trend over steps, item churn.
+
+- *First step beyond noise*: the earliest step whose capability drift CI (paired bootstrap, as for an
+  end point) excludes 0.
+- *Trend*: the least-squares slope of the capability's drift (percent) over steps, with a CI from the
+  same bootstrap resamples at every step (items drawn once per resample and reused across steps), so
+  the CI is paired over items.
+- *Item churn*: items forgotten at some step (right in the base, wrong at that step) and right again at a
+  later step, and items gained at some step and wrong again later (binary metrics; oriented, so a
+  lower-is-better metric's 0 is right).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from captrack.analysis.stats import percentile_ci
+from captrack.taxonomy import Taxonomy
+
+__all__ = ["CHURN_ITEM_COLUMNS", "SUMMARY_COLUMNS", "capability_summary", "item_churn", "trend_slopes"]
+
+SUMMARY_COLUMNS = [
+    "variant", "algorithm", "capability", "group", "n_steps", "first_step_beyond_noise", "final_step",
+    "final_drift_pct", "trend_pct_per_step", "trend_ci_low", "trend_ci_high", "forgotten_regained", "gained_lost",
+]
+CHURN_ITEM_COLUMNS = ["variant", "algorithm", "task", "metric", "doc_id", "doc_hash", "pattern", "first_step", "later_step"]
+Boot = Mapping[tuple[str, str, str], NDArray[np.float64]]
+
+
+def trend_slopes(steps: NDArray[np.float64], values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Least-squares slope of `values` over `steps` (values: steps x columns); NaN where a column has a NaN
+    or fewer than two steps are given."""
+    x = np.asarray(steps, dtype=float)
+    y = np.asarray(values, dtype=float).reshape(len(x), -1)
+    if len(x) < 2 or np.ptp(x) == 0:
+        return np.full(y.shape[1], np.nan)
+    dx = x - x.mean()
+    return (dx[:, None] * (y - y.mean(axis=0))).sum(axis=0) / (dx * dx).sum()
+
+
+def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.DataFrame], boots: Mapping[int, Boot],
+                       churn: pd.DataFrame, taxonomy: Taxonomy, level: float = 0.95) -> pd.DataFrame:
+    """One row per capability the trajectory measures (columns SUMMARY_COLUMNS)."""
+    rows = []
+    steps = sorted(per_step)
+    counts = _churn_counts(churn, taxonomy)
+    for group in taxonomy.groups:
+        for cap in group.capabilities:
+            drifts = np.array([_capability_value(per_step[s], cap.key, "drift_pct") for s in steps])
+            if np.isnan(drifts).all():
+                continue
+            beyond = [s for s in steps if _excludes_zero(per_step[s], cap.key)]
+            members = [(variant, m.task, m.metric) for m in cap.members]
+            scored = [i for i, d in enumerate(drifts) if not math.isnan(d)]
+            x = np.array([steps[i] for i in scored], dtype=float)
+            slope = float(trend_slopes(x, drifts[scored])[0])
+            samples = _capability_samples([boots[steps[i]] for i in scored], members)
+            low, high = percentile_ci(trend_slopes(x, samples), level) if samples is not None else (math.nan, math.nan)
+            rows.append({
+                "variant": variant, "algorithm": algorithm, "capability": cap.key, "group": group.key,
+                "n_steps": len(scored), "first_step_beyond_noise": beyond[0] if beyond else None,
+                "final_step": steps[scored[-1]], "final_drift_pct": float(drifts[scored[-1]]),
+                "trend_pct_per_step": slope, "trend_ci_low": low, "trend_ci_high": high,
+                "forgotten_regained": counts.get((cap.key, "forgotten_regained"), 0),
+                "gained_lost": counts.get((cap.key, "gained_lost"), 0),
+            })
+    frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    frame["first_step_beyond_noise"] = frame["first_step_beyond_noise"].astype("Int64")
+    return frame
+
+
+def _capability_value(frame: pd.DataFrame, key: str, column: str) -> float:
+    row = frame[(frame["level"] == "capability") & (frame["key"] == key)]
+    return float(row[column].iloc[0]) if len(row) else math.nan
+
+
+def _excludes_zero(frame: pd.DataFrame, key: str) -> bool:
+    low, high = _capability_value(frame, key, "ci_low"), _capability_value(frame, key, "ci_high")
+    return (not math.isnan(low) and low > 0) or (not math.isnan(high) and high < 0)
+
+
+def _capability_samples(boots: list[Boot], members: list[tuple[str, str, str]]) -> NDArray[np.float64] | None:
+    """Steps x resamples: per step and resample, the mean over the capability's members' drift samples."""
+    per_step = []
+    for boot in boots:
+        stacked = [boot[k] for k in members if k in boot]
+        if not stacked:
+            return None
+        with warnings.catch_warnings():  # a resample where every member is NaN stays NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            per_step.append(np.nanmean(np.vstack(stacked), axis=0))
+    return np.vstack(per_step) if per_step else None
+
+
+def _churn_counts(churn: pd.DataFrame, taxonomy: Taxonomy) -> dict[tuple[str, str], int]:
+    """(capability, pattern) -> items, over the capability's member (task, metric)s."""
+    out: dict[tuple[str, str], int] = {}
+    for member in taxonomy.members:
+        picked = churn[(churn["task"] == member.task) & (churn["metric"] == member.metric)]
+        for pattern, n in picked["pattern"].value_counts().items():
+            out[(member.capability, str(pattern))] = out.get((member.capability, str(pattern)), 0) + int(n)
+    return out
+
+
+def item_churn(variant: str, algorithm: str, steps: Mapping[int, pd.DataFrame],
+               lower: Mapping[tuple[str, str], bool]) -> pd.DataFrame:
+    """Items forgotten then regained, and gained then lost, over the steps (columns CHURN_ITEM_COLUMNS).
+
+    Args:
+        steps: step -> paired items of binary metrics (captrack.results.pairing.PairedItems.items rows);
+            replicates are averaged, an item counts as right above 0.5 (oriented by `lower`).
+        lower: (task, metric) -> whether 1 is the bad outcome.
+    """
+    if len(steps) < 2:
+        return pd.DataFrame(columns=CHURN_ITEM_COLUMNS)
+    keys = ["task", "metric", "doc_hash", "occ"]
+    order = sorted(steps)
+    frames = [steps[s].groupby(keys, sort=True).agg(doc_id=("doc_id", "first"), base=("base", "mean"),
+                                                    value=("variant", "mean")).assign(step=s) for s in order]
+    long = pd.concat(frames).reset_index()
+    wide = long.pivot_table(index=keys, columns="step", values="value", aggfunc="first").dropna()
+    if wide.empty:
+        return pd.DataFrame(columns=CHURN_ITEM_COLUMNS)
+    first = long.drop_duplicates(keys).set_index(keys).loc[wide.index]
+    flip = np.array([lower.get((t, m), False) for t, m, _, _ in wide.index])
+    good = (wide[order].to_numpy() > 0.5) != flip[:, None]
+    base_good = (first["base"].to_numpy() > 0.5) != flip
+    rows = []
+    for pattern, start, then in (("forgotten_regained", base_good, good), ("gained_lost", ~base_good, ~good)):
+        left = ~then  # forgotten (or gained) at a step: the opposite of the base's outcome
+        seen = np.logical_or.accumulate(left, axis=1)
+        back = then & np.concatenate([np.zeros((len(then), 1), bool), seen[:, :-1]], axis=1)
+        hit = start & back.any(axis=1)
+        for i in np.flatnonzero(hit):
+            task, metric, doc_hash, _ = wide.index[i]
+            rows.append({"variant": variant, "algorithm": algorithm, "task": task, "metric": metric,
+                         "doc_id": int(first["doc_id"].iloc[i]), "doc_hash": doc_hash, "pattern": pattern,
+                         "first_step": order[int(np.argmax(left[i]))], "later_step": order[int(np.argmax(back[i]))]})
+    return pd.DataFrame(rows, columns=CHURN_ITEM_COLUMNS).sort_values(
+        ["task", "metric", "pattern", "doc_id"], kind="stable", ignore_index=True)

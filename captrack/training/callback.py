@@ -1,0 +1,180 @@
+"""`CapTrackCallback`: evaluate the weights being trained with lm-eval every N steps (or on each save),
+write an ordinary lm-eval run folder per step, and log per-capability drift against the base through the
+trainer's own loggers (whatever ``report_to`` names).
+
+Usable with any transformers ``Trainer``, TRL's SFTTrainer, DPOTrainer and GRPOTrainer included. Like TRL's
+own evaluation callbacks it is given the trainer::
+
+    trainer = SFTTrainer(...)
+    trainer.add_callback(CapTrackCallback(trainer, tasks=["captrack_probe_c2_logic"], every=50, limit=200))
+
+Training is left exactly as it was: the evaluation runs under ``torch.no_grad``, every module's train/eval
+mode is restored, and the Python, NumPy, torch (and CUDA) RNG states are saved before and restored after, so
+the final weights are bitwise those of a run without the callback (tests/test_training_callback.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from collections.abc import Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from captrack.errors import InputError
+
+__all__ = ["CallbackOptions", "CapTrackCallback"]
+
+LOGGED = ("drift", "forgetting_adj", "backward_transfer_adj")
+
+
+@dataclass(frozen=True)
+class CallbackOptions:
+    """What and when to evaluate.
+
+    Attributes:
+        tasks: lm-eval task names or globs (captrack's tasks dir is on the include path).
+        every: evaluate when the global step is a multiple of this (None: only on saves).
+        on_save: also evaluate at every checkpoint save.
+        limit: lm-eval --limit per task (None: every item).
+        output_dir: where the run folders go (default: <trainer output_dir>/captrack); one ``step-<N>``
+            per evaluated step, and ``base`` for the weights at the start of training.
+        base_run: an lm-eval run folder of the base (default: evaluate the weights at the start of training).
+        batch_size, seed, apply_chat_template, gen_kwargs: as lm-eval's (greedy tasks stay greedy).
+    """
+
+    tasks: Sequence[str]
+    every: int | None = None
+    on_save: bool = True
+    limit: int | float | None = None
+    output_dir: str | None = None
+    base_run: str | None = None
+    batch_size: int = 8
+    seed: int = 0
+    apply_chat_template: bool = True
+    gen_kwargs: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class CapTrackCallback(TrainerCallback):
+    """Evaluate the current weights in process (rank 0) and log captrack/<capability>/{drift, forgetting_adj,
+    backward_transfer_adj} against the global step; see the module docstring."""
+
+    def __init__(self, trainer: Any, tasks: Sequence[str], **options: Any) -> None:
+        self.trainer = trainer
+        self.options = CallbackOptions(tasks=tuple(tasks), **options)
+        if not self.options.tasks:
+            raise InputError("CapTrackCallback: tasks is empty; name the lm-eval tasks to evaluate (e.g. captrack_probe_c2_logic)")
+        if self.options.every is not None and self.options.every < 1:
+            raise InputError(f"CapTrackCallback: every={self.options.every}; give a whole number of steps ≥ 1 (or None)")
+        self.base_folder: Path | None = Path(self.options.base_run) if self.options.base_run else None
+        self.evaluated: dict[int, Path] = {}  # step -> run folder
+        self.logged: dict[int, dict[str, float]] = {}  # step -> what was logged
+
+    @property
+    def output_dir(self) -> Path:
+        """Where the run folders go."""
+        return Path(self.options.output_dir or Path(self.trainer.args.output_dir) / "captrack")
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Evaluate the starting weights as the base (unless a base run was given)."""
+        if self.base_folder is not None or not state.is_world_process_zero:
+            return
+        if state.global_step > 0:
+            raise InputError(f"CapTrackCallback: training resumes at step {state.global_step}, so the weights at hand "
+                             "are not the base; pass base_run=<the base's lm-eval run folder>")
+        self.base_folder = self._evaluate(kwargs["model"], kwargs.get("processing_class"), "base", None, None)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Every `every` steps: evaluate and log."""
+        every = self.options.every
+        if every is not None and state.global_step % every == 0:
+            self._step(args, state, control, kwargs)
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """At each checkpoint save (with `on_save`): evaluate and log."""
+        if self.options.on_save:
+            self._step(args, state, control, kwargs)
+
+    def _step(self, args: Any, state: Any, control: Any, kwargs: dict[str, Any]) -> None:
+        step = int(state.global_step)
+        if step in self.evaluated or not state.is_world_process_zero:
+            return
+        folder = self._evaluate(kwargs["model"], kwargs.get("processing_class"), f"step-{step}", step, state.epoch)
+        self.evaluated[step] = folder
+        logs = self._drift(folder, step)
+        self.logged[step] = logs
+        if logs:  # what Trainer.log does, minus subclasses' extras (GRPO would flush its own metrics into ours)
+            state.log_history.append({**logs, "step": step})
+            should_log = control.should_log  # the handler clears it: the trainer's own log of this step must still run
+            self.trainer.callback_handler.on_log(args, state, control, logs)
+            control.should_log = should_log
+
+    def _evaluate(self, model: Any, tokenizer: Any, name: str, step: int | None, epoch: float | None) -> Path:
+        """Run lm-eval on the model as it is now, leaving its training state untouched; return the run folder."""
+        from captrack.lmeval.evaluate import EvalSpec, evaluate_model
+        from captrack.results.checkpoints import tag_run_folder
+
+        options = self.options
+        spec = EvalSpec(model_args={"pretrained": name}, tasks=options.tasks, limit=options.limit,
+                        batch_size=options.batch_size, seed=options.seed, apply_chat_template=options.apply_chat_template,
+                        gen_kwargs=options.gen_kwargs, metadata=dict(options.metadata))
+        tokenizer = copy.deepcopy(tokenizer if tokenizer is not None else self.trainer.processing_class)
+        with _training_state_kept(model):
+            results = evaluate_model(model, tokenizer, spec, self.output_dir / name)
+        if step is not None:
+            tag_run_folder(results.parent, step, epoch)
+        return results.parent
+
+    def _drift(self, folder: Path, step: int) -> dict[str, float]:
+        """captrack/<capability>/<measure> of this step vs the base (no bootstrap: point estimates)."""
+        from captrack.analysis.curves import Trajectory, curve_tables
+        from captrack.results.runfiles import discover_runs
+        from captrack.results.store import Labels, Store
+        from captrack.results.trajectory import pair_steps
+        from captrack.taxonomy import load_taxonomy
+
+        if self.base_folder is None:  # on_train_begin ran on another rank only
+            raise InputError("CapTrackCallback: no base run to compare with; pass base_run=<the base's lm-eval run folder>")
+        taxonomy = load_taxonomy()
+        with Store() as store:
+            store.ingest(discover_runs(self.base_folder), Labels(model="base"))
+            store.ingest(discover_runs(folder), Labels(model="model", step=step))
+            steps = pair_steps(store, "base", "model", taxonomy, allow_partial=False)
+        rows = curve_tables([Trajectory("model", "", steps)], taxonomy, n_resamples=0).curves
+        rows = rows[rows["level"] == "capability"]
+        logs = {}
+        for key, drift, f_adj, bt_adj in zip(rows["key"], rows["drift_pct"], rows["forgetting_adj"],
+                                             rows["backward_transfer_adj"], strict=True):
+            for measure, value in zip(LOGGED, (drift, f_adj, bt_adj), strict=True):
+                if value is not None and not math.isnan(float(value)):
+                    logs[f"captrack/{key}/{measure}"] = float(value)
+        return logs
+
+
+@contextmanager
+def _training_state_kept(model: Any) -> Any:
+    """Evaluate without a trace: no_grad, each module's mode restored, the Python/NumPy/torch/CUDA RNGs restored."""
+    import numpy as np
+    import torch
+
+    modes = [(module, module.training) for module in model.modules()]
+    states = (random.getstate(), np.random.get_state(), torch.get_rng_state(),
+              torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+    try:
+        with torch.no_grad():
+            model.eval()
+            yield
+    finally:
+        for module, training in modes:
+            module.training = training
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if states[3] is not None:
+            torch.cuda.set_rng_state_all(states[3])
