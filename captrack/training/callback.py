@@ -133,20 +133,22 @@ class CapTrackCallback(TrainerCallback):
 
     def _drift(self, folder: Path, step: int) -> dict[str, float]:
         """captrack/<capability>/<measure> of this step vs the base (no bootstrap: point estimates)."""
-        from captrack.analysis.curves import Trajectory, curve_tables
+        from captrack.analysis.compare import CompareOptions
+        from captrack.analysis.types import VariantSpec
+        from captrack.compare.use_case import compare
         from captrack.results.runfiles import discover_runs
         from captrack.results.store import Labels, Store
-        from captrack.results.trajectory import pair_steps
-        from captrack.taxonomy import load_taxonomy
 
         if self.base_folder is None:  # on_train_begin ran on another rank only
             raise InputError("CapTrackCallback: no base run to compare with; pass base_run=<the base's lm-eval run folder>")
-        taxonomy = load_taxonomy()
         with Store() as store:
             store.ingest(discover_runs(self.base_folder), Labels(model="base"))
             store.ingest(discover_runs(folder), Labels(model="model", step=step))
-            steps = pair_steps(store, "base", "model", taxonomy, allow_partial=False)
-        rows = curve_tables([Trajectory("model", "", steps)], taxonomy, n_resamples=0).curves
+            comparison = compare(store, "base", [VariantSpec("model")],
+                                 CompareOptions(bootstrap=0, distribution=False, churn=False))
+        if comparison.curves is None:
+            return {}
+        rows = comparison.curves.curves
         rows = rows[rows["level"] == "capability"]
         logs = {}
         for key, drift, f_adj, bt_adj in zip(rows["key"], rows["drift_pct"], rows["forgetting_adj"],
