@@ -12,7 +12,7 @@ import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
 from captrack.analysis.by_field import by_field_tables
-from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
+from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreements
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.drift import (
     aggregate_capabilities,
@@ -174,10 +174,10 @@ def _add_flip_decomposition(rows: list[dict[str, Any]], store: Store, paired: Pa
                             warnings: list[str]) -> None:
     """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
     counts = answer_churn(store, paired, warnings) if churn and rows else {}
+    agree = seed_agreements(paired, {(str(r["task"]), str(r["metric"])): bool(r["direction_lower"]) for r in rows})
     for row in rows:
-        lower = row["direction_lower"]
-        row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = seed_agreement(
-            paired, row["task"], row["metric"], lower)
+        row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = agree.get(
+            (str(row["task"]), str(row["metric"])), (0, 0, 0))
         row["answer_churn"] = counts.get((row["task"], row["metric"]), math.nan)
 
 
