@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreement"]
+__all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreement", "seed_agreements"]
 
 CHURN_COLUMNS = ["answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds"]
 
@@ -31,15 +32,28 @@ if TYPE_CHECKING:
 
 def seed_agreement(paired: PairedItems, task: str, metric: str, lower: bool) -> tuple[int, int, int]:
     """(replicates, items forgotten by every seed, items gained by every seed) of one (task, metric)."""
-    rows = paired.items[(paired.items["task"] == task) & (paired.items["metric"] == metric)]
-    if rows.empty:
-        return 0, 0, 0
-    good_base = rows["base"] < 0.5 if lower else rows["base"] > 0.5
-    good_variant = rows["variant"] < 0.5 if lower else rows["variant"] > 0.5
-    frame = rows.assign(lost=good_base & ~good_variant, won=~good_base & good_variant)
-    per_item = frame.groupby(["doc_hash", "occ"])[["lost", "won"]].all()
-    replicates = int(rows["replicate"].nunique())
-    return replicates, int(per_item["lost"].sum()), int(per_item["won"].sum())
+    return seed_agreements(paired, {(task, metric): lower}).get((task, metric), (0, 0, 0))
+
+
+def seed_agreements(paired: PairedItems, lower: dict[tuple[str, str], bool]) -> dict[tuple[str, str], tuple[int, int, int]]:
+    """`seed_agreement` of every (task, metric) in `lower` (True: lower is better), the items grouped once."""
+    items = paired.items
+    if items.empty:
+        return {}
+    item = pd.factorize(items["doc_hash"])[0].astype(np.int64) * (int(items["occ"].max()) + 1) + items["occ"].to_numpy(np.int64)
+    base, variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
+    replicate = items["replicate"].to_numpy()
+    out: dict[tuple[str, str], tuple[int, int, int]] = {}
+    for (task, metric), rows in items.groupby(["task", "metric"], sort=False).indices.items():
+        key = (str(task), str(metric))
+        if key not in lower:
+            continue
+        b, v = base[rows], variant[rows]
+        good_base, good_variant = (b < 0.5, v < 0.5) if lower[key] else (b > 0.5, v > 0.5)
+        frame = pd.DataFrame({"item": item[rows], "lost": good_base & ~good_variant, "won": ~good_base & good_variant})
+        per_item = frame.groupby("item")[["lost", "won"]].all()
+        out[key] = (len(np.unique(replicate[rows])), int(per_item["lost"].sum()), int(per_item["won"].sum()))
+    return out
 
 
 def answer_churn(paired: PairedItems, answers: ChurnAnswers, warnings: list[str]) -> dict[tuple[str, str], float]:

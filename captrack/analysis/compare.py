@@ -12,7 +12,7 @@ import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
 from captrack.analysis.by_field import by_field_tables, group_table
-from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreement
+from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreements
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.curves import Curves, Trajectory, curve_tables
 from captrack.analysis.drift import (
@@ -201,10 +201,10 @@ def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: 
     """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
     paired = pair.paired
     counts = answer_churn(paired, pair.churn_answers, warnings) if churn and rows and pair.churn_answers is not None else {}
+    agree = seed_agreements(paired, {(str(r["task"]), str(r["metric"])): bool(r["direction_lower"]) for r in rows})
     for row in rows:
-        lower = row["direction_lower"]
-        row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = seed_agreement(
-            paired, row["task"], row["metric"], lower)
+        row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = agree.get(
+            (str(row["task"]), str(row["metric"])), (0, 0, 0))
         row["answer_churn"] = counts.get((row["task"], row["metric"]), math.nan)
 
 

@@ -57,7 +57,7 @@ class ItemText:
 GOLD_FIELDS = ("gold", "answer", "call", "records", "points", "support", "constraints", "claims")
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=1 << 16)  # keyed by (path, mtime, size): a file is hashed once per change, however many pairs read it
 def _digest(path: str, mtime_ns: int, size: int, sha256: bool) -> str:
     return file_sha256(Path(path)) if sha256 else file_digest(Path(path))
 
