@@ -26,7 +26,7 @@ Generator = Callable[..., list[dict[str, Any]]]
 _MODULES = (
     "facts", "skills", "reasoning", "passages", "context", "forms", "shifted", "multilingual",
     "safety", "scope", "style", "constraints", "formats", "tools", "multiturn", "retrieval",
-    "citations",
+    "citations", "forced",
 )
 
 
