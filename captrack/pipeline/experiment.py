@@ -258,8 +258,8 @@ def demo_experiment() -> Path:
     return path
 
 
-QUICK_TASKS = ("captrack_probe_c1_facts", "captrack_probe_c2_word_problems", "captrack_probe_w1_choice",
-               "captrack_probe_w2_false_premise_choice", "captrack_probe_h6_citations_choice")
+QUICK_TASKS = ("captrack_probe_c1_facts", "captrack_probe_c2_word_problems", "captrack_probe_w1_harmful",
+               "captrack_probe_w2_false_premise_choice", "captrack_probe_h4_multiturn")
 """What `--quick` evaluates when the experiment's tasks include them: CAN, WILL and HOW, loglikelihood and
 generation, short outputs, so the whole pipeline is exercised in a few minutes on CPU."""
 
