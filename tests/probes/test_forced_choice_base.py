@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 from probe_helpers import docs
