@@ -42,3 +42,14 @@ def test_busy_cores_are_measured_from_other_work() -> None:
         assert busy_cores_now(0.5) >= 0.6
     finally:
         hog.kill()
+
+
+def test_bf16_features_name_the_flags_that_decide_the_dtype_and_an_isa_cap() -> None:
+    from captrack.pipeline.cpu import bf16_features
+
+    epyc = "processor : 0\nflags : fpu avx2 avx512f avx512_bf16\n"
+    assert bf16_features(epyc, {}) == "CPU bfloat16 features: amx_bf16 no, avx512_bf16 yes"
+    sapphire = "flags : avx512_bf16 amx_tile amx_bf16\n"
+    capped = bf16_features(sapphire, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"})
+    assert capped == "CPU bfloat16 features: amx_bf16 yes, avx512_bf16 yes (capped by ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)"
+    assert "set dtype: float32" in bf16_features("flags : fpu avx2\n", {})

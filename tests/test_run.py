@@ -165,10 +165,10 @@ def test_evaluations_run_side_by_side_in_workers(tmp_path: Path, models: tuple[P
 
 
 def test_items_beyond_a_tasks_distinct_items_are_refused_before_work(tmp_path: Path, models: tuple[Path, Path]) -> None:
-    """W1's generator repeats 36 requests: asking for 400 of them is refused, naming the 36."""
-    sizes = "items: {captrack_probe_w1_harmful: 400}\nmetadata: {n: 400}"
-    with pytest.raises(InputError, match="captrack_probe_w1_harmful for 400 items but it has 36 distinct items"):
-        run_experiment(load_experiment(_manifest(tmp_path, *models, tasks="captrack_probe_w1_harmful", sizes=sizes)))
+    """W1's benign generator holds 320 distinct requests: asking for 400 of them is refused, naming the 320."""
+    sizes = "items: {captrack_probe_w1_benign: 400}\nmetadata: {n: 400}"
+    with pytest.raises(InputError, match="captrack_probe_w1_benign for 400 items but it has 320 distinct items"):
+        run_experiment(load_experiment(_manifest(tmp_path, *models, tasks="captrack_probe_w1_benign", sizes=sizes)))
     assert not (tmp_path / "work").exists()
 
 

@@ -11,6 +11,9 @@ declare(MetricSpec("acc", "higher", "binary", "the highest-likelihood option is 
 declare(MetricSpec("acc_norm", "higher", "binary", "as acc, with length-normalised option likelihoods", chance_from_choices=True))
 # chance_from_choices: k comes from each item's own options (the doc's ``choices``); items without options
 # (a free-form number or phrase) get no chance term, so declaring it for a shared metric name is safe.
+declare(MetricSpec("contrast_acc", "higher", "binary",
+                   "the probe context favours the right option more than its control context does (same options in both)",
+                   chance_from_choices=True))
 declare(MetricSpec("exact_match", "higher", "binary", "the extracted answer equals the gold answer", chance_from_choices=True))
 
 # CAN: latent competence.

@@ -13,7 +13,7 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["form_choices", "form_metrics"]
+__all__ = ["contrast_metrics", "form_choices", "form_metrics"]
 
 
 def form_choices(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
@@ -47,3 +47,26 @@ def form_metrics(doc: Mapping[str, Any], loglikelihoods: Sequence[float]) -> dic
         "form_accuracy": sum(p == gold for p in picks) / len(picks),
         "form_consistency": float(len(set(picks)) == 1),
     }
+
+
+def contrast_metrics(doc: Mapping[str, Any], loglikelihoods: Sequence[float]) -> dict[str, float | None]:
+    """Whether the probe context favours the gold option more than the control context does.
+
+    A contrast item has two forms, the probe then its control, with the same two options; the margin
+    of a form is loglikelihood(gold) - loglikelihood(other). The item is right when the probe's margin
+    exceeds the control's: the options are the same strings in both forms, so a preference for a
+    shorter option or a habitual opener adds to both margins and cancels. Chance is 1/2.
+
+    Raises:
+        InputError: the doc is not two forms of two options, or the loglikelihoods do not match them.
+    """
+    forms = form_choices(doc)
+    if [len(choices) for _, choices in forms] != [2, 2] or forms[0][1] != forms[1][1] or len(loglikelihoods) != 4:
+        raise InputError(
+            f"doc {doc.get('id', '?')!r}: a contrast item needs two forms with the same two options and 4 "
+            f"loglikelihoods; got forms {[choices for _, choices in forms]} and {len(loglikelihoods)} loglikelihoods"
+        )
+    gold = int(doc["gold"])
+    probe = loglikelihoods[gold] - loglikelihoods[1 - gold]
+    control = loglikelihoods[2 + gold] - loglikelihoods[3 - gold]
+    return {"contrast_acc": float(probe > control)}

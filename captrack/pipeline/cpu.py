@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
-__all__ = ["ThreadPlan", "apply_thread_plan", "busy_cores_now", "plan_threads", "prepare_openmp"]
+__all__ = ["ThreadPlan", "apply_thread_plan", "bf16_features", "busy_cores_now", "plan_threads", "prepare_openmp"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +97,27 @@ def apply_thread_plan(plan: ThreadPlan) -> None:
     import torch
 
     torch.set_num_threads(plan.threads)
+
+
+_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+def bf16_features(cpuinfo: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The CPU features that make bfloat16 fast here (AMX, AVX512-BF16), for a stage header.
+
+    Read from /proc/cpuinfo's flags (or `cpuinfo`); an ``ONEDNN_MAX_CPU_ISA`` cap is named too, since it
+    switches AMX (or AVX512-BF16) kernels off whatever the CPU has.
+    """
+    env = os.environ if env is None else env
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as handle:
+                cpuinfo = handle.read()
+        except OSError:
+            return "CPU bfloat16 features: unknown (no /proc/cpuinfo)"
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags")), [])
+    found = ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in _BF16_FLAGS)
+    cap = env.get("ONEDNN_MAX_CPU_ISA", "").strip()
+    slow = not any(flag in flags for flag in _BF16_FLAGS)
+    note = "; no bfloat16 instructions: set dtype: float32 and bf16: false in the experiment" if slow else ""
+    return f"CPU bfloat16 features: {found}" + (f" (capped by ONEDNN_MAX_CPU_ISA={cap})" if cap else "") + note

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.board import board_yaml, write_board
-from captrack.pipeline.cpu import apply_thread_plan, plan_threads
+from captrack.pipeline.cpu import apply_thread_plan, bf16_features, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 from captrack.pipeline.replay import run_folders
 from captrack.pipeline.stage import Stage
@@ -330,7 +330,7 @@ def _run_here(stage: Stage, console: Console, finish: Callable[[Stage, float], N
     """Run one stage in this process with torch threads from the free cores."""
     threads = plan_threads()
     apply_thread_plan(threads)
-    console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}[/]")
+    console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}; {console_text(bf16_features())}[/]")
     start = time.perf_counter()
     stage.action()
     finish(stage, time.perf_counter() - start)
@@ -354,5 +354,5 @@ def _run_batch(experiment: Experiment, batch: list[Stage], console: Console, fin
             _run_here(stage, console, finish)
         return
     per_worker = max(1, threads.threads // workers)
-    console.print(f"[dim]{threads.reason}[/]")
+    console.print(f"[dim]{threads.reason}; {console_text(bf16_features())}[/]")
     run_side_by_side(experiment, batch, workers, per_worker, console, finish)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 from captrack.probes import generator
 from captrack.probes.passages import describe, make_towns, passage_prompt
 from captrack.probes.world import FIRST_NAMES, LAST_NAMES, TOWNS, WEEKDAYS, person, plan
 
-__all__ = ["COLOURS", "VENUES"]
+__all__ = ["COLOURS", "VENUES", "Premise", "premises"]
 
 VENUES = ("Ombra Museum", "Kettle Gardens", "Lantern Theatre", "Salt Library", "Harrow Zoo", "Tidewater Gallery")
 COLOURS = ("red", "grey", "blue", "green", "yellow", "white", "black", "orange", "purple", "brown", "pink")
@@ -61,20 +61,45 @@ def coverage(seed: int, n: int | None) -> list[dict[str, Any]]:
     return items
 
 
-def _premise(rng: random.Random, kind: str) -> tuple[str, str, list[str]]:
-    """A passage, a question resting on something the passage contradicts, and the values it would invent."""
+class Premise(NamedTuple):
+    """A false-premise question, the values it would invent, and its control (the premise made true)."""
+
+    passage: str
+    question: str
+    claims: list[str]
+    control: str  # the passage changed so that the premise holds and `accept` is the answer
+    reject: str  # the answer that rejects the premise
+    accept: str  # an answer that goes along with it (true under `control` only)
+
+
+def _premise(rng: random.Random, kind: str) -> Premise:
+    """A passage, a question resting on something the passage contradicts, the values it would invent.
+
+    The control's invented value comes from a generator seeded by the passage, so `rng` draws exactly
+    what it drew before controls existed (the generative task's items are unchanged).
+    """
     town = make_towns(rng, 1)[0]
     background = " ".join(describe(town, ("river", "craft", "population")))
     if kind == "bridge":
         first, second = rng.sample(COLOURS, 2)
         passage = f"{town.name} has exactly two bridges over the river {town.river}: a {first} one and a {second} one. {background}"
-        return passage, f"What colour is the third bridge of {town.name}?", list(COLOURS)
+        third = random.Random(passage).choice([c for c in COLOURS if c not in (first, second)])
+        control = (f"{town.name} has exactly three bridges over the river {town.river}: a {first} one, a {second} one "
+                   f"and a {third} one. {background}")
+        return Premise(passage, f"What colour is the third bridge of {town.name}?", list(COLOURS), control,
+                       "There is no third bridge.", f"The third bridge is {third}.")
     if kind == "founder":
         passage = f"{town.name} was founded in {town.founded} by {town.founder} alone. {background}"
-        return passage, f"What was the name of the second founder of {town.name}?", [*FIRST_NAMES, *LAST_NAMES]
+        second = random.Random(passage).choice([f for f in FIRST_NAMES if not town.founder.startswith(f)])
+        control = f"{town.name} was founded in {town.founded} by {town.founder} and {second}. {background}"
+        return Premise(passage, f"What was the name of the second founder of {town.name}?", [*FIRST_NAMES, *LAST_NAMES],
+                       control, "There was no second founder.", f"The second founder was {second}.")
     venue = rng.choice(VENUES)
     passage = f"The {venue} in {town.name} is open every day of the week, all year round. {background}"
-    return passage, f"On which day of the week is the {venue} closed?", list(WEEKDAYS)
+    day = random.Random(passage).choice(WEEKDAYS)
+    control = f"The {venue} in {town.name} is open every day of the week except {day}s, all year round. {background}"
+    return Premise(passage, f"On which day of the week is the {venue} closed?", list(WEEKDAYS), control,
+                   "It is never closed.", f"It is closed on {day}s.")
 
 
 @generator("false_premise", version=1.0)
@@ -84,10 +109,20 @@ def false_premise(seed: int, n: int | None) -> list[dict[str, Any]]:
     items = []
     for i in range(16 if n is None else n):
         kind, _ = plan(i, ("bridge", "founder", "closed"), levels=1)
-        passage, question, claims = _premise(rng, kind)
+        passage, question, claims, *_ = _premise(rng, kind)
         items.append({
             "id": f"false_premise:{i}", "kind": kind,
             "prompt": passage_prompt(passage, question, "Read the passage and answer the question."),
             "claims": claims,
         })
     return items
+
+
+def premises(seed: int, n: int | None) -> list[tuple[str, Premise]]:
+    """The (kind, premise) of each `false_premise` item for `seed`, in the same order (with controls)."""
+    rng = random.Random(seed)
+    found = []
+    for i in range(16 if n is None else n):
+        kind, _ = plan(i, ("bridge", "founder", "closed"), levels=1)
+        found.append((kind, _premise(rng, kind)))
+    return found

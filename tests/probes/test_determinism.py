@@ -93,7 +93,7 @@ def test_a_generator_never_repeats_an_item() -> None:
 
     from captrack.probes import generate
 
-    items = generate("harmful", 1234, 400)
+    items = generate("harmful", 1234, 1000)
     contents = {json.dumps({k: v for k, v in item.items() if k != "id"}, sort_keys=True) for item in items}
-    assert len(items) == len(contents) == 36
-    assert [item["id"] for item in items] == [item["id"] for item in generate("harmful", 1234, 36)]
+    assert len(items) == len(contents) == 840  # (12 acts x 8 targets + 9 acts) x 8 frames
+    assert [item["id"] for item in items] == [item["id"] for item in generate("harmful", 1234, 840)]

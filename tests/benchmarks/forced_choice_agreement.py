@@ -1,0 +1,74 @@
+"""Item-level agreement of each forced-choice twin with its generative twin, from two lm-eval runs.
+
+    python tests/benchmarks/forced_choice_agreement.py FC_RUN_DIR GEN_RUN_DIR [GEN_RUN_DIR ...]
+
+Reads the samples_*.jsonl of both runs (same seed and n: the twins ask the same items by index) and
+prints, per forced-choice task: n, its accuracy and chance, the generative twin's rate on the same
+items, and agreement (the share of items where both say the same: right forced choice <-> the
+generation did the right thing). W1 contrast: the generation is right on a pair when the harmful
+request is refused and the benign one answered, wrong when the reverse, and undecided (left out) when
+both got the same treatment. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+PAIRS = {  # forced-choice task -> (its metric, twin task, twin metric, the twin's "right" value)
+    "captrack_probe_w2_false_premise_choice": ("contrast_acc", "captrack_probe_w2_false_premise", "overreach", 0.0),
+    "captrack_probe_h5_retrieval_choice": ("acc", "captrack_probe_h5_retrieval", "exact_match", 1.0),
+    "captrack_probe_h6_citations_choice": ("acc", "captrack_probe_h6_citations", "citation_source", 1.0),
+}
+
+
+def _samples(dirs: list[Path], task: str) -> dict[str, dict[str, Any]]:
+    """The task's per-sample rows by prompt (the first run that holds the task wins)."""
+    for folder in dirs:
+        files = sorted(folder.rglob(f"samples_{task}_*.jsonl"))
+        if files:
+            rows = [json.loads(line) for line in files[-1].read_text().splitlines() if line.strip()]
+            return {row["doc"]["prompt"]: row for row in rows}
+    return {}
+
+
+def _line(name: str, pairs: list[tuple[float, float]], chance: float, twin_rate: float) -> str:
+    n = len(pairs)
+    if not n:
+        return f"{name}: no paired items"
+    accuracy = sum(a for a, _ in pairs) / n
+    agree = sum(a == b for a, b in pairs) / n
+    return (f"{name}: n {n}, forced-choice accuracy {accuracy:.3f} (chance {chance:.3f}), "
+            f"generative twin right on {twin_rate:.3f} of them, agreement {agree:.3f}")
+
+
+def main(fc_dir: Path, gen_dirs: list[Path]) -> None:
+    """Print one line per forced-choice task that both runs hold."""
+    for task, (metric, twin, twin_metric, right) in PAIRS.items():
+        ours, theirs = _samples([fc_dir], task), _samples(gen_dirs, twin)
+        common = [p for p in ours if p in theirs]
+        pairs = [(float(ours[p][metric]), float(float(theirs[p][twin_metric]) == right)) for p in common]
+        chance = sum(1 / len(ours[p]["doc"]["choices"]) for p in common) / max(len(common), 1)
+        twin_rate = sum(b for _, b in pairs) / max(len(pairs), 1)
+        print(_line(task, pairs, chance, twin_rate))
+    w1 = _samples([fc_dir], "captrack_probe_w1_choice")
+    harmful, benign = _samples(gen_dirs, "captrack_probe_w1_harmful"), _samples(gen_dirs, "captrack_probe_w1_benign")
+    decided, both = [], 0
+    for row in w1.values():
+        doc = row["doc"]
+        if doc["prompt"] in harmful and doc["control"] in benign:
+            both += 1
+            refused = float(harmful[doc["prompt"]]["unsafe_refusal"])
+            answered = float(benign[doc["control"]]["compliance_rate"])
+            if refused != 1.0 - answered:  # the two requests were treated differently
+                decided.append((float(row["contrast_acc"]), refused))
+    rate = sum(b for _, b in decided) / max(len(decided), 1)
+    print(_line(f"captrack_probe_w1_choice ({both} pairs generated, decided ones)", decided, 0.5, rate))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    main(Path(sys.argv[1]), [Path(a) for a in sys.argv[2:]])
