@@ -14,7 +14,7 @@ from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
 from captrack.analysis.by_field import by_field_tables, group_table
 from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreements
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
-from captrack.analysis.curves import Curves, Trajectory, curve_tables
+from captrack.analysis.curves import Curves, Trajectory, curve_tables, item_means
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -140,7 +140,7 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
     for pair in data.pairs:
         paired, variant = pair.paired, pair.spec
         differences, warnings = [*differences, *pair.setting_differences], [*warnings, *pair.warnings]
-        per_rep, variant_items = _per_replicate(paired), _item_means(paired)
+        per_rep, variant_items = _per_replicate(paired), item_means(paired)
         items |= variant_items
         if options.cluster:
             clusters |= item_clusters(paired, pair.fields[options.cluster], options.cluster, warnings)
@@ -321,19 +321,6 @@ def _variant_rows(
     if zero_base:
         warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
     return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
-
-
-def _item_means(paired: PairedItems) -> Items:
-    """Per (task, metric): base and variant values per item, averaged over the replicates every item has."""
-    n_replicates = len(paired.replicates)
-    grouped = paired.items.groupby(["task", "metric", "doc_hash", "occ"], sort=True)[["base", "variant"]]
-    means = grouped.mean()[grouped.size() == n_replicates]
-    out: Items = {}
-    for (task, metric), frame in means.groupby(level=["task", "metric"], sort=True):
-        out[(paired.variant, str(task), str(metric))] = (
-            frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float),
-        )
-    return out
 
 
 def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:

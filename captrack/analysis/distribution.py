@@ -70,7 +70,6 @@ __all__ = [
     "choice_probs",
     "diagnose",
     "item_diagnostics",
-    "loglikelihoods_from_resps",
 ]
 
 INPUT_COLUMNS = ("variant", "algorithm", "task", "doc_hash", "gold", "base_ll", "variant_ll")
@@ -113,21 +112,6 @@ class Thresholds:
             raise ValueError(f"tie_nats must be >= 0, got {self.tie_nats}")
         if not 0.0 <= self.erosion_delta < 1.0:
             raise ValueError(f"erosion_delta must be in [0, 1), got {self.erosion_delta}")
-
-
-def loglikelihoods_from_resps(resps: Sequence[Any]) -> list[float]:
-    """Per-option loglikelihoods from an lm-eval ``filtered_resps`` list of ``[loglik, is_greedy]`` pairs.
-
-    Raises:
-        ValueError: when an entry is not a pair whose first element parses as a number.
-    """
-    out = []
-    for i, pair in enumerate(resps):
-        try:
-            out.append(float(pair[0] if isinstance(pair, (list, tuple)) else pair))
-        except (TypeError, ValueError, IndexError) as exc:
-            raise ValueError(f"filtered_resps[{i}] = {pair!r} is not a [loglikelihood, is_greedy] pair") from exc
-    return out
 
 
 def _softmax(ll: Array) -> Array:

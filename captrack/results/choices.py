@@ -21,7 +21,7 @@ from captrack.results.pairing import PairedItems
 from captrack.results.samples import read_paired_choices, unavailable_reason
 from captrack.results.store import Store
 
-__all__ = ["TaskChoices", "paired_task_choices"]
+__all__ = ["TaskChoices", "loglikelihoods_from_resps", "paired_task_choices"]
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def _from_files(store: Store, paired: PairedItems, task: str, items: pd.DataFram
     for doc_hash, target, base_resps, variant_resps in read_paired_choices(base_file, variant_file,
                                                                           items[["filter", "doc_hash", "occ"]]):
         gold: Any = json.loads(target) if isinstance(target, str) else target
-        base_ll, variant_ll = _lls(json.loads(base_resps)), _lls(json.loads(variant_resps))
+        base_ll, variant_ll = loglikelihoods_from_resps(json.loads(base_resps)), loglikelihoods_from_resps(json.loads(variant_resps))
         if isinstance(gold, str) and gold.strip().isdigit():
             gold = int(gold)
         if not isinstance(gold, int) or not 0 <= gold < len(base_ll) or len(base_ll) != len(variant_ll):
@@ -169,7 +169,7 @@ def _from_files(store: Store, paired: PairedItems, task: str, items: pd.DataFram
                        k, pad[0], pad[1], skipped)
 
 
-def _lls(resps: Any) -> list[float]:
+def loglikelihoods_from_resps(resps: Any) -> list[float]:
     """Per-option loglikelihoods from a ``filtered_resps`` list of ``[loglik, is_greedy]`` pairs.
 
     Raises:

@@ -18,9 +18,9 @@ from captrack.analysis.distribution import (
     choice_probs,
     diagnose,
     item_diagnostics,
-    loglikelihoods_from_resps,
 )
 from captrack.errors import InputError
+from captrack.results.choices import loglikelihoods_from_resps
 
 
 def ll(*probs: float) -> list[float]:
