@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-__all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreement", "seed_agreements"]
+__all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreements"]
 
 CHURN_COLUMNS = ["answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds"]
 
@@ -30,13 +30,9 @@ if TYPE_CHECKING:
     from captrack.results.pairing import PairedItems
 
 
-def seed_agreement(paired: PairedItems, task: str, metric: str, lower: bool) -> tuple[int, int, int]:
-    """(replicates, items forgotten by every seed, items gained by every seed) of one (task, metric)."""
-    return seed_agreements(paired, {(task, metric): lower}).get((task, metric), (0, 0, 0))
-
-
 def seed_agreements(paired: PairedItems, lower: dict[tuple[str, str], bool]) -> dict[tuple[str, str], tuple[int, int, int]]:
-    """`seed_agreement` of every (task, metric) in `lower` (True: lower is better), the items grouped once."""
+    """(task, metric) -> (replicates, items forgotten by every seed, items gained by every seed), for every
+    (task, metric) in `lower` (True: lower is better), the items grouped once."""
     items = paired.items
     if items.empty:
         return {}
