@@ -8,6 +8,8 @@
 - *Item churn*: items forgotten at some step (right in the base, wrong at that step) and right again at a
   later step, and items gained at some step and wrong again later (binary metrics; oriented, so a
   lower-is-better metric's 0 is right).
+- *Step flips*: the items whose outcome changed at a step, against the step evaluated before it (the base
+  before the first), so a point of a curve leads to the items that moved it.
 """
 
 from __future__ import annotations
@@ -23,13 +25,16 @@ from numpy.typing import NDArray
 from captrack.analysis.stats import percentile_ci
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["CHURN_ITEM_COLUMNS", "SUMMARY_COLUMNS", "capability_summary", "item_churn", "trend_slopes"]
+__all__ = ["CHURN_ITEM_COLUMNS", "STEP_FLIP_COLUMNS", "SUMMARY_COLUMNS", "capability_summary", "item_churn", "step_flips",
+           "trend_slopes"]
 
 SUMMARY_COLUMNS = [
     "variant", "algorithm", "capability", "group", "n_steps", "first_step_beyond_noise", "final_step",
     "final_drift_pct", "trend_pct_per_step", "trend_ci_low", "trend_ci_high", "forgotten_regained", "gained_lost",
 ]
 CHURN_ITEM_COLUMNS = ["variant", "algorithm", "task", "metric", "doc_id", "doc_hash", "pattern", "first_step", "later_step"]
+STEP_FLIP_COLUMNS = ["variant", "algorithm", "step", "since", "capability", "task", "metric", "doc_id", "doc_hash",
+                     "change"]
 Boot = Mapping[tuple[str, str, str], NDArray[np.float64]]
 
 
@@ -144,3 +149,40 @@ def item_churn(variant: str, algorithm: str, steps: Mapping[int, pd.DataFrame],
                          "first_step": order[int(np.argmax(left[i]))], "later_step": order[int(np.argmax(back[i]))]})
     return pd.DataFrame(rows, columns=CHURN_ITEM_COLUMNS).sort_values(
         ["task", "metric", "pattern", "doc_id"], kind="stable", ignore_index=True)
+
+
+def step_flips(variant: str, algorithm: str, steps: Mapping[int, pd.DataFrame], lower: Mapping[tuple[str, str], bool],
+               taxonomy: Taxonomy) -> pd.DataFrame:
+    """Items whose outcome changed at each step (columns STEP_FLIP_COLUMNS), one row per capability the item's
+    (task, metric) belongs to.
+
+    `since` is the step compared with: "base" for the first step, else the previous step evaluated. `change`
+    is "forgotten" (right before, wrong at the step) or "gained" (oriented as item_churn; replicates averaged,
+    right above 0.5). Items not scored at both points are left out.
+    """
+    keys = ["task", "metric", "doc_hash", "occ"]
+    order = sorted(steps)
+    if not order:
+        return pd.DataFrame(columns=STEP_FLIP_COLUMNS)
+    frames = [steps[s].groupby(keys, sort=True).agg(doc_id=("doc_id", "first"), base=("base", "mean"),
+                                                    value=("variant", "mean")) for s in order]
+    capabilities: dict[tuple[str, str], list[str]] = {}
+    for m in taxonomy.members:
+        capabilities.setdefault((m.task, m.metric), []).append(m.capability)
+    rows = []
+    previous = frames[0]["base"].rename("value_before")
+    for step, since, frame in zip(order, ["base", *map(str, order[:-1])], frames, strict=True):
+        both = frame.join(previous, how="inner")
+        flip = np.array([lower.get((t, m), False) for t, m, _, _ in both.index], dtype=bool)
+        before = (both["value_before"].to_numpy() > 0.5) != flip
+        now = (both["value"].to_numpy() > 0.5) != flip
+        for i in np.flatnonzero(before != now):
+            task, metric, doc_hash, _ = both.index[i]
+            for capability in capabilities.get((task, metric), [""]):
+                rows.append({"variant": variant, "algorithm": algorithm, "step": step, "since": since,
+                             "capability": capability, "task": task, "metric": metric,
+                             "doc_id": int(both["doc_id"].iloc[i]), "doc_hash": doc_hash,
+                             "change": "forgotten" if before[i] else "gained"})
+        previous = frame["value"].rename("value_before")
+    return pd.DataFrame(rows, columns=STEP_FLIP_COLUMNS).sort_values(
+        ["step", "capability", "task", "metric", "change", "doc_id"], kind="stable", ignore_index=True)

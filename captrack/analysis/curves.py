@@ -21,9 +21,11 @@ from numpy.typing import NDArray
 from captrack.analysis.bootstrap import Items, bootstrap_drift
 from captrack.analysis.curve_stats import (
     CHURN_ITEM_COLUMNS,
+    STEP_FLIP_COLUMNS,
     SUMMARY_COLUMNS,
     capability_summary,
     item_churn,
+    step_flips,
 )
 from captrack.analysis.drift import aggregate_capabilities, relative_drift, with_membership
 from captrack.analysis.power import power_table
@@ -54,11 +56,13 @@ class Trajectory:
 
 @dataclass
 class Curves:
-    """What curve_tables computed: the curves, the per-capability summary and the items that flip-flopped."""
+    """What curve_tables computed: the curves, the per-capability summary, the items that flip-flopped and the
+    items that flipped at each step."""
 
     curves: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CURVE_COLUMNS))
     summary: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SUMMARY_COLUMNS))
     churn_items: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CHURN_ITEM_COLUMNS))
+    step_flips: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STEP_FLIP_COLUMNS))
 
 
 def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resamples: int = 1000, seed: int = 0,
@@ -71,6 +75,7 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
     frames: list[pd.DataFrame] = []
     summaries: list[pd.DataFrame] = []
     churns: list[pd.DataFrame] = []
+    flips: list[pd.DataFrame] = []
     for trajectory in trajectories:
         per_step: dict[int, pd.DataFrame] = {}
         boots: dict[int, dict[tuple[str, str, str], NDArray[np.float64]]] = {}
@@ -80,15 +85,17 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
             boots[step] = bootstrap_drift(means[step], n_resamples, seed)
             per_step[step] = _step_rows(trajectory, step, paired, means[step], boots[step], taxonomy, level)
         frames += per_step.values()
-        churn = item_churn(trajectory.variant, trajectory.algorithm, _binary_items(trajectory, per_step),
-                           _lower_is_better(means))
+        binary, lower = _binary_items(trajectory, per_step), _lower_is_better(means)
+        churn = item_churn(trajectory.variant, trajectory.algorithm, binary, lower)
+        flips.append(step_flips(trajectory.variant, trajectory.algorithm, binary, lower, taxonomy))
         summaries.append(capability_summary(trajectory.variant, trajectory.algorithm, per_step, boots, churn, taxonomy,
                                             level))
         churns.append(churn)
     curves = pd.concat(frames, ignore_index=True)[CURVE_COLUMNS] if frames else pd.DataFrame(columns=CURVE_COLUMNS)
     summary = pd.concat(summaries, ignore_index=True) if summaries else pd.DataFrame(columns=SUMMARY_COLUMNS)
     churn = pd.concat(churns, ignore_index=True) if churns else pd.DataFrame(columns=CHURN_ITEM_COLUMNS)
-    return Curves(curves, summary[SUMMARY_COLUMNS], churn[CHURN_ITEM_COLUMNS])
+    flipped = pd.concat(flips, ignore_index=True) if flips else pd.DataFrame(columns=STEP_FLIP_COLUMNS)
+    return Curves(curves, summary[SUMMARY_COLUMNS], churn[CHURN_ITEM_COLUMNS], flipped[STEP_FLIP_COLUMNS])
 
 
 def item_means(paired: PairedItems) -> Items:

@@ -18,7 +18,12 @@ from captrack.report.escape import md_text
 from captrack.report.figures import VERDICT_MARKS
 from captrack.report.findings import findings, target_sentences, verdict_sentences
 from captrack.report.html import esc, page, table
-from captrack.report.over_training import over_training_sections, over_training_tables
+from captrack.report.over_training import (
+    STEPS_PAGE,
+    over_training_sections,
+    over_training_tables,
+    steps_page,
+)
 from captrack.report.power_section import power_sections
 from captrack.report.verdict_cells import VERDICT_NOTE, group_side, oriented_task, verdict_td
 from captrack.report.writer import write_contract_tables
@@ -164,7 +169,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     over = over_training_tables([c.curves for c, _ in comparisons if c.curves is not None])  # drift over training
     written += write_contract_tables(folder, csvs | over)
     extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
-    over_html, over_md, over_figures = over_training_sections(over, folder / "figures")
+    over_html, over_md, over_figures = over_training_sections(over, folder / "figures", steps_href=f"../{STEPS_PAGE}")
     if over_html:  # boards without trajectories stay byte for byte as they were
         html_sections, md_sections, written = [over_html, *html_sections], [over_md, *md_sections], written + over_figures
     if not aggregate_only:
@@ -176,6 +181,10 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
+    if over:
+        written.append(write_atomic(folder / STEPS_PAGE, steps_page(over["step_flips.csv"], spec.title, pages)))
+    elif (folder / STEPS_PAGE).exists():  # no trajectory on the board any more
+        (folder / STEPS_PAGE).unlink()
     for stale in sorted((folder / "tasks").glob("*.html")) if (folder / "tasks").is_dir() else []:
         if stale.name not in pages:  # a task no longer on the board: its old page would mislead
             stale.unlink()

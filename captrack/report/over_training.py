@@ -5,7 +5,8 @@ per-capability summary (first step beyond noise, trend with its CI, item churn) 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,32 @@ import pandas as pd
 
 from captrack.report.escape import md_text
 from captrack.report.figures import _pyplot, _save, algorithm_colors
-from captrack.report.html import esc, table
+from captrack.report.html import esc, page, table
 
-__all__ = ["curve_figures", "over_training_html", "over_training_markdown", "over_training_sections", "over_training_tables"]
+__all__ = ["STEPS_PAGE", "curve_figures", "flip_anchor", "over_training_html", "over_training_markdown", "over_training_sections",
+           "over_training_tables", "steps_page"]
 
 DRIFT_FIGURE, RATES_FIGURE = "drift_over_training", "rates_over_training"
+STEPS_PAGE = "steps.html"  # the items that flipped at each step, one anchor per (variant, step, capability)
 INTRO = ("Every saved step of a trajectory is compared with the base exactly like an end point. Lines: drift "
          "(% of the base) per capability at each step; band: its 95% paired-bootstrap CI; grey: the MDE band "
          "(changes inside it go undetected with 80% power). First step beyond noise: the earliest step whose CI "
          "excludes 0. Trend: least-squares slope over steps (per 1,000 steps), CI from the same item resamples "
          "at every step. Churn: items forgotten at a step and right again later, and gained then lost.")
+FLIPS_INTRO = ("Items that flipped at each step, against the step evaluated before it (the base before the first): "
+               "forgotten (right before, wrong now) / gained. Each count, and each point of the drift figure, leads "
+               "to the items.")
+
+
+def flip_anchor(variant: str, step: int, capability: str) -> str:
+    """The HTML id of one (variant, step, capability) list on the steps page."""
+    return "flips-" + "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", str(p)) for p in (variant, step, capability))
+
+
+def _link_svg(path: Path) -> None:
+    """Make the figure's point links open in the page that embeds the SVG, not inside the figure's frame."""
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("<a xlink:href=", '<a target="_top" xlink:href='), encoding="utf-8")
 
 
 def _grid(keys: Sequence[str]) -> tuple[Any, Any, Any]:
@@ -35,8 +52,11 @@ def _grid(keys: Sequence[str]) -> tuple[Any, Any, Any]:
     return plt, fig, axes.ravel()
 
 
-def curve_figures(curves: pd.DataFrame, out: Path) -> list[Path]:
-    """Write the two figures (PNG and SVG) into `out`; none when no capability row exists."""
+def curve_figures(curves: pd.DataFrame, out: Path, steps_href: str | None = None) -> list[Path]:
+    """Write the two figures (PNG and SVG) into `out`; none when no capability row exists.
+
+    With `steps_href` (the steps page as seen from `out`), each point of the drift SVG links to the items
+    that flipped at that step."""
     caps = curves[curves["level"] == "capability"]
     keys = list(dict.fromkeys(caps["key"]))
     if not keys:
@@ -52,12 +72,17 @@ def curve_figures(curves: pd.DataFrame, out: Path) -> list[Path]:
         for (variant, algorithm), line in rows.groupby(["variant", "algorithm"], sort=True):
             color = colors[str(algorithm) or "(none)"]
             ax.fill_between(line["step"], line["ci_low"], line["ci_high"], color=color, alpha=0.18, linewidth=0)
-            ax.plot(line["step"], line["drift_pct"], marker="o", markersize=3, color=color, label=f"{variant} ({algorithm or '-'})")
+            ax.plot(line["step"], line["drift_pct"], color=color, label=f"{variant} ({algorithm or '-'})")
+            points = ax.scatter(line["step"], line["drift_pct"], s=12, color=color, zorder=3)
+            if steps_href is not None:
+                points.set_urls([f"{steps_href}#{flip_anchor(str(variant), int(s), str(key))}" for s in line["step"]])
         ax.set_title(str(key), loc="left", fontsize=9)
     axes[0].set_ylabel("drift, % of base")
     axes[0].legend(fontsize=7, frameon=False)
     fig.suptitle("Drift over training per capability (band: 95% CI; grey: MDE)", x=0.01, y=1.03, ha="left")
     written = _save(fig, out, DRIFT_FIGURE)
+    if steps_href is not None:
+        _link_svg(out / f"{DRIFT_FIGURE}.svg")
     _, fig, axes = _grid(keys)
     for ax, key in zip(axes, keys, strict=False):
         rows = caps[caps["key"] == key].sort_values("step")
@@ -88,21 +113,78 @@ HEADER = ["variant", "algorithm", "capability", "first step beyond noise", "fina
           "forgotten → regained", "gained → lost"]
 
 
-def over_training_html(summary: pd.DataFrame, figures: Sequence[Path], prefix: str = "figures/") -> str:
-    """The "Over training" section of a leaderboard page."""
-    images = "".join(f'<p><img src="{esc(prefix + p.name)}" alt="{esc(p.stem)}" style="max-width:100%"></p>'
-                     for p in figures if p.suffix == ".svg")
+def _figure_html(path: Path, prefix: str) -> str:
+    src = esc(prefix + path.name)
+    if path.stem == DRIFT_FIGURE:  # an object, not an img, so that its points' links can be followed
+        return (f'<p><object data="{src}" type="image/svg+xml" style="max-width:100%" aria-label="{esc(path.stem)}">'
+                f'<img src="{src}" alt="{esc(path.stem)}" style="max-width:100%"></object></p>')
+    return f'<p><img src="{src}" alt="{esc(path.stem)}" style="max-width:100%"></p>'
+
+
+def _flip_counts_html(flips: pd.DataFrame, steps_href: str) -> str:
+    """Per (variant, capability) and step: forgotten / gained, each linking to its list on the steps page."""
+    if flips.empty:
+        return ""
+    steps = sorted({int(s) for s in flips["step"]})
+    rows = []
+    for (variant, capability), frame in flips.groupby(["variant", "capability"], sort=True):
+        cells = [f"<td>{esc(variant)}</td>", f"<td>{esc(capability)}</td>"]
+        for step in steps:
+            at = frame[frame["step"] == step]
+            if at.empty:
+                cells.append("<td>0 / 0</td>")
+                continue
+            lost, gained = int((at["change"] == "forgotten").sum()), int((at["change"] == "gained").sum())
+            href = f"{steps_href}#{flip_anchor(str(variant), step, str(capability))}"
+            cells.append(f'<td><a href="{esc(href)}">{lost} / {gained}</a></td>')
+        rows.append(cells)
+    return (f'<h3 id="flips-per-step">Flipped items per step</h3><p>{esc(FLIPS_INTRO)}</p>'
+            + table(["variant", "capability", *[f"step {s}" for s in steps]], rows, "flips-per-step-table"))
+
+
+def over_training_html(summary: pd.DataFrame, figures: Sequence[Path], prefix: str = "figures/",
+                       flips: pd.DataFrame | None = None) -> str:
+    """The "Over training" section of a leaderboard page (with `flips`, links to the steps page)."""
+    images = "".join(_figure_html(p, prefix) for p in figures if p.suffix == ".svg")
     rows = [[f"<td>{esc(c)}</td>" for c in _summary_cells(r)] for r in summary.itertuples()]
+    counts = _flip_counts_html(flips, STEPS_PAGE) if flips is not None else ""
     return (f'<h2 id="over-training">Over training</h2><p>{esc(INTRO)}</p>{images}'
-            + table(HEADER, rows, "over-training-table"))
+            + table(HEADER, rows, "over-training-table") + counts)
 
 
-def over_training_markdown(summary: pd.DataFrame, figures: Sequence[Path], prefix: str = "figures/") -> str:
+def steps_page(flips: pd.DataFrame, title: str, task_pages: Collection[str] = ()) -> str:
+    """The steps page: per variant, step and capability, the items that flipped there (task_pages: the board's
+    drill-down pages, linked where a task has one)."""
+    parts = [f"<h1>Items that flipped at each step — {esc(title)}</h1>", f"<p>{esc(FLIPS_INTRO)}</p>"]
+    header = ["task", "metric", "doc", "doc hash", "change"]
+    for (variant, step, capability), frame in flips.groupby(["variant", "step", "capability"], sort=True):
+        since = str(frame["since"].iloc[0])
+        algorithm = str(frame["algorithm"].iloc[0]) or "-"
+        rows = []
+        for r in frame.itertuples():
+            name = f"{r.task}.html"
+            task = (f'<a href="tasks/{esc(name)}">{esc(r.task)}</a>' if name in task_pages else esc(r.task))
+            rows.append([f"<td>{task}</td>", f"<td>{esc(r.metric)}</td>", f"<td>{int(r.doc_id)}</td>",
+                         f"<td><code>{esc(str(r.doc_hash)[:12])}</code></td>", f"<td>{esc(r.change)}</td>"])
+        anchor = flip_anchor(str(variant), int(step), str(capability))
+        since_text = "the base" if since == "base" else f"step {since}"
+        parts.append(f'<h2 id="{esc(anchor)}">{esc(variant)} ({esc(algorithm)}), step {int(step)}, {esc(capability)}: '
+                     f"{len(frame)} flipped since {esc(since_text)}</h2>" + table(header, rows, anchor + "-items"))
+    if flips.empty:
+        parts.append("<p>No item flipped at any step.</p>")
+    nav = '<nav><a href="index.html#over-training">&larr; leaderboard, over training</a></nav>'
+    return page(f"Items flipped per step — {title}", "".join(parts), nav, wide=True)
+
+
+def over_training_markdown(summary: pd.DataFrame, figures: Sequence[Path], prefix: str = "figures/",
+                           with_steps_page: bool = False) -> str:
     """The "Over training" section of report.md / a board's README.md."""
     lines = ["## Over training", "", md_text(INTRO, table=False), ""]
     lines += [f"![{p.stem}]({prefix}{p.name})" for p in figures if p.suffix == ".png"]
     lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(md_text(c) for c in _summary_cells(r)) + " |" for r in summary.itertuples()]
+    lines += ["", "The items that flipped at each step (against the step before it): step_flips.csv"
+              + (f" and [{STEPS_PAGE}]({STEPS_PAGE})." if with_steps_page else ".")]
     return "\n".join(lines) + "\n"
 
 
@@ -112,13 +194,20 @@ def over_training_tables(curves: Sequence[Any]) -> dict[str, pd.DataFrame]:
     if not curves:
         return {}
     return {name: pd.concat([getattr(c, attr) for c in curves], ignore_index=True) for name, attr in
-            (("curves.csv", "curves"), ("curve_summary.csv", "summary"), ("curve_items.csv", "churn_items"))}
+            (("curves.csv", "curves"), ("curve_summary.csv", "summary"), ("curve_items.csv", "churn_items"),
+             ("step_flips.csv", "step_flips"))}
 
 
-def over_training_sections(tables: dict[str, pd.DataFrame], figures_dir: Path, prefix: str = "figures/") -> tuple[str, str, list[Path]]:
-    """(HTML, Markdown, figures written) of the "Over training" section; empty without trajectories."""
+def over_training_sections(tables: dict[str, pd.DataFrame], figures_dir: Path, prefix: str = "figures/",
+                           steps_href: str | None = None) -> tuple[str, str, list[Path]]:
+    """(HTML, Markdown, figures written) of the "Over training" section; empty without trajectories.
+
+    `steps_href`: the steps page as seen from `figures_dir` (a board writes one); the drift figure's points
+    and the flip counts then link to it."""
     if not tables:
         return "", "", []
-    figures = curve_figures(tables["curves.csv"], figures_dir)
+    figures = curve_figures(tables["curves.csv"], figures_dir, steps_href)
     summary = tables["curve_summary.csv"]
-    return over_training_html(summary, figures, prefix), over_training_markdown(summary, figures, prefix), figures
+    flips = tables["step_flips.csv"] if steps_href is not None else None
+    return (over_training_html(summary, figures, prefix, flips),
+            over_training_markdown(summary, figures, prefix, with_steps_page=flips is not None), figures)

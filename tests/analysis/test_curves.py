@@ -101,6 +101,7 @@ def test_curves_equal_a_computation_from_the_samples_files(trajectory: Path, tmp
         low, high = np.percentile(np.mean(per_task, axis=0), [2.5, 97.5])
         assert np.isclose(caps.loc[step, "ci_low"], low) and np.isclose(caps.loc[step, "ci_high"], high)
     _check_summary(pd.read_csv(out / "curve_summary.csv"), caps, tmp_path, pd.read_csv(out / "curve_items.csv"))
+    _check_step_flips(pd.read_csv(out / "step_flips.csv"), tmp_path)
     # The last step is the end point: drift.csv and transitions.csv hold the same numbers.
     drift = pd.read_csv(out / "drift.csv").set_index("task")
     last = tasks[tasks["step"] == STEPS[-1]].set_index("key")
@@ -133,6 +134,21 @@ def _check_summary(summary: pd.DataFrame, caps: pd.DataFrame, root: Path, items:
     assert listed == {"forgotten_regained": regained, "gained_lost": lost}
 
 
+def _check_step_flips(flips: pd.DataFrame, root: Path) -> None:
+    """Every item whose value changed at a step against the step before it (the base before the first)."""
+    expected = set()
+    for task, metric in ((FACTS, "acc"), (SKILLS, "exact_match")):
+        before, since = _values(root / "base", task, metric), "base"
+        for step in STEPS:
+            now = _values(root / f"sft{step}", task, metric)
+            for doc in now.index[now != before]:
+                expected.add((step, since, task, doc, "forgotten" if before[doc] == 1 else "gained"))
+            before, since = now, str(step)
+    got = set(zip(flips["step"], flips["since"].astype(str), flips["task"], flips["doc_hash"], flips["change"], strict=True))
+    assert expected and got == expected
+    assert set(flips["capability"]) == {"C1"} and set(flips["variant"]) == {"sft"}
+
+
 def test_a_one_step_trajectory_is_the_end_point_comparison(tmp_path: Path) -> None:
     write_run(tmp_path / "base", "base", _tasks(0))
     write_run(tmp_path / "sft", "sft", _tasks(2))
@@ -145,7 +161,8 @@ def test_a_one_step_trajectory_is_the_end_point_comparison(tmp_path: Path) -> No
         outs[name] = tmp_path / f"out-{name}"
         assert _cli("compare", "--store", str(store), "--base", "base", "--variant", "sft:SFT", "--out", str(outs[name]))[0] == 0
     plain = sorted(p.name for p in outs["plain"].glob("*.csv"))
-    assert sorted(p.name for p in outs["step"].glob("*.csv")) == sorted([*plain, "curves.csv", "curve_summary.csv", "curve_items.csv"])
+    assert sorted(p.name for p in outs["step"].glob("*.csv")) == sorted([*plain, "curves.csv", "curve_summary.csv", "curve_items.csv",
+                                                                           "step_flips.csv"])
     for name in plain:
         assert (outs["plain"] / name).read_bytes() == (outs["step"] / name).read_bytes(), name
 
