@@ -87,6 +87,8 @@ boards: $(STAMP)
 	$(BIN)/captrack run leaderboards/mmlu-pro-instruct/experiment.yaml
 	@if [ -f runs/demo/store.duckdb ]; then $(BIN)/captrack leaderboard leaderboards/demo; \
 	  else echo "leaderboards/demo: runs/demo is absent; make demo rebuilds the runs and the board"; fi
+	@if [ -f runs/curves/store.duckdb ]; then $(BIN)/captrack leaderboard leaderboards/curves; \
+	  else echo "leaderboards/curves: runs/curves is absent; make curves rebuilds the runs and the board"; fi
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_analysis.py

@@ -92,8 +92,30 @@ def test_replay_gives_the_curves_the_callback_logged(tmp_path: Path, monkeypatch
     page = (tmp_path / "board" / "index.html").read_text()
     assert 'id="over-training"' in page and "drift_over_training.svg" in page and "over-training-table" in page
     assert (tmp_path / "board" / "figures" / "rates_over_training.png").is_file()
+    _check_step_links(tmp_path / "board", caps)
     assert "## Over training" in (tmp_path / "board" / "README.md").read_text()
     assert run_experiment(load_experiment(_manifest(tmp_path, base, '"train/checkpoint-*"'))) == {}  # all reused
+
+
+def _check_step_links(board: Path, caps: pd.DataFrame) -> None:
+    """Every point (drawn where the drift is defined) links to its list on the steps page, which holds
+    step_flips.csv's items; the flip counts under the figure link there too."""
+    import re
+
+    svg = (board / "figures" / "drift_over_training.svg").read_text()
+    drawn = re.findall(r'<a xlink:href="\.\./steps\.html#([^"]+)" target="_top">', svg)
+    assert sorted(drawn) == sorted(f"flips-sft-{int(r.step)}-{r.key}" for r in caps.dropna(subset=["drift_pct"]).itertuples())
+    links = [f"flips-sft-{int(r.step)}-{r.key}" for r in caps.itertuples()]
+    steps = (board / "steps.html").read_text()
+    flips = pd.read_csv(board / "step_flips.csv")
+    for anchor in links:
+        _, _, step, key = anchor.split("-")
+        section = steps.split(f'id="{anchor}"', 1)[1].split("<h2", 1)[0]
+        listed = flips[(flips["step"] == int(step)) & (flips["capability"] == key)]
+        assert f": {len(listed)} flipped since" in section
+        assert all(str(h)[:12] in section for h in listed["doc_hash"])
+    index = (board / "index.html").read_text()
+    assert 'id="flips-per-step-table"' in index and all(f'steps.html#{a}"' in index for a in links)
 
 
 def test_a_variant_trained_with_save_steps_is_a_trajectory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,7 @@ STEPS_PAGE = "steps.html"  # the items that flipped at each step, one anchor per
 INTRO = ("Every saved step of a trajectory is compared with the base exactly like an end point. Lines: drift "
          "(% of the base) per capability at each step; band: its 95% paired-bootstrap CI; grey: the MDE band "
          "(changes inside it go undetected with 80% power). First step beyond noise: the earliest step whose CI "
-         "excludes 0. Trend: least-squares slope over steps (per 1,000 steps), CI from the same item resamples "
+         "excludes 0. Trend: least-squares slope of drift over steps, CI from the same item resamples "
          "at every step. Churn: items forgotten at a step and right again later, and gained then lost.")
 FLIPS_INTRO = ("Items that flipped at each step, against the step evaluated before it (the base before the first): "
                "forgotten (right before, wrong now) / gained. Each count, and each point of the drift figure, leads "
@@ -37,9 +37,9 @@ def flip_anchor(variant: str, step: int, capability: str) -> str:
 
 
 def _link_svg(path: Path) -> None:
-    """Make the figure's point links open in the page that embeds the SVG, not inside the figure's frame."""
+    """Make the figure's point links open in the page that embeds the SVG (matplotlib opens a new window)."""
     text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("<a xlink:href=", '<a target="_top" xlink:href='), encoding="utf-8")
+    path.write_text(re.sub(r'(<a xlink:href="[^"]*") target="_blank"', r'\1 target="_top"', text), encoding="utf-8")
 
 
 def _grid(keys: Sequence[str]) -> tuple[Any, Any, Any]:
@@ -99,18 +99,26 @@ def curve_figures(curves: pd.DataFrame, out: Path, steps_href: str | None = None
     return written + _save(fig, out, RATES_FIGURE)
 
 
-def _summary_cells(row: Any) -> list[str]:
+def _trend_unit(summary: pd.DataFrame) -> int:
+    """Steps per trend unit: the power of ten at the scale of the longest trajectory (16 steps: per 10 steps;
+    5,000 steps: per 1,000), so a slope is never stated over a span the training did not run."""
+    last = pd.to_numeric(summary["final_step"], errors="coerce").max() if len(summary) else math.nan
+    return 10 ** math.floor(math.log10(last)) if last and not pd.isna(last) and last >= 1 else 1
+
+
+def _summary_cells(row: Any, unit: int) -> list[str]:
     first = "not yet" if pd.isna(row.first_step_beyond_noise) else f"{int(row.first_step_beyond_noise)}"
     trend = "n/a" if pd.isna(row.trend_pct_per_step) else (
-        f"{1000 * row.trend_pct_per_step:+.2f} [{1000 * row.trend_ci_low:+.2f}, {1000 * row.trend_ci_high:+.2f}]"
-        if not pd.isna(row.trend_ci_low) else f"{1000 * row.trend_pct_per_step:+.2f}")
+        f"{unit * row.trend_pct_per_step:+.2f} [{unit * row.trend_ci_low:+.2f}, {unit * row.trend_ci_high:+.2f}]"
+        if not pd.isna(row.trend_ci_low) else f"{unit * row.trend_pct_per_step:+.2f}")
     final = "n/a" if pd.isna(row.final_drift_pct) else f"{row.final_drift_pct:+.1f}% at {int(row.final_step)}"
     return [str(row.variant), str(row.algorithm), str(row.capability), first, final, trend,
             str(int(row.forgotten_regained)), str(int(row.gained_lost))]
 
 
-HEADER = ["variant", "algorithm", "capability", "first step beyond noise", "final drift", "trend per 1k steps [95% CI]",
-          "forgotten → regained", "gained → lost"]
+def _header(unit: int) -> list[str]:
+    return ["variant", "algorithm", "capability", "first step beyond noise", "final drift",
+            f"trend, drift % per {unit:,} step{'s' if unit > 1 else ''} [95% CI]", "forgotten → regained", "gained → lost"]
 
 
 def _figure_html(path: Path, prefix: str) -> str:
@@ -121,57 +129,68 @@ def _figure_html(path: Path, prefix: str) -> str:
     return f'<p><img src="{src}" alt="{esc(path.stem)}" style="max-width:100%"></p>'
 
 
-def _flip_counts_html(flips: pd.DataFrame, steps_href: str) -> str:
+def _points(curves: pd.DataFrame) -> pd.DataFrame:
+    """The (variant, algorithm, capability, step) points of the drift figure, each with the point before it
+    ("base" before the first)."""
+    caps = curves[curves["level"] == "capability"][["variant", "algorithm", "key", "step"]].drop_duplicates()
+    caps = caps.sort_values(["variant", "key", "step"], kind="stable", ignore_index=True)
+    since = caps.groupby(["variant", "key"], sort=False)["step"].shift(1)
+    return caps.assign(since=["base" if pd.isna(s) else str(int(s)) for s in since])
+
+
+def _flip_counts_html(curves: pd.DataFrame, flips: pd.DataFrame, steps_href: str) -> str:
     """Per (variant, capability) and step: forgotten / gained, each linking to its list on the steps page."""
-    if flips.empty:
+    points = _points(curves)
+    if points.empty:
         return ""
-    steps = sorted({int(s) for s in flips["step"]})
+    steps = sorted({int(s) for s in points["step"]})
     rows = []
-    for (variant, capability), frame in flips.groupby(["variant", "capability"], sort=True):
+    for (variant, capability), frame in points.groupby(["variant", "key"], sort=True):
         cells = [f"<td>{esc(variant)}</td>", f"<td>{esc(capability)}</td>"]
+        measured = {int(s) for s in frame["step"]}
         for step in steps:
-            at = frame[frame["step"] == step]
-            if at.empty:
-                cells.append("<td>0 / 0</td>")
+            if step not in measured:
+                cells.append("<td>-</td>")
                 continue
+            at = flips[(flips["variant"] == variant) & (flips["capability"] == capability) & (flips["step"] == step)]
             lost, gained = int((at["change"] == "forgotten").sum()), int((at["change"] == "gained").sum())
             href = f"{steps_href}#{flip_anchor(str(variant), step, str(capability))}"
             cells.append(f'<td><a href="{esc(href)}">{lost} / {gained}</a></td>')
         rows.append(cells)
-    return (f'<h3 id="flips-per-step">Flipped items per step</h3><p>{esc(FLIPS_INTRO)}</p>'
+    return (f'<h3 id="flips-per-step">Flipped items per step (forgotten / gained)</h3><p>{esc(FLIPS_INTRO)}</p>'
             + table(["variant", "capability", *[f"step {s}" for s in steps]], rows, "flips-per-step-table"))
 
 
 def over_training_html(summary: pd.DataFrame, figures: Sequence[Path], prefix: str = "figures/",
-                       flips: pd.DataFrame | None = None) -> str:
-    """The "Over training" section of a leaderboard page (with `flips`, links to the steps page)."""
+                       curves: pd.DataFrame | None = None, flips: pd.DataFrame | None = None) -> str:
+    """The "Over training" section of a leaderboard page (with `curves` and `flips`, links to the steps page)."""
     images = "".join(_figure_html(p, prefix) for p in figures if p.suffix == ".svg")
-    rows = [[f"<td>{esc(c)}</td>" for c in _summary_cells(r)] for r in summary.itertuples()]
-    counts = _flip_counts_html(flips, STEPS_PAGE) if flips is not None else ""
+    unit = _trend_unit(summary)
+    rows = [[f"<td>{esc(c)}</td>" for c in _summary_cells(r, unit)] for r in summary.itertuples()]
+    counts = _flip_counts_html(curves, flips, STEPS_PAGE) if curves is not None and flips is not None else ""
     return (f'<h2 id="over-training">Over training</h2><p>{esc(INTRO)}</p>{images}'
-            + table(HEADER, rows, "over-training-table") + counts)
+            + table(_header(unit), rows, "over-training-table") + counts)
 
 
-def steps_page(flips: pd.DataFrame, title: str, task_pages: Collection[str] = ()) -> str:
-    """The steps page: per variant, step and capability, the items that flipped there (task_pages: the board's
-    drill-down pages, linked where a task has one)."""
+def steps_page(curves: pd.DataFrame, flips: pd.DataFrame, title: str, task_pages: Collection[str] = ()) -> str:
+    """The steps page: for every point of the drift figure (variant, step, capability), the items that flipped
+    there (task_pages: the board's drill-down pages, linked where a task has one)."""
     parts = [f"<h1>Items that flipped at each step — {esc(title)}</h1>", f"<p>{esc(FLIPS_INTRO)}</p>"]
     header = ["task", "metric", "doc", "doc hash", "change"]
-    for (variant, step, capability), frame in flips.groupby(["variant", "step", "capability"], sort=True):
-        since = str(frame["since"].iloc[0])
-        algorithm = str(frame["algorithm"].iloc[0]) or "-"
+    for point in _points(curves).itertuples():
+        step, capability = int(point.step), str(point.key)
+        frame = flips[(flips["variant"] == point.variant) & (flips["step"] == step) & (flips["capability"] == capability)]
+        anchor = flip_anchor(str(point.variant), step, capability)
+        since = "the base" if point.since == "base" else f"step {point.since}"
+        heading = (f'<h2 id="{esc(anchor)}">{esc(point.variant)} ({esc(point.algorithm or "-")}), step {step}, '
+                   f"{esc(capability)}: {len(frame)} flipped since {esc(since)}</h2>")
         rows = []
         for r in frame.itertuples():
             name = f"{r.task}.html"
-            task = (f'<a href="tasks/{esc(name)}">{esc(r.task)}</a>' if name in task_pages else esc(r.task))
+            task = f'<a href="tasks/{esc(name)}">{esc(r.task)}</a>' if name in task_pages else esc(r.task)
             rows.append([f"<td>{task}</td>", f"<td>{esc(r.metric)}</td>", f"<td>{int(r.doc_id)}</td>",
                          f"<td><code>{esc(str(r.doc_hash)[:12])}</code></td>", f"<td>{esc(r.change)}</td>"])
-        anchor = flip_anchor(str(variant), int(step), str(capability))
-        since_text = "the base" if since == "base" else f"step {since}"
-        parts.append(f'<h2 id="{esc(anchor)}">{esc(variant)} ({esc(algorithm)}), step {int(step)}, {esc(capability)}: '
-                     f"{len(frame)} flipped since {esc(since_text)}</h2>" + table(header, rows, anchor + "-items"))
-    if flips.empty:
-        parts.append("<p>No item flipped at any step.</p>")
+        parts.append(heading + (table(header, rows, anchor + "-items") if rows else ""))
     nav = '<nav><a href="index.html#over-training">&larr; leaderboard, over training</a></nav>'
     return page(f"Items flipped per step — {title}", "".join(parts), nav, wide=True)
 
@@ -181,8 +200,10 @@ def over_training_markdown(summary: pd.DataFrame, figures: Sequence[Path], prefi
     """The "Over training" section of report.md / a board's README.md."""
     lines = ["## Over training", "", md_text(INTRO, table=False), ""]
     lines += [f"![{p.stem}]({prefix}{p.name})" for p in figures if p.suffix == ".png"]
-    lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(md_text(c) for c in _summary_cells(r)) + " |" for r in summary.itertuples()]
+    unit = _trend_unit(summary)
+    header = _header(unit)
+    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(md_text(c) for c in _summary_cells(r, unit)) + " |" for r in summary.itertuples()]
     lines += ["", "The items that flipped at each step (against the step before it): step_flips.csv"
               + (f" and [{STEPS_PAGE}]({STEPS_PAGE})." if with_steps_page else ".")]
     return "\n".join(lines) + "\n"
@@ -209,5 +230,5 @@ def over_training_sections(tables: dict[str, pd.DataFrame], figures_dir: Path, p
     figures = curve_figures(tables["curves.csv"], figures_dir, steps_href)
     summary = tables["curve_summary.csv"]
     flips = tables["step_flips.csv"] if steps_href is not None else None
-    return (over_training_html(summary, figures, prefix, flips),
+    return (over_training_html(summary, figures, prefix, tables["curves.csv"], flips),
             over_training_markdown(summary, figures, prefix, with_steps_page=flips is not None), figures)

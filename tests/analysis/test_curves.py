@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -16,6 +17,7 @@ from fakeruns import FakeTask, write_run
 
 from captrack.analysis.bootstrap import resample_counts
 from captrack.cli import main
+from captrack.report.over_training import curve_figures
 
 FACTS, SKILLS = "captrack_probe_c1_facts", "captrack_probe_c1_skills"
 STEPS = (10, 20, 30)
@@ -102,6 +104,10 @@ def test_curves_equal_a_computation_from_the_samples_files(trajectory: Path, tmp
         assert np.isclose(caps.loc[step, "ci_low"], low) and np.isclose(caps.loc[step, "ci_high"], high)
     _check_summary(pd.read_csv(out / "curve_summary.csv"), caps, tmp_path, pd.read_csv(out / "curve_items.csv"))
     _check_step_flips(pd.read_csv(out / "step_flips.csv"), tmp_path)
+    # On a board, each point of the drift figure links to that step's flipped items.
+    svg = (curve_figures(curves, tmp_path / "fig", steps_href="../steps.html")[1]).read_text()
+    assert sorted(re.findall(r'<a xlink:href="\.\./steps\.html#([^"]+)" target="_top">', svg)) == sorted(
+        f"flips-sft-{s}-{k}" for s in STEPS for k in set(curves.loc[curves["level"] == "capability", "key"]))
     # The last step is the end point: drift.csv and transitions.csv hold the same numbers.
     drift = pd.read_csv(out / "drift.csv").set_index("task")
     last = tasks[tasks["step"] == STEPS[-1]].set_index("key")

@@ -2,7 +2,8 @@
 
 `make boards` rebuilds them: captrack-qwen3-80b from CapTrack's published files in the shared folder,
 mmlu-pro-instruct from the MMLU-Pro outputs in the shared data (`captrack run` on its experiment.yaml),
-and the demo from `runs/demo` (which only `make demo` makes). A board whose inputs are absent here is
+the demo from `runs/demo` (which only `make demo` makes) and the curves board from `runs/curves` (`make
+curves`). A board whose inputs are absent here is
 skipped with the reason.
 """
 
@@ -50,16 +51,17 @@ def test_captrack_qwen3_80b_board_is_current(tmp_path: Path, monkeypatch: pytest
     _assert_same(board, BOARDS / "captrack-qwen3-80b")
 
 
-def test_demo_board_is_current(tmp_path: Path) -> None:
-    store = ROOT / "runs" / "demo" / "store.duckdb"
+@pytest.mark.parametrize(("name", "maker"), [("demo", "make demo (13-23 min)"), ("curves", "make curves (~13 min)")])
+def test_board_of_a_local_run_is_current(name: str, maker: str, tmp_path: Path) -> None:
+    store = ROOT / "runs" / name / "store.duckdb"
     if not store.is_file():
-        pytest.skip(f"needs the demo's runs ({store.relative_to(ROOT)}), which only `make demo` makes (13-23 min)")
-    board = tmp_path / "demo"
+        pytest.skip(f"needs the runs ({store.relative_to(ROOT)}), which only {maker} makes")
+    board = tmp_path / name
     board.mkdir()
-    text = (BOARDS / "demo" / "leaderboard.yaml").read_text().replace("store: ../../runs/demo/store.duckdb", f"store: {store}")
+    text = (BOARDS / name / "leaderboard.yaml").read_text().replace(f"store: ../../runs/{name}/store.duckdb", f"store: {store}")
     (board / "leaderboard.yaml").write_text(text)
     build_leaderboard(board)
-    _assert_same(board, BOARDS / "demo")
+    _assert_same(board, BOARDS / name)
 
 
 @pytest.mark.slow
