@@ -113,6 +113,9 @@ def _write_comparison(comparison: Comparison, folder: Path, inputs: dict[str, An
         "judged": comparison.judged,
         "files": [p.name for p in written] + ["summary.json", "report.md"],
     }
+    if "curves.csv" in over:  # trajectories: the steps each variant was evaluated at
+        steps = over["curves.csv"].groupby("variant", sort=False)["step"].unique()
+        summary["trajectories"] = {str(v): sorted(int(s) for s in values) for v, values in steps.items()}
     written.append(write_atomic(folder / "summary.json", json.dumps(_json_safe(summary), indent=2, sort_keys=False)))
     written.append(write_atomic(folder / "report.md", render_report(comparison, taxonomy, inputs) + ("\n" + over_md if over_md else "")))
     return written

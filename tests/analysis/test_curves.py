@@ -104,6 +104,7 @@ def test_curves_equal_a_computation_from_the_samples_files(trajectory: Path, tmp
         assert np.isclose(caps.loc[step, "ci_low"], low) and np.isclose(caps.loc[step, "ci_high"], high)
     _check_summary(pd.read_csv(out / "curve_summary.csv"), caps, tmp_path, pd.read_csv(out / "curve_items.csv"))
     _check_step_flips(pd.read_csv(out / "step_flips.csv"), tmp_path)
+    assert json.loads((out / "summary.json").read_text())["trajectories"] == {"sft": list(STEPS)}
     # On a board, each point of the drift figure links to that step's flipped items.
     svg = (curve_figures(curves, tmp_path / "fig", steps_href="../steps.html")[1]).read_text()
     assert sorted(re.findall(r'<a xlink:href="\.\./steps\.html#([^"]+)" target="_top">', svg)) == sorted(
@@ -171,6 +172,7 @@ def test_a_one_step_trajectory_is_the_end_point_comparison(tmp_path: Path) -> No
                                                                            "step_flips.csv"])
     for name in plain:
         assert (outs["plain"] / name).read_bytes() == (outs["step"] / name).read_bytes(), name
+    assert "trajectories" not in json.loads((outs["plain"] / "summary.json").read_text())
 
 
 def _rows(store: Path) -> list[tuple]:
