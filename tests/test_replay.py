@@ -114,6 +114,8 @@ def _check_step_links(board: Path, caps: pd.DataFrame) -> None:
         listed = flips[(flips["step"] == int(step)) & (flips["capability"] == key)]
         assert f": {len(listed)} flipped since" in section
         assert all(str(h)[:12] in section for h in listed["doc_hash"])
+    churn = pd.read_csv(board / "curve_items.csv")
+    assert f"Items that flip-flopped over training ({len(churn)})" in steps
     index = (board / "index.html").read_text()
     assert 'id="flips-per-step-table"' in index and all(f'steps.html#{a}"' in index for a in links)
 

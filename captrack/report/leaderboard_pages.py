@@ -182,7 +182,8 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
     if over:
-        written.append(write_atomic(folder / STEPS_PAGE, steps_page(over["curves.csv"], over["step_flips.csv"], spec.title, pages)))
+        written.append(write_atomic(folder / STEPS_PAGE, steps_page(over["curves.csv"], over["step_flips.csv"], spec.title, pages,
+                                                                      over["curve_items.csv"])))
     elif (folder / STEPS_PAGE).exists():  # no trajectory on the board any more
         (folder / STEPS_PAGE).unlink()
     for stale in sorted((folder / "tasks").glob("*.html")) if (folder / "tasks").is_dir() else []:

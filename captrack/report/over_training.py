@@ -172,9 +172,40 @@ def over_training_html(summary: pd.DataFrame, figures: Sequence[Path], prefix: s
             + table(_header(unit), rows, "over-training-table") + counts)
 
 
-def steps_page(curves: pd.DataFrame, flips: pd.DataFrame, title: str, task_pages: Collection[str] = ()) -> str:
+def _task_cell(task: str, task_pages: Collection[str]) -> str:
+    name = f"{task}.html"
+    return f'<a href="tasks/{esc(name)}">{esc(task)}</a>' if name in task_pages else esc(task)
+
+
+def _churn_html(churn: pd.DataFrame, task_pages: Collection[str]) -> str:
+    """The items that flip-flopped (curve_items.csv), each step linking to the flips listed at it."""
+    header = ["variant", "task", "metric", "doc", "doc hash", "pattern", "first step", "later step"]
+    rows = []
+    for r in churn.itertuples():
+        capability = "" if pd.isna(r.capability) else str(r.capability)
+        steps = [f'<td><a href="#{esc(flip_anchor(str(r.variant), int(s), capability))}">{int(s)}</a></td>'
+                 if capability else f"<td>{int(s)}</td>" for s in (r.first_step, r.later_step)]
+        rows.append([f"<td>{esc(r.variant)}</td>", f"<td>{_task_cell(str(r.task), task_pages)}</td>",
+                     f"<td>{esc(r.metric)}</td>", f"<td>{int(r.doc_id)}</td>",
+                     f"<td><code>{esc(str(r.doc_hash)[:12])}</code></td>", f"<td>{esc(r.pattern)}</td>", *steps])
+    intro = ("Items forgotten at a step and right again at a later one (forgotten_regained), and gained then lost "
+             "(gained_lost); the steps link to the lists above.")
+    return (f'<h2 id="churn">Items that flip-flopped over training ({len(rows)})</h2><p>{esc(intro)}</p>'
+            + (table(header, rows, "churn-items") if rows else ""))
+
+
+def _with_capability(churn: pd.DataFrame, flips: pd.DataFrame) -> pd.DataFrame:
+    """curve_items rows with the (first) capability their task is listed under on the steps page ("" for none)."""
+    listed = flips[flips["capability"] != ""]
+    caps = listed.drop_duplicates(["variant", "task", "metric"])[["variant", "task", "metric", "capability"]]
+    return churn.merge(caps, on=["variant", "task", "metric"], how="left", sort=False)
+
+
+def steps_page(curves: pd.DataFrame, flips: pd.DataFrame, title: str, task_pages: Collection[str] = (),
+               churn: pd.DataFrame | None = None) -> str:
     """The steps page: for every point of the drift figure (variant, step, capability), the items that flipped
-    there (task_pages: the board's drill-down pages, linked where a task has one)."""
+    there, then the items that flip-flopped (`churn`, curve_items.csv) (task_pages: the board's drill-down
+    pages, linked where a task has one)."""
     parts = [f"<h1>Items that flipped at each step — {esc(title)}</h1>", f"<p>{esc(FLIPS_INTRO)}</p>"]
     header = ["task", "metric", "doc", "doc hash", "change"]
     for point in _points(curves).itertuples():
@@ -186,11 +217,11 @@ def steps_page(curves: pd.DataFrame, flips: pd.DataFrame, title: str, task_pages
                    f"{esc(capability)}: {len(frame)} flipped since {esc(since)}</h2>")
         rows = []
         for r in frame.itertuples():
-            name = f"{r.task}.html"
-            task = f'<a href="tasks/{esc(name)}">{esc(r.task)}</a>' if name in task_pages else esc(r.task)
-            rows.append([f"<td>{task}</td>", f"<td>{esc(r.metric)}</td>", f"<td>{int(r.doc_id)}</td>",
+            rows.append([f"<td>{_task_cell(str(r.task), task_pages)}</td>", f"<td>{esc(r.metric)}</td>", f"<td>{int(r.doc_id)}</td>",
                          f"<td><code>{esc(str(r.doc_hash)[:12])}</code></td>", f"<td>{esc(r.change)}</td>"])
         parts.append(heading + (table(header, rows, anchor + "-items") if rows else ""))
+    if churn is not None:
+        parts.append(_churn_html(_with_capability(churn, flips), task_pages))
     nav = '<nav><a href="index.html#over-training">&larr; leaderboard, over training</a></nav>'
     return page(f"Items flipped per step — {title}", "".join(parts), nav, wide=True)
 
