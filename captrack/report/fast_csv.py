@@ -49,9 +49,15 @@ def _float_lists(chunk: pd.api.extensions.ExtensionArray) -> list[str]:
     """Cells of an Arrow list<double> column as Python writes a list of floats ("[0.25, 0.75]"); missing: empty."""
     lists = pa.chunked_array(chunk._pa_array).combine_chunks() if hasattr(chunk, "_pa_array") else pa.array(chunk)
     offsets = lists.offsets.to_numpy()
-    values = lists.values.to_numpy(zero_copy_only=False).tolist()
+    values = lists.values.to_numpy(zero_copy_only=False)
+    lengths = np.diff(offsets)
+    if len(lists) and not lists.null_count and (lengths == lengths[0]).all():  # every row as long: one reshape
+        width = int(lengths[0])
+        rows = values[int(offsets[0]):int(offsets[-1])].reshape(len(lists), width).tolist()
+        return list(map('"{}"'.format if width > 1 else str, rows))  # str(list) writes each float's repr
+    flat = values.tolist()
     valid = lists.is_valid().to_numpy(zero_copy_only=False)
-    return [_quoted("[" + ", ".join(map(repr, values[a:b])) + "]") if ok else ""
+    return [_quoted(str(flat[a:b])) if ok else ""
             for a, b, ok in zip(offsets[:-1].tolist(), offsets[1:].tolist(), valid.tolist(), strict=True)]
 
 
@@ -61,10 +67,10 @@ def _formatter(series: pd.Series) -> object | None:
     if isinstance(dtype, np.dtype) and dtype == np.bool_:
         return lambda values: np.where(values, "True", "False").tolist()
     if dtype.kind in "iu" and isinstance(dtype, np.dtype):
-        return lambda values: [str(v) for v in values.tolist()]
+        return lambda values: list(map(str, values.tolist()))
     if dtype.kind == "f" and isinstance(dtype, np.dtype):
         def floats(values: np.ndarray) -> list[str]:
-            out = ["%.10g" % v for v in values.tolist()]  # noqa: UP031  (pandas' float_format is applied with %)
+            out = list(map("%.10g".__mod__, values.tolist()))  # pandas applies its float_format with %
             if np.isnan(values).any():
                 for i in np.flatnonzero(np.isnan(values)).tolist():
                     out[i] = ""
@@ -100,6 +106,6 @@ def csv_chunks(frame: pd.DataFrame) -> Iterator[str] | None:
         yield ",".join(_quoted(str(inert_cell(c))) for c in frame.columns) + "\n"
         for start in range(0, len(frame), _CHUNK):
             columns = [f(a[start:start + _CHUNK]) for f, a in zip(formatters, arrays, strict=True)]  # type: ignore[operator]
-            yield "".join(",".join(row) + "\n" for row in zip(*columns, strict=True))
+            yield "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
 
     return chunks()
