@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pandas as pd
 from captrack.errors import InputError
 from captrack.results.checkpoints import run_position
 from captrack.results.connect import connect
-from captrack.results.ingest_sql import samples_insert_sql
+from captrack.results.ingest_sql import DEFAULT_OBJECT_SIZE, LARGE_OBJECT_SIZE, samples_insert_sql
 from captrack.results.runfiles import (
     Run,
     TaskInfo,
@@ -112,6 +112,24 @@ class SamplesFile:
     output_type: str
 
 
+@dataclass(frozen=True)
+class _Read:
+    """How an ingest reads samples files: option loglikelihoods typed by the JSON reader (else parsed from
+    JSON), and DuckDB's per-line buffer."""
+
+    typed: bool = True
+    object_size: int = DEFAULT_OBJECT_SIZE
+
+
+class _ReadAgain(Exception):
+    """The files need another read (`read`): a file logged otherwise than the typed read expects, or a line
+    longer than the buffer. A failed statement ends DuckDB's transaction, so the whole ingest is repeated."""
+
+    def __init__(self, read: _Read) -> None:
+        super().__init__(read)
+        self.read = read
+
+
 class Store:
     """A DuckDB results store (a file, or ``:memory:``); see `captrack.results.connect` for how it is opened."""
 
@@ -148,20 +166,35 @@ class Store:
                 UTF-8, duplicate doc ids, non-finite values, proportions outside [0, 1]), or a run
                 stored under another name; the store is left exactly as it was.
         """
-        results: list[IngestResult] = []
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            for run in runs:
-                results.append(self._ingest_run(run, labels, rename))
-                if progress is not None:
-                    progress(results[-1])
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        return results
+        read, reported = _Read(), 0
+        # A fresh ingest appends whole row groups: the checkpoint's vacuum would rewrite most of the new data to
+        # merge them, for nothing. It runs (the default) when this ingest replaces runs, to reclaim their rows.
+        replacing = self._stored([run.run_id for run in runs])
+        self.con.execute("RESET max_vacuum_tasks" if replacing else "SET max_vacuum_tasks = 0")
+        while True:
+            results: list[IngestResult] = []
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                for run in runs:
+                    results.append(self._ingest_run(run, labels, rename, read))
+                    if progress is not None and len(results) > reported:  # a repeated read reports each run once
+                        progress(results[-1])
+                        reported += 1
+                self.con.execute("COMMIT")
+                return results
+            except _ReadAgain as again:
+                self.con.execute("ROLLBACK")
+                read = again.read
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
 
-    def _ingest_run(self, run: Run, labels: Labels, rename: bool) -> IngestResult:
+    def _stored(self, run_ids: list[str]) -> bool:
+        """Whether any of the runs is in the store already."""
+        found = self.con.execute("SELECT count(*) FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [run_ids]).fetchone()
+        return bool(found and found[0])
+
+    def _ingest_run(self, run: Run, labels: Labels, rename: bool, read: _Read) -> IngestResult:
         model = labels.model or run.model_name
         replicate = run.seed if labels.replicate is None else labels.replicate
         stored = self.con.execute("SELECT model FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
@@ -195,7 +228,7 @@ class Store:
         with ThreadPoolExecutor(1, thread_name_prefix="captrack-digest") as pool:
             digests = pool.map(file_digest, [t.samples for t in run.tasks])
             for (metrics, multiple_choice), tasks in batches.items():
-                rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
+                rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate, read)
             digest = dict(zip([t.name for t in run.tasks], digests, strict=True))
         self._check_complete(run, before, digest)
         check_one_run_per_step(self.con, run.run_id, run.results_path)
@@ -206,7 +239,7 @@ class Store:
 
     def _ingest_batch(
         self, run: Run, tasks: list[TaskInfo], metrics: tuple[str, ...], multiple_choice: bool,
-        model: str, labels: Labels, replicate: int,
+        model: str, labels: Labels, replicate: int, read: _Read,
     ) -> int:
         logged = pd.DataFrame(
             [(str(t.samples), t.name, t.version, m, f) for t in tasks for m, f in t.metrics],
@@ -216,13 +249,15 @@ class Store:
         self.con.execute("CREATE OR REPLACE TEMP TABLE _logged AS SELECT * FROM _logged_df")
         self.con.unregister("_logged_df")
         files = [str(t.samples) for t in tasks]
-        # No line is longer than its file: cap DuckDB's per-record buffer there (big buffers are slow).
-        object_size = max(16 << 20, min(max(t.samples.stat().st_size for t in tasks) + 1, 1 << 30))
-        sql, proportions = samples_insert_sql(metrics, multiple_choice, object_size)
+        sql, proportions = samples_insert_sql(metrics, multiple_choice, read.object_size, read.typed)
         params = [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate, files]
         try:
             inserted = self.con.execute(sql, params).fetchone()
         except duckdb.Error as exc:
+            if read.typed and multiple_choice and "JSON transform error" in str(exc):
+                raise _ReadAgain(replace(read, typed=False)) from exc
+            if "maximum_object_size" in str(exc) and read.object_size < LARGE_OBJECT_SIZE:
+                raise _ReadAgain(replace(read, object_size=LARGE_OBJECT_SIZE)) from exc
             raise _samples_error([t.samples for t in tasks], exc, proportions) from exc
         return int(inserted[0]) if inserted else 0
 
