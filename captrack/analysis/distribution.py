@@ -279,40 +279,53 @@ def _top_choice(ll: Array, gold: NDArray[np.int64]) -> tuple[Array, Array, Array
     return p.max(axis=1), (ll.argmax(axis=1) == gold).astype(float), ((p - onehot) ** 2).sum(axis=1)
 
 
-def _ece(conf: Array, correct: Array, counts: NDArray[np.floating[Any]], n_bins: int) -> Array:
-    """ECE under each row of `counts` (item multiplicities of a resample; a row of ones = the sample).
+def _ece(conf: Array, correct: Array, counts: NDArray[np.floating[Any]], n_bins: int,
+         drawn: NDArray[np.floating[Any]] | None = None) -> Array:
+    """ECE under each row of `counts` (item multiplicities of a resample; a row of ones = the sample); `drawn`:
+    each row's sum, when the caller has it.
 
     Bins are right-closed, (e_{j-1}, e_j], with the first closed: scikit-learn's `calibration_curve`.
     """
     bins = np.searchsorted(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], conf, side="left")
     gap = np.zeros((len(conf), n_bins), dtype=counts.dtype)
     gap[np.arange(len(conf)), bins] = correct - conf
-    return np.asarray(np.abs(counts @ gap).sum(axis=1) / counts.sum(axis=1), dtype=float)
+    return np.asarray(np.abs(counts @ gap).sum(axis=1) / (counts.sum(axis=1) if drawn is None else drawn), dtype=float)
 
 
-def _calibration_group(rows: pd.DataFrame | ChoiceFrame, n_bins: int, n_resamples: int, seed: int,
-                       shared: dict[tuple[str, int], NDArray[np.float32]]) -> dict[str, float]:
-    """ECE and Brier of base and variant for one (variant, task) group, with paired bootstrap CIs."""
+class _TaskDraws:
+    """The resample counts of the task last asked for and their row sums, shared by its variants (visited together)."""
+
+    def __init__(self, n_resamples: int, seed: int) -> None:
+        self.n_resamples, self.seed = n_resamples, seed
+        self.key: tuple[str, int] | None = None
+        self.counts: NDArray[np.float32] = np.empty((0, 0), dtype=np.float32)
+        self.drawn: NDArray[np.float32] = np.empty(0, dtype=np.float32)
+
+    def get(self, task: str, n: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        if self.key != (task, n):
+            self.key, self.counts = (task, n), resample_counts(task, n, self.n_resamples, self.seed)
+            self.drawn = self.counts.sum(axis=1)
+        return self.counts, self.drawn
+
+
+def _calibration_group(data: pd.DataFrame | ChoiceFrame, rows: NDArray[np.int64], task: str, n_bins: int,
+                       draws: _TaskDraws | None) -> dict[str, float]:
+    """ECE and Brier of base and variant for one (variant, task) group (its positions `rows`), with paired bootstrap CIs."""
     parts: dict[str, list[tuple[Array, Array, Array]]] = {"base": [], "variant": []}
-    for _, base, variant, gold in choice_blocks(rows):
+    blocks = choice_blocks(data, rows) if isinstance(data, ChoiceFrame) else choice_blocks(data.iloc[rows])
+    for _, base, variant, gold in blocks:
         parts["base"].append(_top_choice(base, gold))
         parts["variant"].append(_top_choice(variant, gold))
     n = len(rows)
-    task = (rows.keys if isinstance(rows, ChoiceFrame) else rows)["task"].iloc[0]
-    draws = None
-    if n_resamples > 0:  # the variants of a task (visited one after another) share its resamples
-        if (str(task), n) not in shared:
-            shared.clear()
-            shared[(str(task), n)] = resample_counts(str(task), n, n_resamples, seed)
-        draws = shared[(str(task), n)]
+    counts, drawn = draws.get(task, n) if draws is not None else (None, None)
     stats: dict[str, float] = {"n": n}
     boot: dict[str, tuple[Array, Array]] = {}
     for side, chunks in parts.items():
         conf, correct, brier = (np.concatenate([c[i] for c in chunks]) for i in range(3))
         stats[f"ece_{side}"] = float(_ece(conf, correct, np.ones((1, n)), n_bins)[0])
         stats[f"brier_{side}"] = float(brier.mean())
-        if draws is not None:
-            boot[side] = (_ece(conf, correct, draws, n_bins), draws @ brier.astype(np.float32) / n)
+        if counts is not None:
+            boot[side] = (_ece(conf, correct, counts, n_bins, drawn), counts @ brier.astype(np.float32) / n)
     for i, name in enumerate(("ece", "brier")):
         stats[f"{name}_change"] = stats[f"{name}_variant"] - stats[f"{name}_base"]
         diff = (boot["variant"][i] - boot["base"][i]).astype(float) if boot else np.empty(0)
@@ -338,12 +351,10 @@ def calibration(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10, n_resamples
     if n_bins < 1:
         raise ValueError(f"n_bins must be positive, got {n_bins}")
     data = _validated(frame)
-    if isinstance(data, ChoiceFrame):
-        groups = [(key, data.take(rows)) for key, rows in sorted(data.keys.groupby(KEYS, sort=True, dropna=False).indices.items())]
-    else:
-        groups = list(data.groupby(KEYS, sort=True, dropna=False))
-    shared: dict[tuple[str, int], NDArray[np.float32]] = {}
-    stats = {i: _calibration_group(groups[i][1], n_bins, n_resamples, seed, shared)
+    keys = data.keys if isinstance(data, ChoiceFrame) else data
+    groups = sorted(keys.groupby(KEYS, sort=True, dropna=False).indices.items())
+    draws = _TaskDraws(n_resamples, seed) if n_resamples > 0 else None  # the variants of a task share its resamples
+    stats = {i: _calibration_group(data, groups[i][1], str(groups[i][0][KEYS.index("task")]), n_bins, draws)
              for i in sorted(range(len(groups)), key=lambda i: str(groups[i][0][KEYS.index("task")]))}
     rows = [{**dict(zip(KEYS, key, strict=True)), **stats[i], "n_bins": n_bins} for i, (key, _) in enumerate(groups)]
     table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
