@@ -114,6 +114,10 @@ class Thresholds:
             raise ValueError(f"erosion_delta must be in [0, 1), got {self.erosion_delta}")
 
 
+_TRANSITIONS = np.array(["00", "01", "10", "11"], dtype=object)  # by 2·(base correct) + (variant correct)
+_KINDS = np.array(["", "collapse", "drift", "shift"], dtype=object)
+
+
 def _softmax(ll: Array) -> Array:
     """Row-wise softmax of loglikelihoods."""
     z = np.exp(ll - ll.max(axis=1, keepdims=True))
@@ -144,10 +148,10 @@ def _block(base_ll: Array, variant_ll: Array, gold: NDArray[np.int64], th: Thres
     drift = forgotten & ~collapse & (margin <= th.tie_nats)
     shift = forgotten & ~collapse & ~drift
     gold_p, gold_q = p[rows, gold], q[rows, gold]
-    kind = np.select([collapse, drift, shift], ["collapse", "drift", "shift"], default="")
+    kind = _KINDS[np.select([collapse, drift, shift], [1, 2, 3], default=0)]
     return {
         "n_choices": np.full(n, k), "base_answer": a_base, "variant_answer": a_var,
-        "transition": np.char.add(base_ok.astype(int).astype(str), var_ok.astype(int).astype(str)),
+        "transition": _TRANSITIONS[2 * base_ok + var_ok],
         "base_probs": p, "variant_probs": q, "mass_retained": retained,
         "bhattacharyya": np.clip(np.sqrt(p * q).sum(axis=1), 0.0, 1.0),
         "gold_prob_base": gold_p, "gold_prob_variant": gold_q, "gold_prob_change": gold_q - gold_p,
@@ -222,21 +226,29 @@ def diagnose(frame: pd.DataFrame | ChoiceFrame, thresholds: Thresholds = Thresho
         InputError: missing columns, bad loglikelihoods, mismatched option counts, gold out of range.
     """
     data = _validated(frame)
-    parts = [pd.DataFrame(_with_list_columns(_block(base, variant, gold, thresholds), index), index=index)
-             for index, base, variant, gold in choice_blocks(data)]
-    items = (data.keys if isinstance(data, ChoiceFrame) else data)[[*KEYS, "doc_hash", "gold"]]
-    if parts:
-        items = items.join(pd.concat(parts).sort_index())
-    items = items.reindex(columns=ITEM_COLUMNS)
+    keys = (data.keys if isinstance(data, ChoiceFrame) else data)[[*KEYS, "doc_hash", "gold"]]
+    blocks = [(index, _block(base, variant, gold, thresholds)) for index, base, variant, gold in choice_blocks(data)]
+    columns: dict[str, Any] = {c: keys[c] for c in keys.columns} | (_item_columns(blocks, keys.index) if blocks else {})
+    items = pd.DataFrame({c: columns[c] for c in ITEM_COLUMNS if c in columns}, index=keys.index).reindex(columns=ITEM_COLUMNS)
     return items, _summarise(items)
+
+
+def _item_columns(blocks: list[tuple[pd.Index, dict[str, Any]]], index: pd.Index) -> dict[str, Any]:
+    """Each diagnostic column over all items (in `index` order) from the blocks of items with the same option count."""
+    if len(blocks) == 1 and blocks[0][0].equals(index):  # one option count, in item order: the block is the table (no copy)
+        return _with_list_columns(blocks[0][1], index)
+    merged = pd.concat([pd.DataFrame(_with_list_columns(block, at), index=at) for at, block in blocks]).reindex(index)
+    return {c: merged[c] for c in merged.columns}
 
 
 def _summarise(items: pd.DataFrame) -> pd.DataFrame:
     """Counts, shares and means of the item table per (variant, algorithm, task)."""
     if items.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    g = items.assign(_f=items.transition == "10", _g=items.transition == "01").groupby(KEYS, sort=True, dropna=False)
-    out = g.agg(n=("doc_hash", "size"), k=("n_choices", lambda s: int(s.mode().iloc[0])),
+    counted = items[[*KEYS, "n_choices", "collapse", "drift", "shift", "eroding", "bhattacharyya", "mass_retained",
+                     "gold_prob_change"]]  # not the texts and option probabilities: a copy of the counted columns only
+    g = counted.assign(_f=items.transition == "10", _g=items.transition == "01").groupby(KEYS, sort=True, dropna=False)
+    out = g.agg(n=("n_choices", "size"), k=("n_choices", lambda s: int(s.mode().iloc[0])),
                 n_forgotten=("_f", "sum"), n_gained=("_g", "sum"), n_collapse=("collapse", "sum"),
                 n_drift=("drift", "sum"), n_shift=("shift", "sum"), n_eroding=("eroding", "sum"),
                 mean_bc=("bhattacharyya", "mean"), mean_mass_retained=("mass_retained", "mean"),

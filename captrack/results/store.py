@@ -134,7 +134,7 @@ class Store:
     """A DuckDB results store (a file, or ``:memory:``); see `captrack.results.connect` for how it is opened."""
 
     def __init__(self, path: str | Path = ":memory:", read_only: bool = False) -> None:
-        self.path = str(path)
+        self.path, self.read_only = str(path), read_only
         if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.con = connect(self.path, read_only)
@@ -144,6 +144,13 @@ class Store:
     def close(self) -> None:
         """Close the connection."""
         self.con.close()
+
+    def release_memory(self) -> None:
+        """Hand back the memory DuckDB kept from the queries so far (its allocator holds it until the database
+        closes): a store file is closed and opened again; an in-memory store is left as it is."""
+        if self.path != ":memory:":
+            self.con.close()
+            self.con = connect(self.path, self.read_only)
 
     def __enter__(self) -> Store:
         return self
