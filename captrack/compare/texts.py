@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from captrack.analysis.transitions import flipped_items
+from captrack.analysis.transitions import flipped_by_key
 from captrack.analysis.types import ChurnAnswers, ItemTexts, RunTask
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import get_metric
@@ -71,10 +71,9 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
             wanted.setdefault((key[2], key[0]), set()).update(ids)
     drill: set[RunTask] = set()
     if drill_limit:
-        for (task, metric), frame in items.groupby(["task", "metric"], sort=True):
-            if not _tracked(str(metric), frame):
-                continue
-            flipped, _ = flipped_items(items, str(task), str(metric), _lower(str(metric)), drill_limit)
+        tracked = {(str(task), str(metric)): _lower(str(metric))
+                   for (task, metric), frame in items.groupby(["task", "metric"], sort=True) if _tracked(str(metric), frame)}
+        for (task, _), (flipped, _) in flipped_by_key(items, tracked, drill_limit).items():
             if flipped.empty:
                 continue
             ids = {int(i) for i in flipped["doc_id"]}
