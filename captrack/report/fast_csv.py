@@ -14,6 +14,7 @@ tests/report/test_fast_csv.py checks the bytes against pandas.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ _NEEDS_WORK = r'^[=+\-@\t\r]|[,"\n\r]'  # a cell inert_cell or quoting changes (
 
 Fields = tuple[str, np.ndarray]
 """A column's printf field for one row, and its values: an (n, m) array, m values per row."""
-Column = Callable[[object], Fields]
+Column = Callable[[Any], Fields]
 
 
 def _quoted(text: str) -> str:
