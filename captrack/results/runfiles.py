@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,9 +85,9 @@ def file_digest(path: Path) -> str:
 def _feed(path: Path, update: Callable[[memoryview], object]) -> None:
     """Pass a file's bytes to `update` in 4 MiB blocks, read into one reused buffer (a new block per read
     costs the kernel a fresh allocation each time: several times the hashing itself)."""
-    block = bytearray(1 << 22)
-    view = memoryview(block)
     with path.open("rb", buffering=0) as handle:
+        block = bytearray(min(1 << 22, os.fstat(handle.fileno()).st_size + 1))  # a small file: a small buffer
+        view = memoryview(block)
         while size := handle.readinto(block):
             update(view[:size])
 
