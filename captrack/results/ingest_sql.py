@@ -7,10 +7,12 @@ loglikelihoods (``choice_ll DOUBLE[]``), so that `compare` never re-parses a sam
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from captrack.results.sqlvalues import proportions_of, quote_literal, value_sql
 
 __all__ = ["CHOICE_LL_SQL", "DEFAULT_OBJECT_SIZE", "GOLD_SQL", "INGESTED_COLUMNS", "LARGE_OBJECT_SIZE", "TYPED_CHOICE_LL_SQL",
-           "samples_insert_sql"]
+           "ReadAgain", "SamplesRead", "samples_insert_sql"]
 
 DEFAULT_OBJECT_SIZE = 16 << 20
 """DuckDB's own per-line buffer limit: what a samples file is read with first (bigger buffers cost time and memory)."""
@@ -22,6 +24,35 @@ INGESTED_COLUMNS = (
     "doc_hash", "prompt_hash", "filter", "metric", "value", "n_choices", "replicate", "dataset_revision",
     "gold", "choice_ll",
 )
+
+
+
+@dataclass(frozen=True)
+class SamplesRead:
+    """How an ingest reads samples files: option loglikelihoods typed by the JSON reader (else parsed from
+    JSON), and DuckDB's per-line buffer."""
+
+    typed: bool = True
+    object_size: int = DEFAULT_OBJECT_SIZE
+
+    def retry(self, error: str, multiple_choice: bool) -> SamplesRead | None:
+        """The read to repeat the ingest with after DuckDB raised `error` reading a batch, or None when no other
+        read helps: a file logged otherwise than the typed read expects, or a line longer than the buffer."""
+        if self.typed and multiple_choice and "JSON transform error" in error:
+            return replace(self, typed=False)
+        if "maximum_object_size" in error and self.object_size < LARGE_OBJECT_SIZE:
+            return replace(self, object_size=LARGE_OBJECT_SIZE)
+        return None
+
+
+class ReadAgain(Exception):
+    """The samples files need another read (`read`). A failed statement ends DuckDB's transaction, so the whole
+    ingest is repeated with it."""
+
+    def __init__(self, read: SamplesRead) -> None:
+        super().__init__(read)
+        self.read = read
+
 
 # lm-eval logs each option as [loglikelihood, is_greedy] (strings or numbers); a bare value is read as is.
 # An entry that is no number gives NULL in the list (compare skips such items, saying so).

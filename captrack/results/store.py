@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pandas as pd
 from captrack.errors import InputError
 from captrack.results.checkpoints import run_position
 from captrack.results.connect import connect
-from captrack.results.ingest_sql import DEFAULT_OBJECT_SIZE, LARGE_OBJECT_SIZE, samples_insert_sql
+from captrack.results.ingest_sql import ReadAgain, SamplesRead, samples_insert_sql
 from captrack.results.runfiles import (
     Run,
     TaskInfo,
@@ -112,24 +112,6 @@ class SamplesFile:
     output_type: str
 
 
-@dataclass(frozen=True)
-class _Read:
-    """How an ingest reads samples files: option loglikelihoods typed by the JSON reader (else parsed from
-    JSON), and DuckDB's per-line buffer."""
-
-    typed: bool = True
-    object_size: int = DEFAULT_OBJECT_SIZE
-
-
-class _ReadAgain(Exception):
-    """The files need another read (`read`): a file logged otherwise than the typed read expects, or a line
-    longer than the buffer. A failed statement ends DuckDB's transaction, so the whole ingest is repeated."""
-
-    def __init__(self, read: _Read) -> None:
-        super().__init__(read)
-        self.read = read
-
-
 class Store:
     """A DuckDB results store (a file, or ``:memory:``); see `captrack.results.connect` for how it is opened."""
 
@@ -173,7 +155,7 @@ class Store:
                 UTF-8, duplicate doc ids, non-finite values, proportions outside [0, 1]), or a run
                 stored under another name; the store is left exactly as it was.
         """
-        read, reported = _Read(), 0
+        read, reported = SamplesRead(), 0
         # A fresh ingest appends whole row groups: the checkpoint's vacuum would rewrite most of the new data to
         # merge them, for nothing. It runs (the default) when this ingest replaces runs, to reclaim their rows.
         replacing = self._stored([run.run_id for run in runs])
@@ -189,7 +171,7 @@ class Store:
                         reported += 1
                 self.con.execute("COMMIT")
                 return results
-            except _ReadAgain as again:
+            except ReadAgain as again:
                 self.con.execute("ROLLBACK")
                 read = again.read
             except BaseException:
@@ -201,7 +183,7 @@ class Store:
         found = self.con.execute("SELECT count(*) FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [run_ids]).fetchone()
         return bool(found and found[0])
 
-    def _ingest_run(self, run: Run, labels: Labels, rename: bool, read: _Read) -> IngestResult:
+    def _ingest_run(self, run: Run, labels: Labels, rename: bool, read: SamplesRead) -> IngestResult:
         model = labels.model or run.model_name
         replicate = run.seed if labels.replicate is None else labels.replicate
         stored = self.con.execute("SELECT model FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
@@ -246,7 +228,7 @@ class Store:
 
     def _ingest_batch(
         self, run: Run, tasks: list[TaskInfo], metrics: tuple[str, ...], multiple_choice: bool,
-        model: str, labels: Labels, replicate: int, read: _Read,
+        model: str, labels: Labels, replicate: int, read: SamplesRead,
     ) -> int:
         logged = pd.DataFrame(
             [(str(t.samples), t.name, t.version, m, f) for t in tasks for m, f in t.metrics],
@@ -261,10 +243,9 @@ class Store:
         try:
             inserted = self.con.execute(sql, params).fetchone()
         except duckdb.Error as exc:
-            if read.typed and multiple_choice and "JSON transform error" in str(exc):
-                raise _ReadAgain(replace(read, typed=False)) from exc
-            if "maximum_object_size" in str(exc) and read.object_size < LARGE_OBJECT_SIZE:
-                raise _ReadAgain(replace(read, object_size=LARGE_OBJECT_SIZE)) from exc
+            again = read.retry(str(exc), multiple_choice)
+            if again is not None:
+                raise ReadAgain(again) from exc
             raise _samples_error([t.samples for t in tasks], exc, proportions) from exc
         return int(inserted[0]) if inserted else 0
 
