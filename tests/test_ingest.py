@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -12,7 +14,9 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.cli import main
-from captrack.results.store import SAMPLE_COLUMNS
+from captrack.results.ingest_sql import DEFAULT_OBJECT_SIZE
+from captrack.results.runfiles import discover_runs
+from captrack.results.store import SAMPLE_COLUMNS, IngestResult, Labels, Store
 
 TASK = "captrack_probe_c1_facts"
 
@@ -107,3 +111,39 @@ def test_string_encoded_values_are_parsed(tmp_path: Path, value: str) -> None:
     assert _ingest(str(tmp_path / "run"), "--store", str(tmp_path / "s.duckdb"))[0] == 0
     got = _rows(tmp_path / "s.duckdb")[0][3]
     assert got == {"True": 1.0, "false": 0.0, "0.5": 0.5}[value]
+
+
+def _rewrite_lines(path: Path, change: Callable[[dict], None]) -> None:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        change(line)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_option_loglikelihoods_logged_as_bare_numbers_are_read_too(tmp_path: Path) -> None:
+    """The typed read expects lm-eval's [[loglikelihood, is_greedy], ...]; a file logged otherwise is read the general
+    way (the whole ingest once more), with the same numbers, and each run is reported once."""
+    lls = {0: [-1.5, -0.25, -3.0, -2.0], 1: [-0.5, -1.0, -1.5, -2.5]}
+    run = write_run(tmp_path / "run", "base", [FakeTask(TASK, {"acc": [0, 1]}, choice_lls=lls),
+                                               FakeTask("captrack_probe_c2_logic", {"acc": [1, 0]}, choice_lls=lls)])
+    samples = run.parent / f"samples_{TASK}_{run.stem.removeprefix('results_')}.jsonl"
+    _rewrite_lines(samples, lambda line: line.update(filtered_resps=[float(pair[0]) for pair in line["filtered_resps"]]))
+    reported: list[IngestResult] = []
+    with Store(tmp_path / "s.duckdb") as store:
+        (result,) = store.ingest(discover_runs(run), Labels(model="base"), progress=reported.append)
+        stored = store.con.execute("SELECT task, doc_id, choice_ll FROM samples ORDER BY task, doc_id").fetchall()
+    assert reported == [result] and result.rows == 4
+    assert stored == [("captrack_probe_c1_facts", 0, lls[0]), ("captrack_probe_c1_facts", 1, lls[1]),
+                      ("captrack_probe_c2_logic", 0, lls[0]), ("captrack_probe_c2_logic", 1, lls[1])]
+
+
+def test_a_line_longer_than_duckdbs_default_buffer_is_read(tmp_path: Path) -> None:
+    """Samples files are read with DuckDB's 16 MiB line buffer first; a longer line (a long-context prompt) makes
+    the ingest read again with a 1 GiB one instead of failing."""
+    run = write_run(tmp_path / "run", "base", [FakeTask(TASK, {"acc": [1, 0, 1]})])
+    samples = run.parent / f"samples_{TASK}_{run.stem.removeprefix('results_')}.jsonl"
+    long_prompt = "x" * (DEFAULT_OBJECT_SIZE + 1024)
+    _rewrite_lines(samples, lambda line: line["arguments"]["gen_args_0"].update(arg_0=long_prompt) if line["doc_id"] == 1 else None)
+    with Store(tmp_path / "s.duckdb") as store:
+        (result,) = store.ingest(discover_runs(run), Labels(model="base"))
+    assert result.rows == 3

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from captrack.analysis.bootstrap import resample_counts
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
@@ -47,9 +48,18 @@ def _spec(metric: str) -> MetricSpec | None:
         return None
 
 
-def _transition_stats(frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
+def _mode(values: NDArray[np.float64]) -> float | None:
+    """The most common value (the smallest of equally common ones, as pandas' mode), ignoring NaN; None if none."""
+    values = values[~np.isnan(values)]
+    if not values.size:
+        return None
+    found, counts = np.unique(values, return_counts=True)
+    return float(found[int(np.argmax(counts))])
+
+
+def _transition_stats(base: NDArray[np.float64], variant: NDArray[np.float64], n_choices: NDArray[np.float64],
+                      spec: MetricSpec | None) -> dict[str, Any]:
     """Counts, rates and McNemar p of a group's rows (pooled over replicates); NaN for a non-binary metric."""
-    base, variant = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
     if not (np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()):
         return dict.fromkeys(("n_11", "n_10", "n_01", "n_00", "forgetting", "backward_transfer", "k",
                               "forgetting_adj", "backward_transfer_adj", "mcnemar_p"), math.nan)
@@ -57,8 +67,8 @@ def _transition_stats(frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str,
     n11, n10, n01, n00 = t.n_11, t.n_10, t.n_01, t.n_00
     if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
         n11, n10, n01, n00 = n00, n01, n10, n11
-    ks = frame["n_choices"].dropna()
-    k = int(ks.mode().iloc[0]) if len(ks) and (spec is None or spec.chance_from_choices) else None
+    mode = _mode(n_choices)
+    k = int(mode) if mode is not None and (spec is None or spec.chance_from_choices) else None
     t = Transitions(n11, n10, n01, n00, k=k)
     return {"n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00, "forgetting": t.forgetting,
             "backward_transfer": t.backward_transfer, "k": k if k is not None else math.nan,
@@ -66,10 +76,9 @@ def _transition_stats(frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str,
             "mcnemar_p": mcnemar_exact(n10, n01)}
 
 
-def _delta_stats(frame: pd.DataFrame, key: str, n_resamples: int, seed: int, level: float) -> dict[str, Any]:
-    """Item means (over replicates), their difference and its paired bootstrap CI."""
-    means = frame.groupby(["doc_hash", "occ"], sort=True)[["base", "variant"]].mean()
-    base, variant = means["base"].to_numpy(dtype=float), means["variant"].to_numpy(dtype=float)
+def _delta_stats(base: NDArray[np.float64], variant: NDArray[np.float64], key: str, n_resamples: int, seed: int,
+                 level: float) -> dict[str, Any]:
+    """A group's item means (over replicates), their difference and its paired bootstrap CI."""
     low = high = math.nan
     if n_resamples > 0 and len(base):
         counts = resample_counts(key, len(base), n_resamples, seed).astype(np.float64)
@@ -96,14 +105,28 @@ def group_table(items: pd.DataFrame, variant: VariantSpec, groups: pd.Series | N
     if groups is not None:
         frame = items.assign(**{"_group": groups}).dropna(subset=["_group"])
         keys.append("_group")
+    # All groups at once: item means of every group by one groupby (each key's items, by doc_hash and occ, are
+    # contiguous and in the order a groupby of the group alone gives), rows by the keys' positions.
+    means = frame.groupby([*keys, "doc_hash", "occ"], sort=True)[["base", "variant"]].mean()
+    ends = np.cumsum(means.groupby(level=list(range(len(keys))), sort=True).size().to_numpy())
+    mean_base, mean_variant = means["base"].to_numpy(dtype=float), means["variant"].to_numpy(dtype=float)
+    grouped = frame.groupby(keys, sort=True)
+    positions = np.argsort(grouped.ngroup().to_numpy(), kind="stable")
+    row_ends = np.cumsum(grouped.size().to_numpy())
+    base_rows, variant_rows = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
+    n_choices = frame["n_choices"].to_numpy(dtype=float, na_value=np.nan)
     rows = []
-    for key, group in frame.groupby(keys, sort=True):
+    for i, key in enumerate(grouped.size().index):
+        key = key if isinstance(key, tuple) else (key,)
         task, metric = str(key[0]), str(key[1])
         boot_key = task if groups is None else f"{task}\x1f{key[2]}"
         row = {"variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric}
         if groups is not None:
             row[field] = str(key[2])
-        rows.append(row | _delta_stats(group, boot_key, n_resamples, seed, level) | _transition_stats(group, _spec(metric)))
+        at = positions[(row_ends[i - 1] if i else 0):row_ends[i]]
+        mean_slice = slice(int(ends[i - 1]) if i else 0, int(ends[i]))
+        rows.append(row | _delta_stats(mean_base[mean_slice], mean_variant[mean_slice], boot_key, n_resamples, seed, level)
+                    | _transition_stats(base_rows[at], variant_rows[at], n_choices[at], _spec(metric)))
     columns = ["variant", "algorithm", "task", "metric", *([field] if groups is not None else []), *GROUP_STAT_COLUMNS]
     table = pd.DataFrame(rows, columns=columns)
     table["q_value"] = bh_qvalues(table["mcnemar_p"].to_numpy(dtype=float))

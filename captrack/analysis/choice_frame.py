@@ -79,33 +79,37 @@ def _where(keys: pd.DataFrame, k: int) -> str:
     return f"task {keys['task'].iloc[0]!r}, doc_hash {keys['doc_hash'].iloc[0]!r} (and {len(keys) - 1} more with {k} options)"
 
 
-def choice_blocks(data: pd.DataFrame | ChoiceFrame) -> Iterator[Block]:
+def choice_blocks(data: pd.DataFrame | ChoiceFrame, rows: NDArray[np.int64] | None = None) -> Iterator[Block]:
     """Items grouped by option count (ascending; input order within each), as (index, base, variant, gold).
+
+    With `rows` (positions in a ChoiceFrame), only those items, as if the frame had been taken at `rows` first.
 
     Raises:
         InputError: bad loglikelihoods, mismatched option counts, gold out of range (the first item named).
     """
     if isinstance(data, ChoiceFrame):
-        for k in np.unique(data.k):
-            rows = np.flatnonzero(data.k == k)
-            keys = data.keys.iloc[rows]
+        rows = np.arange(len(data)) if rows is None else rows
+        ks, gold_all = data.k[rows], data.keys["gold"].to_numpy(dtype=np.int64)
+        for k in np.unique(ks):
+            chosen = rows[ks == k]
             try:
-                base = as_matrix(data.base_ll[rows, :k], "base_ll")
-                variant = as_matrix(data.variant_ll[rows, :k], "variant_ll")
-                gold = keys["gold"].to_numpy(dtype=np.int64)
+                base = as_matrix(data.base_ll[chosen, :k], "base_ll")
+                variant = as_matrix(data.variant_ll[chosen, :k], "variant_ll")
+                gold = gold_all[chosen]
                 check_gold(gold, int(k))
             except (ValueError, TypeError) as exc:
-                raise InputError(f"{_where(keys, int(k))}: {exc}; give one loglikelihood per option for both, gold in 0..k-1") from exc
-            yield keys.index, base, variant, gold
+                raise InputError(f"{_where(data.keys.iloc[chosen], int(k))}: {exc}; give one loglikelihood per option for both, "
+                                 "gold in 0..k-1") from exc
+            yield data.keys.index[chosen], base, variant, gold
         return
-    for k, rows in data.groupby("_k", sort=True):
+    for k, rows_k in data.groupby("_k", sort=True):
         try:
-            base = as_matrix(list(rows["base_ll"]), "base_ll")
-            variant = as_matrix([list(v) for v in rows["variant_ll"]], "variant_ll")
+            base = as_matrix(list(rows_k["base_ll"]), "base_ll")
+            variant = as_matrix([list(v) for v in rows_k["variant_ll"]], "variant_ll")
             if variant.shape != base.shape:
                 raise ValueError("base and variant list different numbers of options")
-            gold = rows["gold"].to_numpy(dtype=np.int64)
+            gold = rows_k["gold"].to_numpy(dtype=np.int64)
             check_gold(gold, base.shape[1])
         except (ValueError, TypeError) as exc:
-            raise InputError(f"{_where(rows, int(k))}: {exc}; give one loglikelihood per option for both, gold in 0..k-1") from exc
-        yield rows.index, base, variant, gold
+            raise InputError(f"{_where(rows_k, int(k))}: {exc}; give one loglikelihood per option for both, gold in 0..k-1") from exc
+        yield rows_k.index, base, variant, gold

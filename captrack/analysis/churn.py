@@ -32,24 +32,26 @@ if TYPE_CHECKING:
 
 def seed_agreements(paired: PairedItems, lower: dict[tuple[str, str], bool]) -> dict[tuple[str, str], tuple[int, int, int]]:
     """(task, metric) -> (replicates, items forgotten by every seed, items gained by every seed), for every
-    (task, metric) in `lower` (True: lower is better), the items grouped once."""
+    (task, metric) in `lower` (True: lower is better), all items grouped by one groupby."""
     items = paired.items
     if items.empty:
         return {}
+    codes, keys = pd.factorize(pd.MultiIndex.from_arrays([items["task"].astype(str), items["metric"].astype(str)]))
+    direction = np.array([lower.get((str(t), str(m)), np.nan) for t, m in keys], dtype=float)[codes]
+    rows = ~np.isnan(direction)
+    if not rows.any():
+        return {}
     item = pd.factorize(items["doc_hash"])[0].astype(np.int64) * (int(items["occ"].max()) + 1) + items["occ"].to_numpy(np.int64)
     base, variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
-    replicate = items["replicate"].to_numpy()
-    out: dict[tuple[str, str], tuple[int, int, int]] = {}
-    for (task, metric), rows in items.groupby(["task", "metric"], sort=False).indices.items():
-        key = (str(task), str(metric))
-        if key not in lower:
-            continue
-        b, v = base[rows], variant[rows]
-        good_base, good_variant = (b < 0.5, v < 0.5) if lower[key] else (b > 0.5, v > 0.5)
-        frame = pd.DataFrame({"item": item[rows], "lost": good_base & ~good_variant, "won": ~good_base & good_variant})
-        per_item = frame.groupby("item")[["lost", "won"]].all()
-        out[key] = (len(np.unique(replicate[rows])), int(per_item["lost"].sum()), int(per_item["won"].sum()))
-    return out
+    lower_rows = direction == 1.0
+    good_base = np.where(lower_rows, base < 0.5, base > 0.5)
+    good_variant = np.where(lower_rows, variant < 0.5, variant > 0.5)
+    frame = pd.DataFrame({"key": codes, "item": item, "replicate": items["replicate"].to_numpy(),
+                          "lost": good_base & ~good_variant, "won": ~good_base & good_variant})[rows]
+    per_item = frame.groupby(["key", "item"], sort=False)[["lost", "won"]].all().groupby(level="key", sort=False).sum()
+    replicates = frame.groupby("key", sort=False)["replicate"].nunique()
+    return {(str(keys[k][0]), str(keys[k][1])): (int(replicates[k]), int(per_item.at[k, "lost"]), int(per_item.at[k, "won"]))
+            for k in replicates.index}
 
 
 def answer_churn(paired: PairedItems, answers: ChurnAnswers, warnings: list[str]) -> dict[tuple[str, str], float]:

@@ -31,12 +31,31 @@ Series = dict[tuple[str, str], tuple[float, NDArray[np.float64]]]  # (variant, u
 
 def _weights(counts: NDArray[np.float32]) -> NDArray[np.float64]:
     """The sample (a row of ones) and each resample's item weights, as fractions of the items."""
-    return np.vstack([np.ones((1, counts.shape[1]), dtype=np.float32), counts]).astype(np.float64) / counts.shape[1]
+    weights = np.empty((counts.shape[0] + 1, counts.shape[1]), dtype=np.float64)
+    weights[0], weights[1:] = 1.0, counts
+    weights /= counts.shape[1]
+    return weights
 
 
-def _f_adj(base: NDArray[np.float64], post: NDArray[np.float64], k: float, weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+class _BaseMeans:
+    """The last base's weighted means: the variants of a task usually pair the same base items, so theirs are reused."""
+
+    def __init__(self) -> None:
+        self.base: NDArray[np.float64] | None = None
+        self.weights: NDArray[np.float64] | None = None
+        self.means: NDArray[np.float64] = np.empty(0)
+
+    def get(self, base: NDArray[np.float64], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.weights is not weights or self.base is None or not np.array_equal(self.base, base):
+            self.base, self.weights, self.means = base, weights, weights @ base
+        return self.means
+
+
+def _f_adj(base: NDArray[np.float64], post: NDArray[np.float64], k: float, weights: NDArray[np.float64],
+           base_means: _BaseMeans | None = None) -> tuple[float, NDArray[np.float64]]:
     """F_adj of paired binary items and its resamples (rows of `weights` after the first: see _weights)."""
-    forgot, pre, after = weights @ (base * (1 - post)), weights @ base, weights @ post
+    pre = (base_means or _BaseMeans()).get(base, weights)
+    forgot, after = weights @ (base * (1 - post)), weights @ post
     chance = (1 - pre) * (1 - after) / (k - 1) if not math.isnan(k) and k >= 2 else 0.0
     values = np.maximum(forgot - chance, 0.0)
     return float(values[0]), values[1:]
@@ -59,13 +78,14 @@ class _PerTask:
 def _forgetting_series(items: Items, transitions: pd.DataFrame, n_resamples: int, seed: int) -> Series:
     out: Series = {}
     scored = transitions[transitions["forgetting_adj"].notna()]
-    weights = _PerTask(n_resamples, seed, _weights)
+    weights, base_means = _PerTask(n_resamples, seed, _weights), _BaseMeans()
     for row in scored.sort_values("task", kind="stable").itertuples():
         base, post = items.get((str(row.variant), str(row.task), str(row.metric)), (np.empty(0), np.empty(0)))
         if base.size == 0 or not (((base >= 0) & (base <= 1)).all() and ((post >= 0) & (post <= 1)).all()):
             continue
         k = math.nan if row.k is None or pd.isna(row.k) else float(row.k)
-        out[(str(row.variant), f"{row.task}/{row.metric}")] = _f_adj(base, post, k, weights.get(str(row.task), base.size))
+        out[(str(row.variant), f"{row.task}/{row.metric}")] = _f_adj(base, post, k, weights.get(str(row.task), base.size),
+                                                                           base_means)
     return out
 
 
@@ -75,11 +95,11 @@ def _bc_series(dist_items: pd.DataFrame, n_resamples: int, seed: int) -> Series:
         return out
     counts = _PerTask(n_resamples, seed, lambda c: c.astype(np.float64))
     groups = dist_items.groupby(["variant", "task"], sort=True).indices
-    doc_hash = dist_items["doc_hash"].to_numpy(dtype=object)
+    rank = pd.factorize(dist_items["doc_hash"], sort=True)[0]  # doc_hash order as integers: sorted once, not per group
     overlap = dist_items["bhattacharyya"].to_numpy(dtype=float)
     for variant, task in sorted(groups, key=lambda key: (str(key[1]), str(key[0]))):
         rows = groups[(variant, task)]
-        values = 1.0 - overlap[rows[np.argsort(doc_hash[rows], kind="stable")]]
+        values = 1.0 - overlap[rows[np.argsort(rank[rows], kind="stable")]]
         out[(str(variant), str(task))] = (float(values.mean()), counts.get(str(task), values.size) @ values / values.size)
     return out
 

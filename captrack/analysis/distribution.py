@@ -114,6 +114,10 @@ class Thresholds:
             raise ValueError(f"erosion_delta must be in [0, 1), got {self.erosion_delta}")
 
 
+_TRANSITIONS = np.array(["00", "01", "10", "11"], dtype=object)  # by 2·(base correct) + (variant correct)
+_KINDS = np.array(["", "collapse", "drift", "shift"], dtype=object)
+
+
 def _softmax(ll: Array) -> Array:
     """Row-wise softmax of loglikelihoods."""
     z = np.exp(ll - ll.max(axis=1, keepdims=True))
@@ -144,10 +148,10 @@ def _block(base_ll: Array, variant_ll: Array, gold: NDArray[np.int64], th: Thres
     drift = forgotten & ~collapse & (margin <= th.tie_nats)
     shift = forgotten & ~collapse & ~drift
     gold_p, gold_q = p[rows, gold], q[rows, gold]
-    kind = np.select([collapse, drift, shift], ["collapse", "drift", "shift"], default="")
+    kind = _KINDS[np.select([collapse, drift, shift], [1, 2, 3], default=0)]
     return {
         "n_choices": np.full(n, k), "base_answer": a_base, "variant_answer": a_var,
-        "transition": np.char.add(base_ok.astype(int).astype(str), var_ok.astype(int).astype(str)),
+        "transition": _TRANSITIONS[2 * base_ok + var_ok],
         "base_probs": p, "variant_probs": q, "mass_retained": retained,
         "bhattacharyya": np.clip(np.sqrt(p * q).sum(axis=1), 0.0, 1.0),
         "gold_prob_base": gold_p, "gold_prob_variant": gold_q, "gold_prob_change": gold_q - gold_p,
@@ -222,21 +226,29 @@ def diagnose(frame: pd.DataFrame | ChoiceFrame, thresholds: Thresholds = Thresho
         InputError: missing columns, bad loglikelihoods, mismatched option counts, gold out of range.
     """
     data = _validated(frame)
-    parts = [pd.DataFrame(_with_list_columns(_block(base, variant, gold, thresholds), index), index=index)
-             for index, base, variant, gold in choice_blocks(data)]
-    items = (data.keys if isinstance(data, ChoiceFrame) else data)[[*KEYS, "doc_hash", "gold"]]
-    if parts:
-        items = items.join(pd.concat(parts).sort_index())
-    items = items.reindex(columns=ITEM_COLUMNS)
+    keys = (data.keys if isinstance(data, ChoiceFrame) else data)[[*KEYS, "doc_hash", "gold"]]
+    blocks = [(index, _block(base, variant, gold, thresholds)) for index, base, variant, gold in choice_blocks(data)]
+    columns: dict[str, Any] = {c: keys[c] for c in keys.columns} | (_item_columns(blocks, keys.index) if blocks else {})
+    items = pd.DataFrame({c: columns[c] for c in ITEM_COLUMNS if c in columns}, index=keys.index).reindex(columns=ITEM_COLUMNS)
     return items, _summarise(items)
+
+
+def _item_columns(blocks: list[tuple[pd.Index, dict[str, Any]]], index: pd.Index) -> dict[str, Any]:
+    """Each diagnostic column over all items (in `index` order) from the blocks of items with the same option count."""
+    if len(blocks) == 1 and blocks[0][0].equals(index):  # one option count, in item order: the block is the table (no copy)
+        return _with_list_columns(blocks[0][1], index)
+    merged = pd.concat([pd.DataFrame(_with_list_columns(block, at), index=at) for at, block in blocks]).reindex(index)
+    return {c: merged[c] for c in merged.columns}
 
 
 def _summarise(items: pd.DataFrame) -> pd.DataFrame:
     """Counts, shares and means of the item table per (variant, algorithm, task)."""
     if items.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    g = items.assign(_f=items.transition == "10", _g=items.transition == "01").groupby(KEYS, sort=True, dropna=False)
-    out = g.agg(n=("doc_hash", "size"), k=("n_choices", lambda s: int(s.mode().iloc[0])),
+    counted = items[[*KEYS, "n_choices", "collapse", "drift", "shift", "eroding", "bhattacharyya", "mass_retained",
+                     "gold_prob_change"]]  # not the texts and option probabilities: a copy of the counted columns only
+    g = counted.assign(_f=items.transition == "10", _g=items.transition == "01").groupby(KEYS, sort=True, dropna=False)
+    out = g.agg(n=("n_choices", "size"), k=("n_choices", lambda s: int(s.mode().iloc[0])),
                 n_forgotten=("_f", "sum"), n_gained=("_g", "sum"), n_collapse=("collapse", "sum"),
                 n_drift=("drift", "sum"), n_shift=("shift", "sum"), n_eroding=("eroding", "sum"),
                 mean_bc=("bhattacharyya", "mean"), mean_mass_retained=("mass_retained", "mean"),
@@ -279,40 +291,53 @@ def _top_choice(ll: Array, gold: NDArray[np.int64]) -> tuple[Array, Array, Array
     return p.max(axis=1), (ll.argmax(axis=1) == gold).astype(float), ((p - onehot) ** 2).sum(axis=1)
 
 
-def _ece(conf: Array, correct: Array, counts: NDArray[np.floating[Any]], n_bins: int) -> Array:
-    """ECE under each row of `counts` (item multiplicities of a resample; a row of ones = the sample).
+def _ece(conf: Array, correct: Array, counts: NDArray[np.floating[Any]], n_bins: int,
+         drawn: NDArray[np.floating[Any]] | None = None) -> Array:
+    """ECE under each row of `counts` (item multiplicities of a resample; a row of ones = the sample); `drawn`:
+    each row's sum, when the caller has it.
 
     Bins are right-closed, (e_{j-1}, e_j], with the first closed: scikit-learn's `calibration_curve`.
     """
     bins = np.searchsorted(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], conf, side="left")
     gap = np.zeros((len(conf), n_bins), dtype=counts.dtype)
     gap[np.arange(len(conf)), bins] = correct - conf
-    return np.asarray(np.abs(counts @ gap).sum(axis=1) / counts.sum(axis=1), dtype=float)
+    return np.asarray(np.abs(counts @ gap).sum(axis=1) / (counts.sum(axis=1) if drawn is None else drawn), dtype=float)
 
 
-def _calibration_group(rows: pd.DataFrame | ChoiceFrame, n_bins: int, n_resamples: int, seed: int,
-                       shared: dict[tuple[str, int], NDArray[np.float32]]) -> dict[str, float]:
-    """ECE and Brier of base and variant for one (variant, task) group, with paired bootstrap CIs."""
+class _TaskDraws:
+    """The resample counts of the task last asked for and their row sums, shared by its variants (visited together)."""
+
+    def __init__(self, n_resamples: int, seed: int) -> None:
+        self.n_resamples, self.seed = n_resamples, seed
+        self.key: tuple[str, int] | None = None
+        self.counts: NDArray[np.float32] = np.empty((0, 0), dtype=np.float32)
+        self.drawn: NDArray[np.float32] = np.empty(0, dtype=np.float32)
+
+    def get(self, task: str, n: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        if self.key != (task, n):
+            self.key, self.counts = (task, n), resample_counts(task, n, self.n_resamples, self.seed)
+            self.drawn = self.counts.sum(axis=1)
+        return self.counts, self.drawn
+
+
+def _calibration_group(data: pd.DataFrame | ChoiceFrame, rows: NDArray[np.int64], task: str, n_bins: int,
+                       draws: _TaskDraws | None) -> dict[str, float]:
+    """ECE and Brier of base and variant for one (variant, task) group (its positions `rows`), with paired bootstrap CIs."""
     parts: dict[str, list[tuple[Array, Array, Array]]] = {"base": [], "variant": []}
-    for _, base, variant, gold in choice_blocks(rows):
+    blocks = choice_blocks(data, rows) if isinstance(data, ChoiceFrame) else choice_blocks(data.iloc[rows])
+    for _, base, variant, gold in blocks:
         parts["base"].append(_top_choice(base, gold))
         parts["variant"].append(_top_choice(variant, gold))
     n = len(rows)
-    task = (rows.keys if isinstance(rows, ChoiceFrame) else rows)["task"].iloc[0]
-    draws = None
-    if n_resamples > 0:  # the variants of a task (visited one after another) share its resamples
-        if (str(task), n) not in shared:
-            shared.clear()
-            shared[(str(task), n)] = resample_counts(str(task), n, n_resamples, seed)
-        draws = shared[(str(task), n)]
+    counts, drawn = draws.get(task, n) if draws is not None else (None, None)
     stats: dict[str, float] = {"n": n}
     boot: dict[str, tuple[Array, Array]] = {}
     for side, chunks in parts.items():
         conf, correct, brier = (np.concatenate([c[i] for c in chunks]) for i in range(3))
         stats[f"ece_{side}"] = float(_ece(conf, correct, np.ones((1, n)), n_bins)[0])
         stats[f"brier_{side}"] = float(brier.mean())
-        if draws is not None:
-            boot[side] = (_ece(conf, correct, draws, n_bins), draws @ brier.astype(np.float32) / n)
+        if counts is not None:
+            boot[side] = (_ece(conf, correct, counts, n_bins, drawn), counts @ brier.astype(np.float32) / n)
     for i, name in enumerate(("ece", "brier")):
         stats[f"{name}_change"] = stats[f"{name}_variant"] - stats[f"{name}_base"]
         diff = (boot["variant"][i] - boot["base"][i]).astype(float) if boot else np.empty(0)
@@ -338,12 +363,10 @@ def calibration(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10, n_resamples
     if n_bins < 1:
         raise ValueError(f"n_bins must be positive, got {n_bins}")
     data = _validated(frame)
-    if isinstance(data, ChoiceFrame):
-        groups = [(key, data.take(rows)) for key, rows in sorted(data.keys.groupby(KEYS, sort=True, dropna=False).indices.items())]
-    else:
-        groups = list(data.groupby(KEYS, sort=True, dropna=False))
-    shared: dict[tuple[str, int], NDArray[np.float32]] = {}
-    stats = {i: _calibration_group(groups[i][1], n_bins, n_resamples, seed, shared)
+    keys = data.keys if isinstance(data, ChoiceFrame) else data
+    groups = sorted(keys.groupby(KEYS, sort=True, dropna=False).indices.items())
+    draws = _TaskDraws(n_resamples, seed) if n_resamples > 0 else None  # the variants of a task share its resamples
+    stats = {i: _calibration_group(data, groups[i][1], str(groups[i][0][KEYS.index("task")]), n_bins, draws)
              for i in sorted(range(len(groups)), key=lambda i: str(groups[i][0][KEYS.index("task")]))}
     rows = [{**dict(zip(KEYS, key, strict=True)), **stats[i], "n_bins": n_bins} for i, (key, _) in enumerate(groups)]
     table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)

@@ -84,8 +84,9 @@ def aggregate_capabilities(
         cap_means: dict[str, float] = {}
         cap_mde: dict[str, float] = {}
         cap_boot: dict[str, NDArray[np.float64]] = {}
+        of_capability = frame.groupby("capability", sort=False).indices  # positions, in frame order
         for cap in taxonomy.capabilities:
-            members = frame[frame["capability"] == cap.key]
+            members = frame.iloc[of_capability.get(cap.key, np.empty(0, dtype=np.int64))]
             values = members[value].to_numpy(dtype=float)
             finite = values[~np.isnan(values)]
             mean = float(finite.mean()) if finite.size else math.nan
@@ -179,10 +180,15 @@ def _values(members: pd.DataFrame) -> dict[str, float]:
     that have both (metrics of different scales are averaged as they are: a summary, not a drift); NaN without."""
     if not {"base_value", "variant_value"} <= set(members) or members.empty:
         return {"n_items": math.nan, "base_value": math.nan, "variant_value": math.nan}
-    both = members[members["base_value"].notna() & members["variant_value"].notna()]
-    n_items = float(both.drop_duplicates("task")["n"].sum()) if "n" in both and len(both) else math.nan
-    return {"n_items": n_items, "base_value": float(both["base_value"].mean()) if len(both) else math.nan,
-            "variant_value": float(both["variant_value"].mean()) if len(both) else math.nan}
+    base, variant = members["base_value"].to_numpy(dtype=float), members["variant_value"].to_numpy(dtype=float)
+    both = ~np.isnan(base) & ~np.isnan(variant)
+    if not both.any():
+        return {"n_items": math.nan, "base_value": math.nan, "variant_value": math.nan}
+    n_items = math.nan
+    if "n" in members:  # each member task's items once: its first row's n
+        _, first = np.unique(members["task"].to_numpy(dtype=object)[both], return_index=True)
+        n_items = float(np.nansum(members["n"].to_numpy(dtype=float)[both][np.sort(first)]))  # as pandas sums: NaN skipped
+    return {"n_items": n_items, "base_value": float(base[both].mean()), "variant_value": float(variant[both].mean())}
 
 
 def _nanmean(frame: pd.DataFrame, column: str) -> float:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["Transitions", "chance_expected", "chance_weight", "count_transitions", "flipped_items"]
+__all__ = ["Transitions", "chance_expected", "chance_weight", "count_transitions", "flipped_by_key", "flipped_items"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +153,34 @@ def flipped_items(
     flipped = flipped.sort_values(["change", "replicate", "doc_id"], ascending=[False, True, True], kind="stable")
     columns = ["doc_id", "doc_hash", "change", "replicate", "base_run", "variant_run"]
     return flipped[columns].head(limit).reset_index(drop=True), len(flipped)
+
+
+FLIPPED_COLUMNS = ["doc_id", "doc_hash", "change", "replicate", "base_run", "variant_run"]
+
+
+def flipped_by_key(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool], limit: int = 50
+                   ) -> dict[tuple[str, str], tuple[pd.DataFrame, int]]:
+    """`flipped_items` of every (task, metric) in `lower` (True: lower is better), all found in one pass over the items.
+
+    Keys with no flipped item map to an empty frame and 0.
+    """
+    out: dict[tuple[str, str], tuple[pd.DataFrame, int]] = {}
+    if not lower:
+        return out
+    codes, keys = pd.factorize(pd.MultiIndex.from_arrays([items["task"].astype(str), items["metric"].astype(str)]))
+    direction = np.array([lower.get((str(t), str(m)), np.nan) for t, m in keys], dtype=float)[codes]
+    base, variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
+    good_base = np.where(direction == 1.0, base < 0.5, base > 0.5)
+    good_variant = np.where(direction == 1.0, variant < 0.5, variant > 0.5)
+    rows = np.flatnonzero(~np.isnan(direction) & (good_base != good_variant))
+    # flipped_items' order: gained before forgotten (change, descending), then replicate and doc id; ties as the items are
+    order = rows[np.lexsort((rows, items["doc_id"].to_numpy()[rows], items["replicate"].to_numpy()[rows],
+                             good_base[rows], codes[rows]))]
+    flipped = items.iloc[order][FLIPPED_COLUMNS[:2] + FLIPPED_COLUMNS[3:]].assign(
+        change=np.where(good_base[order], "forgotten", "gained"))[FLIPPED_COLUMNS]
+    starts = np.searchsorted(codes[order], np.arange(len(keys) + 1))
+    empty = flipped.iloc[:0].reset_index(drop=True)
+    for code, (task, metric) in enumerate(keys):
+        first, end = int(starts[code]), int(starts[code + 1])
+        out[(str(task), str(metric))] = (flipped.iloc[first:min(end, first + limit)].reset_index(drop=True), end - first)
+    return {key: out.get(key, (empty, 0)) for key in lower}

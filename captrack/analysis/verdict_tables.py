@@ -93,10 +93,11 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
     extra = pd.DataFrame(rows, columns=CAPABILITY_VERDICT_COLUMNS, index=capabilities.index)
     out = pd.concat([capabilities, extra], axis=1)
     caps = out[out["level"] == "capability"]
+    of_group = caps.groupby([caps["variant"], caps["key"].map(lambda c: cap_group.get(str(c)))], sort=False).indices
+    oriented_caps = caps["oriented_drift_pct"].to_numpy(dtype=float)
     for index in out.index[out["level"] == "group"]:  # a group's colour: the mean over its capabilities
-        mine = caps[(caps["variant"] == out.at[index, "variant"])
-                    & caps["key"].map(lambda c, g=out.at[index, "key"]: cap_group.get(str(c)) == g)]
-        values = mine["oriented_drift_pct"].dropna()
+        values = oriented_caps[of_group.get((out.at[index, "variant"], out.at[index, "key"]), np.empty(0, dtype=np.int64))]
+        values = values[~np.isnan(values)]
         out.at[index, "oriented_drift_pct"] = float(values.mean()) if len(values) else math.nan
     return out
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from captrack.analysis.compare import CompareOptions
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
 from captrack.compare.choices import paired_choices
-from captrack.compare.texts import read_pair_texts
+from captrack.compare.texts import BaseTexts, read_pair_texts
 from captrack.results.samples import paired_doc_field
 from captrack.results.settings import setting_warnings
 from captrack.results.store import Store
@@ -31,6 +31,7 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
     base_files = store.samples_files(base)
     fields = list(dict.fromkeys([*options.by, *([options.cluster] if options.cluster else [])]))
     pairs = []
+    base_texts = BaseTexts(base_files)  # the base's texts and answers, read once for every variant
     for variant in variants:
         paired, steps = pair_variant(store, base, variant.name, taxonomy, options.allow_partial)
         differences = setting_warnings(store, base, variant.name)
@@ -38,7 +39,8 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
                          warnings=[*paired.warnings, *differences], steps=steps)
         pair.fields = {name: paired_doc_field(store, paired, name) for name in fields}
         variant_files = store.samples_files(variant.name)
-        texts = read_pair_texts(paired.items, base_files, variant_files, options.churn, options.drill_limit)
+        texts = read_pair_texts(paired.items, base_files, variant_files, options.churn, options.drill_limit,
+                                base_texts)
         pair.churn_answers = texts.churn_answers if options.churn else None
         pair.item_texts, pair.texts_unavailable = texts.item_texts, texts.unavailable
         if options.distribution:

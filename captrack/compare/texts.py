@@ -11,18 +11,28 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from captrack.analysis.transitions import flipped_items
+from captrack.analysis.transitions import flipped_by_key
 from captrack.analysis.types import ChurnAnswers, ItemTexts, RunTask
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import get_metric
 from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
-from captrack.results.samples import read_item_texts, unavailable_reason
+from captrack.results.samples import read_many_item_texts, unavailable_reason
 from captrack.results.store import SamplesFile
 
-__all__ = ["PairTexts", "read_pair_texts"]
+__all__ = ["BaseTexts", "PairTexts", "read_pair_texts"]
 
 Files = Mapping[RunTask, SamplesFile]
 ChurnKey = tuple[str, str, str]  # task, base run, variant run
+
+
+class BaseTexts:
+    """What every variant of one comparison reads from the base's samples files, kept once read: the items'
+    texts and the base side's scored answers (the base's files are read once, not once per variant)."""
+
+    def __init__(self, base_files: Files) -> None:
+        self.files = set(base_files.values())
+        self.texts: dict[SamplesFile, ItemTexts] = {}
+        self.answers: dict[tuple[str, str, str, int], str] = {}  # (run, task, metric, doc id) -> scored answer
 
 
 class PairTexts:
@@ -34,10 +44,13 @@ class PairTexts:
         self.unavailable: list[str] = []
 
 
-def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files, churn: bool, drill_limit: int) -> PairTexts:
-    """Read, once per samples file, the texts `churn` and the drill-down (`drill_limit` flipped items per
-    (task, metric), 0: none) need from the paired `items`' files."""
+def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files, churn: bool, drill_limit: int,
+                    base: BaseTexts | None = None) -> PairTexts:
+    """Read, once per samples file (all of them in one query), the texts `churn` and the drill-down (`drill_limit`
+    flipped items per (task, metric), 0: none) need from the paired `items`' files. What `base` holds (the
+    base's texts and answers other variants read) is not read again."""
     out = PairTexts()
+    base = base if base is not None else BaseTexts(base_files)
     wanted: dict[RunTask, set[int]] = {}
     churn_groups: dict[ChurnKey, pd.DataFrame] = {}
     kinds: dict[ChurnKey, str] = {}
@@ -58,28 +71,29 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
             wanted.setdefault((key[2], key[0]), set()).update(ids)
     drill: set[RunTask] = set()
     if drill_limit:
-        for (task, metric), frame in items.groupby(["task", "metric"], sort=True):
-            if not _tracked(str(metric), frame):
-                continue
-            flipped, _ = flipped_items(items, str(task), str(metric), _lower(str(metric)), drill_limit)
+        tracked = {(str(task), str(metric)): _lower(str(metric))
+                   for (task, metric), frame in items.groupby(["task", "metric"], sort=True) if _tracked(str(metric), frame)}
+        for (task, _), (flipped, _) in flipped_by_key(items, tracked, drill_limit).items():
             if flipped.empty:
                 continue
             ids = {int(i) for i in flipped["doc_id"]}
             for run in (str(flipped["base_run"].iloc[0]), str(flipped["variant_run"].iloc[0])):
                 wanted.setdefault((run, str(task)), set()).update(ids)
                 drill.add((run, str(task)))
-    texts = _read(wanted, {**base_files, **variant_files}, drill, out)
+    texts = _read(wanted, {**base_files, **variant_files}, drill, out, base)
     for key, unchanged in churn_groups.items():
-        out.churn_answers[key] = _answers(key[0], unchanged, texts.get((key[1], key[0]), {}),
-                                          texts.get((key[2], key[0]), {}), kinds[key])
+        out.churn_answers[key] = _answers(key, unchanged, texts.get((key[1], key[0]), {}),
+                                          texts.get((key[2], key[0]), {}), kinds[key], base.answers)
     out.item_texts = {run_task: texts.get(run_task, {}) for run_task in sorted(drill)}
     return out
 
 
-def _read(wanted: dict[RunTask, set[int]], files: Files, drill: set[RunTask], out: PairTexts) -> dict[RunTask, ItemTexts]:
-    """Each wanted file's texts; why a drill-down file cannot be read goes into ``out.unavailable``."""
-    texts: dict[RunTask, ItemTexts] = {}
+def _read(wanted: dict[RunTask, set[int]], files: Files, drill: set[RunTask], out: PairTexts,
+          base: BaseTexts) -> dict[RunTask, ItemTexts]:
+    """Each wanted file's texts (the base's kept in `base`); why a drill-down file cannot be read goes into ``out.unavailable``."""
     unavailable: set[str] = set()
+    found: dict[RunTask, SamplesFile] = {}
+    missing: dict[SamplesFile, set[int]] = {}
     for (run_id, task), ids in sorted(wanted.items()):
         file = files.get((run_id, task))
         if file is None:
@@ -88,22 +102,40 @@ def _read(wanted: dict[RunTask, set[int]], files: Files, drill: set[RunTask], ou
         reason = unavailable_reason(file)
         if reason is not None and (run_id, task) in drill:
             unavailable.add(reason)
-        texts[(run_id, task)] = read_item_texts(file, sorted(ids))
+        found[(run_id, task)] = file
+        kept = base.texts.get(file, {})
+        missing.setdefault(file, set()).update(i for i in ids if i not in kept)
+    read = read_many_item_texts(missing)
+    for file in base.files & read.keys():
+        base.texts.setdefault(file, {}).update(read[file])
+    texts: dict[RunTask, ItemTexts] = {}
+    for run_task, file in found.items():
+        if file in base.files:
+            kept = base.texts.get(file, {})
+            texts[run_task] = {i: kept[i] for i in sorted(wanted[run_task]) if i in kept}
+        else:
+            texts[run_task] = read[file]
     out.unavailable = sorted(unavailable)
     return texts
 
 
-def _answers(task: str, unchanged: pd.DataFrame, base: ItemTexts, variant: ItemTexts, kind: str
-             ) -> dict[str, list[tuple[str, str]] | None]:
-    """metric -> (base, variant) scored answers of its unchanged items; None where the metric reads the whole response."""
+def _answers(key: ChurnKey, unchanged: pd.DataFrame, base: ItemTexts, variant: ItemTexts, kind: str,
+             base_answers: dict[tuple[str, str, str, int], str]) -> dict[str, list[tuple[str, str]] | None]:
+    """metric -> (base, variant) scored answers of its unchanged items; None where the metric reads the whole response.
+
+    The base's answers are kept in `base_answers` for the next variant."""
+    task, base_run = key[0], key[1]
     out: dict[str, list[tuple[str, str]] | None] = {}
     for metric, frame in unchanged.groupby("metric", sort=True):
         pairs: list[tuple[str, str]] = []
-        for doc_id in frame["doc_id"]:
+        for doc_id in frame["doc_id"].tolist():
             b, v = base.get(int(doc_id)), variant.get(int(doc_id))
             if b is None or v is None:
                 continue
-            before = scored_text(task, str(metric), b.doc, b.response, kind)
+            known = (base_run, task, str(metric), int(doc_id))
+            before = base_answers.get(known)
+            if before is None:
+                before = base_answers[known] = scored_text(task, str(metric), b.doc, b.response, kind)
             if before == WHOLE_RESPONSE:
                 break
             pairs.append((before, scored_text(task, str(metric), v.doc, v.response, kind)))

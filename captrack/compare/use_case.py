@@ -35,4 +35,6 @@ def compare(store: Store, base: str, variants: Sequence[VariantSpec], options: C
         if progress is not None:
             progress(pair.spec.name, len(pair.paired.items))
 
-    return analyse(load_input(store, base, variants, options, taxonomy, loaded), options, taxonomy)
+    data = load_input(store, base, variants, options, taxonomy, loaded)
+    store.release_memory()  # everything is read: what DuckDB kept from reading it is not needed while analysing
+    return analyse(data, options, taxonomy)

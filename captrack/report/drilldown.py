@@ -92,7 +92,7 @@ class DrillRow:
 def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
                transitions: pd.DataFrame, scoring: pd.DataFrame) -> dict[str, str]:
     """One HTML page per task with transitions: file name -> page text."""
-    from captrack.analysis.transitions import flipped_items
+    from captrack.analysis.transitions import flipped_by_key
     from captrack.metrics.registry import get_metric
 
     pages: dict[str, str] = {}
@@ -105,13 +105,16 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
     for comparison, _ in comparisons:
         for key, found in comparison.item_texts.items():
             texts.setdefault(key, {}).update(found)
+    flips: dict[str, dict[tuple[str, str], tuple[pd.DataFrame, int]]] = {}  # variant -> (task, metric) -> its first DRILL_LIMIT flipped items and how many flipped, found at once
+    for variant, rows_of in trans.groupby("variant", sort=True):
+        lower = {(str(t), str(m)): get_metric(str(m)).direction == "lower" for t, m in zip(rows_of["task"], rows_of["metric"], strict=True)}
+        flips[str(variant)] = flipped_by_key(paired[str(variant)].items, lower, DRILL_LIMIT)
     for task, frame in trans.groupby("task", sort=True):
         rows: list[DrillRow] = []
         total = 0
         for r in frame.sort_values(["variant", "metric"]).itertuples():
-            pair = paired[str(r.variant)]
-            lower = get_metric(str(r.metric)).direction == "lower"
-            items, count = flipped_items(pair.items, str(task), str(r.metric), lower, DRILL_LIMIT)
+            items, count = flips[str(r.variant)][(str(task), str(r.metric))]
+            items = items.copy()
             total += count
             items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
             rows += _item_rows(str(r.variant), str(r.metric), items, str(task), texts, kinds_of_task.get(str(task), ""))

@@ -1,6 +1,11 @@
 """CSV text of big tables, column by column: the bytes pandas' ``to_csv(index=False, float_format="%.10g")``
 writes after captrack.report.escape.inert_cell, produced in chunks (bounded memory) and many times faster.
 
+Each column gives a printf-style field per row (``%.10g`` for a float, ``"[%r, %r]"`` for a list of two
+floats, ``%s`` for text already made a CSV cell) and the values it takes; a chunk of rows is then one
+``%`` of the repeated row format over the chunk's values, so every number is written by Python's own
+formatting (``%r`` is ``repr``), in C, without a Python call per cell.
+
 Only tables whose columns are float, integer or bool arrays, or objects holding text, lists or missing
 values are written this way (`csv_chunks` returns None for anything else; the caller then uses pandas).
 tests/report/test_fast_csv.py checks the bytes against pandas.
@@ -8,11 +13,13 @@ tests/report/test_fast_csv.py checks the bytes against pandas.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from captrack.report.escape import inert_cell
 
@@ -20,11 +27,21 @@ __all__ = ["csv_chunks"]
 
 _CHUNK = 50_000
 _SPECIAL = (",", '"', "\n", "\r")
+_NEEDS_WORK = r'^[=+\-@\t\r]|[,"\n\r]'  # a cell inert_cell or quoting changes (see _quoted, escape._FORMULA_START)
+
+Fields = tuple[str, np.ndarray]
+"""A column's printf field for one row, and its values: an (n, m) array, m values per row."""
+Column = Callable[[Any], Fields]
 
 
 def _quoted(text: str) -> str:
     """A field as csv.writer's QUOTE_MINIMAL writes it."""
     return '"' + text.replace('"', '""') + '"' if any(c in text for c in _SPECIAL) else text
+
+
+def _cells(cells: list[str] | np.ndarray) -> Fields:
+    """Cells already written as text."""
+    return "%s", np.asarray(cells, dtype=object).reshape(-1, 1)
 
 
 def _object_cell(value: object, seen: dict[str, str]) -> str:
@@ -38,52 +55,79 @@ def _object_cell(value: object, seen: dict[str, str]) -> str:
     return _quoted(str(value))
 
 
-def _texts(chunk: np.ndarray) -> list[str]:
-    """Text cells (missing ones empty), each distinct value made inert and quoted once."""
+def _texts(chunk: np.ndarray) -> Fields:
+    """Text cells (missing ones empty): the distinct values a spreadsheet or the CSV quoting would change (found
+    by one regular expression over all of them) made inert and quoted, the others written as they are."""
     codes, uniques = pd.factorize(chunk, use_na_sentinel=True)
-    fields = np.array([_quoted(str(inert_cell(u))) for u in uniques] + [""], dtype=object)
-    return list(fields[codes])
+    fields = np.append(np.asarray(uniques, dtype=object), "")
+    if len(uniques):
+        work = np.flatnonzero(pc.match_substring_regex(pa.array(uniques, pa.string()), _NEEDS_WORK).to_numpy(zero_copy_only=False))
+        fields[work] = [_quoted(str(inert_cell(fields[i]))) for i in work.tolist()]
+    return _cells(fields[codes])
 
 
-def _float_lists(chunk: pd.api.extensions.ExtensionArray) -> list[str]:
+def _float_lists(chunk: pd.api.extensions.ExtensionArray) -> Fields:
     """Cells of an Arrow list<double> column as Python writes a list of floats ("[0.25, 0.75]"); missing: empty."""
     lists = pa.chunked_array(chunk._pa_array).combine_chunks() if hasattr(chunk, "_pa_array") else pa.array(chunk)
     offsets = lists.offsets.to_numpy()
-    values = lists.values.to_numpy(zero_copy_only=False).tolist()
+    values = lists.values.to_numpy(zero_copy_only=False)
+    lengths = np.diff(offsets)
+    if len(lists) and not lists.null_count and (lengths == lengths[0]).all():  # every row as long: one field
+        width = int(lengths[0])
+        field = "[" + ", ".join(["%r"] * width) + "]"  # repr of each float: what str(list) writes
+        return ('"' + field + '"' if width > 1 else field), values[int(offsets[0]):int(offsets[-1])].reshape(len(lists), width)
+    flat = values.tolist()
     valid = lists.is_valid().to_numpy(zero_copy_only=False)
-    return [_quoted("[" + ", ".join(map(repr, values[a:b])) + "]") if ok else ""
-            for a, b, ok in zip(offsets[:-1].tolist(), offsets[1:].tolist(), valid.tolist(), strict=True)]
+    return _cells([_quoted(str(flat[a:b])) if ok else ""
+                   for a, b, ok in zip(offsets[:-1].tolist(), offsets[1:].tolist(), valid.tolist(), strict=True)])
 
 
-def _formatter(series: pd.Series) -> object | None:
-    """A function from a slice of the column's values to its CSV fields, or None if this dtype is not handled."""
+def _floats(values: np.ndarray) -> Fields:
+    """Floats as pandas writes them with float_format="%.10g" (it applies the format with %); NaN empty."""
+    missing = np.isnan(values)
+    if not missing.any():
+        return "%.10g", values.astype(np.float64, copy=False).reshape(-1, 1)
+    out = list(map("%.10g".__mod__, values.tolist()))
+    for i in np.flatnonzero(missing).tolist():
+        out[i] = ""
+    return _cells(out)
+
+
+def _formatter(series: pd.Series) -> Column | None:
+    """A function from a slice of the column's values to its fields, or None if this dtype is not handled."""
     dtype = series.dtype
     if isinstance(dtype, np.dtype) and dtype == np.bool_:
-        return lambda values: np.where(values, "True", "False").tolist()
+        return lambda values: _cells(np.where(values, "True", "False"))
     if dtype.kind in "iu" and isinstance(dtype, np.dtype):
-        return lambda values: [str(v) for v in values.tolist()]
+        return lambda values: ("%d", values.reshape(-1, 1))
     if dtype.kind == "f" and isinstance(dtype, np.dtype):
-        def floats(values: np.ndarray) -> list[str]:
-            out = ["%.10g" % v for v in values.tolist()]  # noqa: UP031  (pandas' float_format is applied with %)
-            if np.isnan(values).any():
-                for i in np.flatnonzero(np.isnan(values)).tolist():
-                    out[i] = ""
-            return out
-        return floats
+        return _floats
     if isinstance(dtype, pd.ArrowDtype) and pa.types.is_list(dtype.pyarrow_dtype) and pa.types.is_floating(
             dtype.pyarrow_dtype.value_type):
         return _float_lists
     if dtype.kind == "O":  # object, or pandas' text dtype
         values = series.to_numpy()
-        if all(isinstance(v, str) or v is None or (isinstance(v, float) and v != v) for v in values):
+        if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):  # text and missing values only
             return _texts
         if all(isinstance(v, list) for v in values):
-            return lambda chunk: [_quoted(str(v)) for v in chunk.tolist()]
+            return lambda chunk: _cells([_quoted(str(v)) for v in chunk.tolist()])
         if not all(isinstance(v, (str, list)) or v is None or (isinstance(v, float) and v != v) for v in values):
             return None
         seen: dict[str, str] = {}
-        return lambda chunk: [_object_cell(v, seen) for v in chunk.tolist()]
+        return lambda chunk: _cells([_object_cell(v, seen) for v in chunk.tolist()])
     return None
+
+
+def _rows(columns: list[Fields]) -> str:
+    """The CSV lines of a chunk: its row format repeated once per row, applied to every value at once."""
+    n = len(columns[0][1])
+    table = np.empty((n, sum(values.shape[1] for _, values in columns)), dtype=object)
+    at = 0
+    for _, values in columns:
+        table[:, at:at + values.shape[1]] = values
+        at += values.shape[1]
+    row = ",".join(field for field, _ in columns) + "\n"
+    return (row * n) % tuple(table.ravel().tolist())
 
 
 def csv_chunks(frame: pd.DataFrame) -> Iterator[str] | None:
@@ -99,7 +143,6 @@ def csv_chunks(frame: pd.DataFrame) -> Iterator[str] | None:
     def chunks() -> Iterator[str]:
         yield ",".join(_quoted(str(inert_cell(c))) for c in frame.columns) + "\n"
         for start in range(0, len(frame), _CHUNK):
-            columns = [f(a[start:start + _CHUNK]) for f, a in zip(formatters, arrays, strict=True)]  # type: ignore[operator]
-            yield "".join(",".join(row) + "\n" for row in zip(*columns, strict=True))
+            yield _rows([f(a[start:start + _CHUNK]) for f, a in zip(formatters, arrays, strict=True)])  # type: ignore[misc]
 
     return chunks()

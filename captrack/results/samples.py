@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import string
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GOLD_FIELDS", "ItemText", "gold_text", "option_list", "paired_doc_field", "read_doc_field", "read_item_texts",
-    "read_paired_choices", "unavailable_reason",
+    "read_many_item_texts", "read_paired_choices", "unavailable_reason",
 ]
 
 _MAX_OBJECT = 1 << 30
@@ -76,18 +76,42 @@ def unavailable_reason(file: SamplesFile) -> str | None:
 
 def read_item_texts(file: SamplesFile, doc_ids: list[int]) -> dict[int, ItemText]:
     """Prompt, gold and response of the given docs; empty when the file is unavailable (see unavailable_reason)."""
-    if not doc_ids or unavailable_reason(file) is not None:
-        return {}
-    rows = duckdb.execute(
-        f"""SELECT doc_id, target, arguments, filtered_resps, doc
-        FROM read_json(?, format='newline_delimited',
-                       columns={{'doc_id': 'BIGINT', 'target': 'JSON', 'arguments': 'JSON', 'filtered_resps': 'JSON',
-                                'doc': 'JSON'}},
-                       maximum_object_size={_MAX_OBJECT})
-        WHERE doc_id IN (SELECT unnest(?::BIGINT[]))""",
-        [str(file.path), doc_ids],
-    ).fetchall()
-    return {int(doc_id): _text(target, arguments, resps, doc) for doc_id, target, arguments, resps, doc in rows}
+    return read_many_item_texts({file: doc_ids})[file]
+
+
+def read_many_item_texts(wanted: Mapping[SamplesFile, Collection[int]]) -> dict[SamplesFile, dict[int, ItemText]]:
+    """Per samples file, prompt, gold and response of the given docs, every file read by one query (an
+    unavailable file gives an empty dict, see unavailable_reason). A doc id a file logs twice (one line per
+    filter) gives its last line, as the file orders them."""
+    out: dict[SamplesFile, dict[int, ItemText]] = {file: {} for file in wanted}
+    readable = {file: ids for file, ids in wanted.items() if ids and unavailable_reason(file) is None}
+    if not readable:
+        return out
+    by_path: dict[str, list[tuple[SamplesFile, set[int]]]] = {}
+    for file, ids in readable.items():
+        by_path.setdefault(str(file.path), []).append((file, {int(i) for i in ids}))
+    keys = pd.DataFrame([(path, int(i)) for path, files in by_path.items() for _, ids in files for i in ids],
+                        columns=["filename", "doc_id"]).drop_duplicates()
+    con = duckdb.connect()
+    try:
+        con.register("_wanted", keys)
+        rows = con.execute(
+            f"""SELECT filename, doc_id, target, arguments, filtered_resps, doc
+            FROM read_json(?, format='newline_delimited', filename=true,
+                           columns={{'doc_id': 'BIGINT', 'target': 'JSON', 'arguments': 'JSON', 'filtered_resps': 'JSON',
+                                    'doc': 'JSON'}},
+                           maximum_object_size={_MAX_OBJECT})
+            WHERE (filename, doc_id) IN (SELECT filename, doc_id FROM _wanted)""",
+            [list(by_path)],
+        ).fetchall()
+    finally:
+        con.close()
+    for path, doc_id, target, arguments, resps, doc in rows:
+        text = _text(target, arguments, resps, doc)
+        for file, ids in by_path[path]:
+            if int(doc_id) in ids:
+                out[file][int(doc_id)] = text
+    return out
 
 
 def read_paired_choices(base: SamplesFile, variant: SamplesFile, keys: pd.DataFrame) -> list[tuple[Any, ...]]:

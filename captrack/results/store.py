@@ -16,7 +16,7 @@ import pandas as pd
 from captrack.errors import InputError
 from captrack.results.checkpoints import run_position
 from captrack.results.connect import connect
-from captrack.results.ingest_sql import samples_insert_sql
+from captrack.results.ingest_sql import ReadAgain, SamplesRead, samples_insert_sql
 from captrack.results.runfiles import (
     Run,
     TaskInfo,
@@ -116,7 +116,7 @@ class Store:
     """A DuckDB results store (a file, or ``:memory:``); see `captrack.results.connect` for how it is opened."""
 
     def __init__(self, path: str | Path = ":memory:", read_only: bool = False) -> None:
-        self.path = str(path)
+        self.path, self.read_only = str(path), read_only
         if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.con = connect(self.path, read_only)
@@ -126,6 +126,13 @@ class Store:
     def close(self) -> None:
         """Close the connection."""
         self.con.close()
+
+    def release_memory(self) -> None:
+        """Hand back the memory DuckDB kept from the queries so far (its allocator holds it until the database
+        closes): a store file is closed and opened again; an in-memory store is left as it is."""
+        if self.path != ":memory:":
+            self.con.close()
+            self.con = connect(self.path, self.read_only)
 
     def __enter__(self) -> Store:
         return self
@@ -148,20 +155,35 @@ class Store:
                 UTF-8, duplicate doc ids, non-finite values, proportions outside [0, 1]), or a run
                 stored under another name; the store is left exactly as it was.
         """
-        results: list[IngestResult] = []
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            for run in runs:
-                results.append(self._ingest_run(run, labels, rename))
-                if progress is not None:
-                    progress(results[-1])
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        return results
+        read, reported = SamplesRead(), 0
+        # A fresh ingest appends whole row groups: the checkpoint's vacuum would rewrite most of the new data to
+        # merge them, for nothing. It runs (the default) when this ingest replaces runs, to reclaim their rows.
+        replacing = self._stored([run.run_id for run in runs])
+        self.con.execute("RESET max_vacuum_tasks" if replacing else "SET max_vacuum_tasks = 0")
+        while True:
+            results: list[IngestResult] = []
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                for run in runs:
+                    results.append(self._ingest_run(run, labels, rename, read))
+                    if progress is not None and len(results) > reported:  # a repeated read reports each run once
+                        progress(results[-1])
+                        reported += 1
+                self.con.execute("COMMIT")
+                return results
+            except ReadAgain as again:
+                self.con.execute("ROLLBACK")
+                read = again.read
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
 
-    def _ingest_run(self, run: Run, labels: Labels, rename: bool) -> IngestResult:
+    def _stored(self, run_ids: list[str]) -> bool:
+        """Whether any of the runs is in the store already."""
+        found = self.con.execute("SELECT count(*) FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [run_ids]).fetchone()
+        return bool(found and found[0])
+
+    def _ingest_run(self, run: Run, labels: Labels, rename: bool, read: SamplesRead) -> IngestResult:
         model = labels.model or run.model_name
         replicate = run.seed if labels.replicate is None else labels.replicate
         stored = self.con.execute("SELECT model FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
@@ -195,7 +217,7 @@ class Store:
         with ThreadPoolExecutor(1, thread_name_prefix="captrack-digest") as pool:
             digests = pool.map(file_digest, [t.samples for t in run.tasks])
             for (metrics, multiple_choice), tasks in batches.items():
-                rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate)
+                rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate, read)
             digest = dict(zip([t.name for t in run.tasks], digests, strict=True))
         self._check_complete(run, before, digest)
         check_one_run_per_step(self.con, run.run_id, run.results_path)
@@ -206,7 +228,7 @@ class Store:
 
     def _ingest_batch(
         self, run: Run, tasks: list[TaskInfo], metrics: tuple[str, ...], multiple_choice: bool,
-        model: str, labels: Labels, replicate: int,
+        model: str, labels: Labels, replicate: int, read: SamplesRead,
     ) -> int:
         logged = pd.DataFrame(
             [(str(t.samples), t.name, t.version, m, f) for t in tasks for m, f in t.metrics],
@@ -216,13 +238,14 @@ class Store:
         self.con.execute("CREATE OR REPLACE TEMP TABLE _logged AS SELECT * FROM _logged_df")
         self.con.unregister("_logged_df")
         files = [str(t.samples) for t in tasks]
-        # No line is longer than its file: cap DuckDB's per-record buffer there (big buffers are slow).
-        object_size = max(16 << 20, min(max(t.samples.stat().st_size for t in tasks) + 1, 1 << 30))
-        sql, proportions = samples_insert_sql(metrics, multiple_choice, object_size)
+        sql, proportions = samples_insert_sql(metrics, multiple_choice, read.object_size, read.typed)
         params = [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate, files]
         try:
             inserted = self.con.execute(sql, params).fetchone()
         except duckdb.Error as exc:
+            again = read.retry(str(exc), multiple_choice)
+            if again is not None:
+                raise ReadAgain(again) from exc
             raise _samples_error([t.samples for t in tasks], exc, proportions) from exc
         return int(inserted[0]) if inserted else 0
 

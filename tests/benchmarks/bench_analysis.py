@@ -15,8 +15,8 @@ RSS of each is its own:
             revision and choices), DuckDB's default options: the speed a reader of these files cannot beat.
   floor-min the same without target and doc (the projection this benchmark used before issue 28;
             figures only).
-  floor-1g  the same query with the maximum_object_size (1 GiB) captrack's ingest passes
-            (figures only: it shows what that option alone costs).
+  floor-1g  the same query with the maximum_object_size (1 GiB) captrack's ingest reads a file with
+            only after a line longer than DuckDB's 16 MiB default (figures only: what that option costs).
   ingest    captrack's Store.ingest of every run into a fresh DuckDB file (the Python API the
             `captrack ingest` command calls, one call per model, as one would run the command).
   compare   captrack.compare (bootstrap resamples) of the variants against the base, read from the
@@ -313,7 +313,7 @@ def phase_generate(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # phase: floor
 
-CAPTRACK_MAX_OBJECT = 1073741824  # what captrack/results/store.py passes to read_json
+CAPTRACK_MAX_OBJECT = 1073741824  # captrack.results.ingest_sql.LARGE_OBJECT_SIZE: the read after a line > 16 MiB
 FLOOR_COLUMNS = {
     "doc_id": "BIGINT", "doc_hash": "VARCHAR", "prompt_hash": "VARCHAR", "filter": "VARCHAR",
     "acc": "JSON", "filtered_resps": "JSON",

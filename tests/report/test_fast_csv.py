@@ -43,3 +43,28 @@ def test_columns_it_does_not_know_go_to_pandas() -> None:
     frame = pd.DataFrame({"k": pd.array([1, None], dtype="Int64"), "x": [1.0, 2.0]})
     assert csv_chunks(frame) is None
     assert csv_chunks(pd.DataFrame({"a": ["x", {"d": 1}], "b": [1, 2]})) is None
+
+
+TRICKY = [1.0, 100.0, 0.1, 1e-05, 0.0001, 9.999999999999999e-05, 1e16, 1e15, 1234567890123456.8, 1.2345678901234568e+16,
+          5e-324, 2.2250738585072014e-308, 1.7976931348623157e+308, -0.0, 0.0, 1 / 3, 0.30000000000000004, 1e22,
+          float("inf"), float("-inf"), float("nan"), 123456789.5, 1.5e-7, 0.49999999999999994]
+
+
+def test_numbers_are_written_as_python_writes_them_on_tricky_floats() -> None:
+    """Each float in a list is its repr (str of the list), each float cell "%.10g" % value: the row format does not
+    round differently anywhere, including subnormals, huge values, signed zeros, inf and NaN."""
+    rng = np.random.default_rng(3)
+    random_bits = rng.integers(0, 2**63, size=4000, dtype=np.int64).view(np.float64)
+    values = np.concatenate([TRICKY, random_bits[np.isfinite(random_bits)], rng.random(4000) * 10.0 ** rng.integers(-30, 30, 4000)])
+    n = len(values) // 4 * 4
+    rows = values[:n].reshape(-1, 4)
+    frame = pd.DataFrame({
+        "four": pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows.tolist()))),
+        "one": pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows[:, :1].tolist()))),
+        "x": rows[:, 0], "y": np.where(np.isnan(rows[:, 1]), 0.5, rows[:, 1]),
+    })
+    text = "".join(csv_chunks(frame) or [])
+    expected = _pandas(frame.assign(four=[list(r) for r in rows.tolist()], one=[[r[0]] for r in rows.tolist()]))
+    assert text == expected
+    first = text.splitlines()[1]
+    assert first == '"[1.0, 100.0, 0.1, 1e-05]",[1.0],1,100'

@@ -1,0 +1,38 @@
+"""Item texts of many samples files, read by one query, are what reading each file alone gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fakeruns import FakeTask, write_run
+
+from captrack.results.samples import read_item_texts, read_many_item_texts
+from captrack.results.store import SamplesFile
+
+
+def _file(run: Path, task: str) -> SamplesFile:
+    return SamplesFile(run.parent / f"samples_{task}_{run.stem.removeprefix('results_')}.jsonl", None, "generate_until")
+
+
+def test_many_files_in_one_read_equal_one_read_each(tmp_path: Path) -> None:
+    tasks = ["captrack_probe_c1_skills", "captrack_probe_w3_style"]
+    base = write_run(tmp_path / "base", "base", [FakeTask(t, {"exact_match": [1, 0, 1]}, output_type="generate_until",
+                                                          responses={0: "A", 1: "B", 2: "C"}) for t in tasks])
+    variant = write_run(tmp_path / "v", "v", [FakeTask(t, {"exact_match": [0, 0, 1]}, output_type="generate_until",
+                                                       responses={0: "x", 1: "y", 2: "z"}) for t in tasks])
+    wanted = {_file(base, tasks[0]): [0, 2], _file(base, tasks[1]): [1], _file(variant, tasks[0]): [0, 1, 2],
+              _file(variant, tasks[1]): []}
+    together = read_many_item_texts(wanted)
+    assert together == {file: read_item_texts(file, list(ids)) for file, ids in wanted.items()}
+    assert together[_file(variant, tasks[0])][1].response == "y" and sorted(together[_file(base, tasks[0])]) == [0, 2]
+
+
+def test_a_doc_logged_twice_gives_its_last_line(tmp_path: Path) -> None:
+    """lm-eval logs one line per (doc, filter): the last one in the file is kept, as a per-file read keeps it."""
+    run = write_run(tmp_path / "r", "m", [FakeTask("captrack_probe_c1_skills", {"exact_match": [1, 0]}, output_type="generate_until")])
+    file = _file(run, "captrack_probe_c1_skills")
+    lines = file.path.read_text().splitlines()
+    again = json.loads(lines[0]) | {"filter": "strict", "filtered_resps": ["second"]}
+    file.path.write_text("\n".join([*lines, json.dumps(again)]) + "\n")
+    assert read_many_item_texts({file: [0, 1]})[file][0].response == "second"
