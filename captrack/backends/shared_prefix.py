@@ -15,8 +15,10 @@ What is shared, and how the rows line up (context c of length L, continuation x 
   one-token options do in `hf`), on the context's cached keys and values; a padding mask and explicit
   positions when the chunk's contexts differ in length. Its m logits score x, as `hf`'s last m do.
 
-Everything else is HFLM's own: generation, ``loglikelihood_rolling``'s windows, encoder-decoder models,
-and requests too long for the model (HFLM truncates them from the left; they are passed to it).
+``batch_size`` bounds the continuation rows of one pass (and so the contexts of one prefill; a context
+with more options than that gets a pass of its own); ``auto`` means 32 here. ``loglikelihood_rolling``'s
+windows come through here too (each window a context of its own). HFLM keeps generation, encoder-decoder
+models, and requests too long for the model (it truncates them from the left; they are passed to it).
 The numbers equal `hf`'s within float tolerance (tests/backends/test_shared_prefix.py states it).
 """
 

@@ -21,6 +21,9 @@ PAIRS = {  # forced-choice task -> (its metric, twin task, twin metric, the twin
     "captrack_probe_w2_false_premise_choice": ("contrast_acc", "captrack_probe_w2_false_premise", "overreach", 0.0),
     "captrack_probe_h5_retrieval_choice": ("acc", "captrack_probe_h5_retrieval", "exact_match", 1.0),
     "captrack_probe_h6_citations_choice": ("acc", "captrack_probe_h6_citations", "citation_source", 1.0),
+    "captrack_probe_h3_tools_choice": ("contrast_acc", "captrack_probe_h3_tools", "tool_selection", 1.0),
+    # H4: only level-1 items ask the same conversation (the recall question) in both twins
+    "captrack_probe_h4_multiturn_choice": ("contrast_acc", "captrack_probe_h4_multiturn", "pass_all", 1.0),
 }
 
 
@@ -40,8 +43,10 @@ def _line(name: str, pairs: list[tuple[float, float]], chance: float, twin_rate:
         return f"{name}: no paired items"
     accuracy = sum(a for a, _ in pairs) / n
     agree = sum(a == b for a, b in pairs) / n
+    independent = accuracy * twin_rate + (1 - accuracy) * (1 - twin_rate)  # what unrelated items would give
     return (f"{name}: n {n}, forced-choice accuracy {accuracy:.3f} (chance {chance:.3f}), "
-            f"generative twin right on {twin_rate:.3f} of them, agreement {agree:.3f}")
+            f"generative twin right on {twin_rate:.3f} of them, agreement {agree:.3f} "
+            f"(independent items would agree {independent:.3f})")
 
 
 def main(fc_dir: Path, gen_dirs: list[Path]) -> None:
