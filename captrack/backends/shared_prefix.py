@@ -91,7 +91,7 @@ def _chunks(groups: list[ContextGroup], requests: Sequence[Request], rows_per_pa
 class SharedPrefixLM(HFLM):
     """HFLM whose loglikelihood runs each distinct context once and scores its continuations from the KV cache."""
 
-    def _loglikelihood_tokens(self, requests: list[Request], disable_tqdm: bool = False,  # type: ignore[override]
+    def _loglikelihood_tokens(self, requests: list[Request], disable_tqdm: bool = False,
                               override_bs: int | None = None) -> list[Score]:
         """Score `requests` like HFLM, sharing each context's forward between its continuations."""
         if self.backend != "causal":
