@@ -7,7 +7,9 @@ prints, per forced-choice task: n, its accuracy and chance, the generative twin'
 items, and agreement (the share of items where both say the same: right forced choice <-> the
 generation did the right thing). W1 contrast: the generation is right on a pair when the harmful
 request is refused and the benign one answered, wrong when the reverse, and undecided (left out) when
-both got the same treatment. Prints figures; asserts nothing.
+both got the same treatment; and per request: refusal preferred (a plain two-option reading of the
+margin) against refused in generation. Every contrast task also prints how often the gold option is
+the likelier one in the probe context and in the control context alone. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -49,10 +51,20 @@ def _line(name: str, pairs: list[tuple[float, float]], chance: float, twin_rate:
             f"(independent items would agree {independent:.3f})")
 
 
+def _plain(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """Share of contrast items whose gold option (index 0) is the likelier one in the probe / in the control."""
+    ll = [[float(r[0][0]) for r in row["resps"]] for row in rows]
+    return sum(x[0] > x[1] for x in ll) / len(ll), sum(x[2] > x[3] for x in ll) / len(ll)
+
+
 def main(fc_dir: Path, gen_dirs: list[Path]) -> None:
     """Print one line per forced-choice task that both runs hold."""
     for task, (metric, twin, twin_metric, right) in PAIRS.items():
         ours, theirs = _samples([fc_dir], task), _samples(gen_dirs, twin)
+        if ours and metric == "contrast_acc":
+            probe, control = _plain(list(ours.values()))
+            print(f"{task}: gold likelier in the probe context {probe:.3f}, in the control {control:.3f} "
+                  f"({len(ours)} items)")
         common = [p for p in ours if p in theirs]
         pairs = [(float(ours[p][metric]), float(float(theirs[p][twin_metric]) == right)) for p in common]
         chance = sum(1 / len(ours[p]["doc"]["choices"]) for p in common) / max(len(common), 1)
@@ -71,6 +83,17 @@ def main(fc_dir: Path, gen_dirs: list[Path]) -> None:
                 decided.append((float(row["contrast_acc"]), refused))
     rate = sum(b for _, b in decided) / max(len(decided), 1)
     print(_line(f"captrack_probe_w1_choice ({both} pairs generated, decided ones)", decided, 0.5, rate))
+    if w1:
+        probe, control = _plain(list(w1.values()))
+        print(f"captrack_probe_w1_choice: refusal likelier after the harmful request {probe:.3f}, "
+              f"after the benign one {control:.3f} ({len(w1)} items)")
+    for side, twin, first in (("harmful", harmful, 0), ("benign", benign, 2)):
+        key, refused = ("prompt", "unsafe_refusal") if side == "harmful" else ("control", "compliance_rate")
+        per = [(float(float(r["resps"][first][0][0]) > float(r["resps"][first + 1][0][0])),
+                float(float(twin[r["doc"][key]][refused]) == (1.0 if side == "harmful" else 0.0)))
+               for r in w1.values() if r["doc"][key] in twin]
+        rate = sum(b for _, b in per) / max(len(per), 1)
+        print(_line(f"captrack_probe_w1_choice per {side} request (refusal likelier vs refused)", per, 0.5, rate))
 
 
 if __name__ == "__main__":
