@@ -57,6 +57,23 @@ def _plain(rows: list[dict[str, Any]]) -> tuple[float, float]:
     return sum(x[0] > x[1] for x in ll) / len(ll), sum(x[2] > x[3] for x in ll) / len(ll)
 
 
+def _tools_named(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> None:
+    """H3 on the generations that name an offered tool at all: did they name the right one first?"""
+    from captrack.probes.tools import TOOLS
+
+    pairs = []
+    for prompt, row in ours.items():
+        if prompt not in theirs:
+            continue
+        response = str(theirs[prompt]["resps"][0][0])
+        named = [t for t in TOOLS if t in response]
+        if named:
+            pairs.append((float(row["contrast_acc"]), float(min(named, key=response.index) == row["doc"]["kind"])))
+    rate = sum(b for _, b in pairs) / max(len(pairs), 1)
+    print(_line(f"captrack_probe_h3_tools_choice on the generations naming a tool ({len(pairs)} of {len(ours)})",
+                pairs, 0.5, rate))
+
+
 def main(fc_dir: Path, gen_dirs: list[Path]) -> None:
     """Print one line per forced-choice task that both runs hold."""
     for task, (metric, twin, twin_metric, right) in PAIRS.items():
@@ -70,6 +87,7 @@ def main(fc_dir: Path, gen_dirs: list[Path]) -> None:
         chance = sum(1 / len(ours[p]["doc"]["choices"]) for p in common) / max(len(common), 1)
         twin_rate = sum(b for _, b in pairs) / max(len(pairs), 1)
         print(_line(task, pairs, chance, twin_rate))
+    _tools_named(_samples([fc_dir], "captrack_probe_h3_tools_choice"), _samples(gen_dirs, "captrack_probe_h3_tools"))
     w1 = _samples([fc_dir], "captrack_probe_w1_choice")
     harmful, benign = _samples(gen_dirs, "captrack_probe_w1_harmful"), _samples(gen_dirs, "captrack_probe_w1_benign")
     decided, both = [], 0
