@@ -53,7 +53,7 @@ def test_hook_adds_the_task_folder_once_and_the_env_var_turns_it_off(tmp_path: P
     assert set(seen["plain"]) == suite and seen["twice"] == seen["plain"] == seen["listed"]
     assert seen["overrides"] == []  # the same folder given again (captrack-eval, --include_path) is not re-added
     probes = {t for t in suite if t.startswith("captrack_probe_")}
-    assert set(seen["probes"]) == {"captrack-probes"} and len(probes) == 24
+    assert set(seen["probes"]) == {"captrack-probes"} and len(probes) == 26
     assert set(seen["missing_all"]) == suite - probes and seen["missing_probes"] == []
 
     off = _run({"HF_HUB_CACHE": str(tmp_path), "CAPTRACK_LMEVAL_HOOK": "0"})

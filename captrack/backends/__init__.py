@@ -7,6 +7,7 @@ __all__ = ["BACKENDS", "register_backends"]
 # lm-eval model name -> "module:class", registered lazily: deepspeed is imported on first use only.
 BACKENDS = {
     "captrack-ds": "captrack.backends.deepspeed_lm:DeepSpeedLM",
+    "captrack-hf": "captrack.backends.shared_prefix:SharedPrefixLM",  # hf, each context run once for its options
     "captrack-replay": "captrack.backends.replay:ReplayLM",  # generations made elsewhere (`captrack import`)
 }
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from captrack.probes import generator
 from captrack.probes.world import FIRST_NAMES, FOODS, TOWNS, WEEKDAYS, plan
 
-__all__ = ["transcript"]
+__all__ = ["Draw", "conversation", "draws", "recall_turn", "transcript"]
 
 _REPLY = "That sounds lovely! How can I help?"
 _CONSTRAINTS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -24,27 +25,33 @@ _CONSTRAINTS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _scenario(rng: random.Random) -> tuple[str, str, list[tuple[str, str, str]]]:
-    """Turn 1, the topic, and the facts it states as (value, question about it, description)."""
+_COUNTS = tuple(str(k) for k in range(3, 13))
+_AGES = tuple(str(k) for k in range(2, 16))
+Fact = tuple[str, str, str, tuple[str, ...]]  # value, question about it, description, the pool it is drawn from
+
+
+def _scenario(rng: random.Random) -> tuple[str, str, list[Fact]]:
+    """Turn 1, the topic, and the facts it states."""
     choice = rng.randrange(3)
     if choice == 0:
         day, friend, count, food = rng.choice(WEEKDAYS), rng.choice(FIRST_NAMES), rng.randint(3, 12), rng.choice(FOODS)
         return (
             f"I'm organising a picnic on {day}. My friend {friend} is bringing {count} {food}.", "the picnic",
-            [(friend, "What is my friend's name?", "my friend's name"),
-             (str(count), f"How many {food} is my friend bringing?", f"how many {food} my friend is bringing"),
-             (day, "On which day is the picnic?", "the day of the picnic")],
+            [(friend, "What is my friend's name?", "my friend's name", FIRST_NAMES),
+             (str(count), f"How many {food} is my friend bringing?", f"how many {food} my friend is bringing", _COUNTS),
+             (day, "On which day is the picnic?", "the day of the picnic", WEEKDAYS)],
         )
     if choice == 1:
         name, age = rng.choice(FIRST_NAMES), rng.randint(2, 15)
         return (
             f"My cat is called {name} and she is {age} years old.", "my cat",
-            [(name, "What is my cat called?", "my cat's name"), (str(age), "How old is my cat?", "my cat's age")],
+            [(name, "What is my cat called?", "my cat's name", FIRST_NAMES), (str(age), "How old is my cat?", "my cat's age", _AGES)],
         )
     town, aunt = rng.choice(TOWNS), rng.choice(FIRST_NAMES)
     return (
         f"Next week I'm travelling to {town} to visit my aunt {aunt}.", "my trip",
-        [(town, "Where am I travelling to?", "where I'm travelling"), (aunt, "What is my aunt's name?", "my aunt's name")],
+        [(town, "Where am I travelling to?", "where I'm travelling", TOWNS),
+         (aunt, "What is my aunt's name?", "my aunt's name", FIRST_NAMES)],
     )
 
 
@@ -54,26 +61,58 @@ def transcript(turns: list[dict[str, str]]) -> str:
     return "\n".join([*lines, "Assistant:"])
 
 
-@generator("multiturn", version=1.0)
-def multiturn(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """Level 1 recall, level 2 a new constraint, level 3 recall under a new constraint."""
+@dataclass(frozen=True)
+class Draw:
+    """What item i of a seed draws: its level, turn 1, topic, the fact asked about and the constraint."""
+
+    level: int
+    first: str
+    topic: str
+    value: str
+    question: str
+    description: str
+    phrase: str
+    constraint: dict[str, Any]
+    pool: tuple[str, ...]  # the values the fact is drawn from
+
+
+def draws(seed: int, n: int | None) -> list[Draw]:
+    """The items' draws in generation order (the `multiturn` items and their forced-choice twin share them)."""
     rng = random.Random(seed)
-    items = []
+    out = []
     for i in range(16 if n is None else n):
         _, level = plan(i, ("multiturn",))
         first, topic, facts = _scenario(rng)
-        value, question, description = rng.choice(facts)
+        value, question, description, pool = rng.choice(facts)
         phrase, constraint = rng.choice(_CONSTRAINTS)
-        if level == 1:
-            second, specs = f"{question} Answer in one short sentence.", [{"kind": "include_keywords", "keywords": [value]}]
-        elif level == 2:
-            second, specs = f"Give me one tip for {topic}, {phrase}.", [constraint]
+        out.append(Draw(level, first, topic, value, question, description, phrase, constraint, pool))
+    return out
+
+
+def recall_turn(draw: Draw) -> str:
+    """Level 1's turn 2: the question about the fact."""
+    return f"{draw.question} Answer in one short sentence."
+
+
+@generator("multiturn", version=1.0)
+def multiturn(seed: int, n: int | None) -> list[dict[str, Any]]:
+    """Level 1 recall, level 2 a new constraint, level 3 recall under a new constraint."""
+    items = []
+    for i, d in enumerate(draws(seed, n)):
+        if d.level == 1:
+            second, specs = recall_turn(d), [{"kind": "include_keywords", "keywords": [d.value]}]
+        elif d.level == 2:
+            second, specs = f"Give me one tip for {d.topic}, {d.phrase}.", [d.constraint]
         else:
-            second = f"Now write one sentence that mentions {description}, {phrase}."
-            specs = [{"kind": "include_keywords", "keywords": [value]}, constraint]
-        turns = [{"role": "user", "content": first}, {"role": "assistant", "content": _REPLY}, {"role": "user", "content": second}]
+            second = f"Now write one sentence that mentions {d.description}, {d.phrase}."
+            specs = [{"kind": "include_keywords", "keywords": [d.value]}, d.constraint]
         items.append({
-            "id": f"multiturn:{i}", "kind": "multiturn", "level": level, "prompt": transcript(turns),
-            "turns": json.dumps(turns), "constraints": json.dumps(specs, sort_keys=True),
+            "id": f"multiturn:{i}", "kind": "multiturn", "level": d.level, "prompt": transcript(conversation(d.first, second)),
+            "turns": json.dumps(conversation(d.first, second)), "constraints": json.dumps(specs, sort_keys=True),
         })
     return items
+
+
+def conversation(first: str, second: str) -> list[dict[str, str]]:
+    """Turn 1, the scripted assistant reply, turn 2."""
+    return [{"role": "user", "content": first}, {"role": "assistant", "content": _REPLY}, {"role": "user", "content": second}]

@@ -1,7 +1,8 @@
 """lm-eval task classes for the two probe shapes plain YAML cannot express.
 
-``FormsTask`` asks one multiple-choice item under each of its prompt forms (C5a, C5c);
-``ConversationTask`` renders a two-turn conversation as real chat turns under a chat template (H4).
+``FormsTask`` asks one multiple-choice item under each of its prompt forms (C5a, C5c, the contrasts);
+``ConversationTask`` renders a two-turn conversation as real chat turns under a chat template (H4);
+``ConversationFormsTask`` does both: each form is a conversation (H4's forced-choice twin).
 Task YAMLs select them with ``class: !function utils.<Name>``.
 """
 
@@ -16,7 +17,7 @@ from lm_eval.api.task import ConfigurableTask
 from captrack.errors import InputError
 from captrack.metrics.choices import form_choices
 
-__all__ = ["ConversationTask", "FormsTask", "ProbeTask"]
+__all__ = ["ConversationFormsTask", "ConversationTask", "FormsTask", "ProbeTask"]
 
 
 class ProbeTask(ConfigurableTask):
@@ -61,3 +62,25 @@ class ConversationTask(ProbeTask):
         if kwargs.get("apply_chat_template") and chat_template is not None:
             ctx = chat_template(json.loads(doc["turns"]))
         return super().construct_requests(doc, ctx, **kwargs)
+
+
+class ConversationFormsTask(FormsTask):
+    """FormsTask whose forms are conversations: under a chat template each form's ``turns`` are real chat turns."""
+
+    def construct_requests(self, doc: dict[str, Any], ctx: Any, **kwargs: Any) -> list[Instance]:
+        """One loglikelihood request per (form, option), each form rendered from its own turns."""
+        chat_template = kwargs.get("chat_template")
+        if not kwargs.get("apply_chat_template") or chat_template is None:
+            return super().construct_requests(doc, ctx, **kwargs)  # the plain transcripts in `prompt`
+        kwargs.pop("apply_chat_template")
+        kwargs.pop("chat_template")
+        forms = doc["forms"] if isinstance(doc["forms"], list) else json.loads(doc["forms"])
+        requests: list[Instance] = []
+        for form in forms:
+            if "turns" not in form:
+                raise InputError(f"task {self.config.task}, doc {doc.get('id', '?')!r}: a form has no 'turns'")
+            context = chat_template(json.loads(form["turns"]))
+            for choice in form["choices"]:
+                requests.append(Instance(request_type="loglikelihood", doc=doc, arguments=(context, str(choice)),
+                                         idx=len(requests), **kwargs))
+        return requests

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from captrack.probes import generator
 from captrack.probes.world import FIRST_NAMES, TOWNS, plan
 
-__all__ = ["TOOLS"]
+__all__ = ["TOOLS", "ToolDraw", "request_for", "tool_draws", "tool_prompt"]
 
 Call = tuple[str, dict[str, Any]]
 
@@ -77,27 +78,60 @@ def _spec(name: str) -> dict[str, Any]:
     return {"name": name, "description": description, "parameters": params}
 
 
-@generator("tools", version=1.0)
-def tools(seed: int, n: int | None) -> list[dict[str, Any]]:
-    """A request and two, three or four offered tools (the level), after one worked request for another tool."""
+@dataclass(frozen=True)
+class ToolDraw:
+    """What item i of a seed draws: the target tool, the other offered ones, the worked example, the request."""
+
+    target: str
+    level: int
+    offered: tuple[str, ...]
+    others: tuple[str, ...]  # offered minus the target; the example calls others[0]
+    request: str
+    call: Call
+    example: str
+    example_call: Call
+
+
+def tool_draws(seed: int, n: int | None) -> list[ToolDraw]:
+    """The items' draws in generation order (the `tools` items and their forced-choice twin share them)."""
     rng = random.Random(seed)
-    items = []
+    out = []
     for i in range(16 if n is None else n):
         target, level = plan(i, tuple(sorted(TOOLS)))
         others = rng.sample([t for t in sorted(TOOLS) if t != target], level)
         offered = [target, *others]
         rng.shuffle(offered)
-        request, (name, arguments) = _REQUESTS[target](rng)
-        example, (example_name, example_arguments) = _REQUESTS[others[0]](rng)
-        listing = "\n".join(json.dumps(_spec(t)) for t in offered)
-        prompt = (
-            f"You can call these tools:\n{listing}\n\nReply with one JSON object of the form "
-            '{"name": <tool name>, "arguments": {<argument>: <value>}} and nothing else.\n\n'
-            f"Request: {example}\nAnswer: {json.dumps({'name': example_name, 'arguments': example_arguments})}\n\n"
-            f"Request: {request}\nAnswer:"
-        )
+        request, call = _REQUESTS[target](rng)
+        example, example_call = _REQUESTS[others[0]](rng)
+        out.append(ToolDraw(target, level, tuple(offered), tuple(others), request, call, example, example_call))
+    return out
+
+
+def request_for(tool: str, rng: random.Random) -> tuple[str, Call]:
+    """A request that `tool` answers, with its argument values drawn from `rng`."""
+    return _REQUESTS[tool](rng)
+
+
+def tool_prompt(draw: ToolDraw, request: str) -> str:
+    """The item's prompt (offered tools, the worked example) ending on `request`."""
+    listing = "\n".join(json.dumps(_spec(t)) for t in draw.offered)
+    example_name, example_arguments = draw.example_call
+    return (
+        f"You can call these tools:\n{listing}\n\nReply with one JSON object of the form "
+        '{"name": <tool name>, "arguments": {<argument>: <value>}} and nothing else.\n\n'
+        f"Request: {draw.example}\nAnswer: {json.dumps({'name': example_name, 'arguments': example_arguments})}\n\n"
+        f"Request: {request}\nAnswer:"
+    )
+
+
+@generator("tools", version=1.0)
+def tools(seed: int, n: int | None) -> list[dict[str, Any]]:
+    """A request and two, three or four offered tools (the level), after one worked request for another tool."""
+    items = []
+    for i, d in enumerate(tool_draws(seed, n)):
+        name, arguments = d.call
         items.append({
-            "id": f"tools:{i}", "kind": target, "level": level, "prompt": prompt,
+            "id": f"tools:{i}", "kind": d.target, "level": d.level, "prompt": tool_prompt(d, d.request),
             "call": json.dumps({"name": name, "arguments": arguments}),
         })
     return items

@@ -14,7 +14,7 @@ from captrack.errors import InputError
 from captrack.metrics.choices import contrast_metrics
 
 SEEDS = range(8)
-CONTRAST = ["probe_w1_choice", "probe_w2_false_premise_choice"]
+CONTRAST = ["probe_w1_choice", "probe_w2_false_premise_choice", "probe_h3_tools_choice", "probe_h4_multiturn_choice"]
 PLAIN = ["probe_h5_retrieval_choice", "probe_h6_citations_choice"]
 # forced-choice folder -> (generative twin folder, the prompt field both share)
 TWINS = {
@@ -22,6 +22,8 @@ TWINS = {
     "probe_w2_false_premise_choice": "probe_w2_false_premise",
     "probe_h5_retrieval_choice": "probe_h5_retrieval",
     "probe_h6_citations_choice": "probe_h6_citations",
+    "probe_h3_tools_choice": "probe_h3_tools",
+    "probe_h4_multiturn_choice": "probe_h4_multiturn",  # the same turn 1; turn 2 the same at level 1 only
 }
 
 
@@ -92,11 +94,19 @@ def _twin_docs(folder: str, seed: int, n: int) -> tuple[list[dict[str, Any]], li
 
 @pytest.mark.parametrize("folder", list(TWINS))
 def test_each_item_asks_its_generative_twins_item(folder: str) -> None:
+    """Paired by the index in the id (a generator drops an item that repeats an earlier one, keeping the ids)."""
     for seed in (1, 1234):
         ours, theirs = _twin_docs(folder, seed, 60)
-        assert len(ours) == len(theirs) == 60
-        for mine, twin in zip(ours, theirs, strict=True):
-            assert mine["prompt"] == twin["prompt"], (mine["id"], twin["id"])
+        twins = {int(t["id"].rsplit(":", 1)[1]): t for t in theirs}
+        paired = [(mine, twins[int(mine["id"].rsplit(":", 1)[1])]) for mine in ours
+                  if int(mine["id"].rsplit(":", 1)[1]) in twins]
+        assert len(paired) >= 0.9 * len(ours) and len(ours) >= 0.9 * 60
+        for mine, twin in paired:
+            if folder == "probe_h4_multiturn_choice":
+                assert json.loads(mine["turns"])[0] == json.loads(twin["turns"])[0], mine["id"]
+                assert (mine["prompt"] == twin["prompt"]) == (twin["level"] == 1), mine["id"]
+            else:
+                assert mine["prompt"] == twin["prompt"], (mine["id"], twin["id"])
 
 
 def test_w1_choice_controls_are_the_benign_twins_items() -> None:
@@ -111,3 +121,23 @@ def test_false_premise_controls_make_the_premise_true() -> None:
         value = accept.rstrip(".").split()[-1].removesuffix("s")
         assert value not in doc["prompt"].split("Question:")[0] or doc["kind"] == "closed"
         assert value in doc["control"].split("Question:")[0], (doc["id"], accept)
+
+
+def test_multiturn_controls_state_the_other_value_and_nothing_else() -> None:
+    for seed in (2, 1234):
+        for doc in docs("probe_h4_multiturn_choice", seed, n=60):
+            value, other = doc["choices"]
+            probe, control = (json.loads(f["turns"]) for f in json.loads(doc["forms"]))
+            assert value != other and re.search(rf"\b{re.escape(value)}\b", probe[0]["content"])
+            assert control[0]["content"] == re.sub(rf"\b{re.escape(value)}\b", other, probe[0]["content"])
+            assert probe[1:] == control[1:] and other not in probe[0]["content"].split()
+
+
+def test_tools_controls_ask_for_the_other_offered_tool() -> None:
+    for doc in docs("probe_h3_tools_choice", 4, n=60):
+        target, other = (json.loads(c + ' "arguments": {}}')["name"] for c in doc["choices"])
+        head, request = doc["prompt"].rsplit("Request: ", 1)
+        control_head, control_request = doc["control"].rsplit("Request: ", 1)
+        assert head == control_head and request != control_request and target != other
+        assert f'"name": "{target}"' in head and f'"name": "{other}"' in head  # both are offered
+        assert target == doc["kind"]

@@ -63,3 +63,17 @@ def test_conversation_task_sends_real_turns_under_a_chat_template() -> None:
     assert chat.arguments[0] == _chat(turns)
     assert chat.arguments[0].count("<user>") == 2 and chat.arguments[0].count("<assistant>") == 2
     assert chat.arguments[1]["max_gen_toks"] == task.config.generation_kwargs["max_gen_toks"]
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_conversation_forms_task_renders_each_form_from_its_own_turns(chat: bool) -> None:
+    task = _task("captrack_probe_h4_multiturn_choice")
+    doc = next(iter(task.test_docs()))
+    ctx = task.fewshot_context(doc, 0, apply_chat_template=chat, chat_template=_chat if chat else None)
+    requests = task.construct_requests(doc, ctx, metadata=("t", 0, 1), apply_chat_template=chat, chat_template=_chat)
+    forms = json.loads(doc["forms"])
+    expected = [(_chat(json.loads(f["turns"])) if chat else f["prompt"], c if chat else f" {c}")
+                for f in forms for c in f["choices"]]
+    assert [r.arguments for r in requests] == expected and len(expected) == 4
+    assert requests[0].arguments[0] != requests[2].arguments[0]  # the probe and its control are two conversations
+    assert [r.idx for r in requests] == [0, 1, 2, 3]
