@@ -108,11 +108,11 @@ def test_backend_name_resolves_in_lm_evals_registry() -> None:
     from lm_eval.api.registry import get_model
     from lm_eval.models.huggingface import HFLM
 
-    assert register_backends() == list(BACKENDS) == ["captrack-ds", "captrack-replay"]
-    assert register_backends() == ["captrack-ds", "captrack-replay"]  # idempotent
+    assert register_backends() == list(BACKENDS) == ["captrack-ds", "captrack-hf", "captrack-replay"]
+    assert register_backends() == ["captrack-ds", "captrack-hf", "captrack-replay"]  # idempotent
     cls = get_model("captrack-ds")
     assert issubclass(cls, HFLM) and cls.__name__ == "DeepSpeedLM"
-    assert register_backends() == ["captrack-ds", "captrack-replay"]  # also once the class is materialised
+    assert register_backends() == ["captrack-ds", "captrack-hf", "captrack-replay"]  # also once the class is materialised
 
 
 def test_on_a_second_node_only_global_rank_zero_passes_lm_evals_writer_test(monkeypatch: pytest.MonkeyPatch) -> None:
