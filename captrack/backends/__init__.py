@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "register_backends"]
+__all__ = ["BACKENDS", "LOCAL_HF", "register_backends"]
 
 # lm-eval model name -> "module:class", registered lazily: deepspeed is imported on first use only.
 BACKENDS = {
@@ -10,6 +10,10 @@ BACKENDS = {
     "captrack-hf": "captrack.backends.shared_prefix:SharedPrefixLM",  # hf, each context run once for its options
     "captrack-replay": "captrack.backends.replay:ReplayLM",  # generations made elsewhere (`captrack import`)
 }
+
+LOCAL_HF = ("hf", "captrack-hf")
+"""Backends that load `pretrained` (a local folder or alias) into this process: one CPU worker each can run them
+side by side, and their `pretrained` is checked before any work."""
 
 
 def register_backends() -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
+from captrack.backends import LOCAL_HF
 from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.board import board_yaml, write_board
 from captrack.pipeline.cpu import apply_thread_plan, bf16_features, plan_threads
@@ -68,7 +69,7 @@ def validate(experiment: Experiment) -> list[str]:
 
     validate_imports(experiment)
     for checkpoint in experiment.checkpoints:
-        if checkpoint.train or checkpoint.source or checkpoint.steps or checkpoint.model != "hf":
+        if checkpoint.train or checkpoint.source or checkpoint.steps or checkpoint.model not in LOCAL_HF:
             continue  # trained here, imported, or checkpoints checked when the manifest was read
         pretrained = str(checkpoint.model_args["pretrained"])
         if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists():
@@ -142,7 +143,7 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
         stages.append(Stage(f"resolve base model {base_spec}", experiment.work.marker("base-model"),
                             {"pretrained": base_spec}, resolver(base_spec), rerun_when_reused=True))
     others = {str(c.model_args.get("pretrained", "")) for c in experiment.checkpoints
-              if c is not base and not c.train and not c.source and c.model == "hf"}
+              if c is not base and not c.train and not c.source and c.model in LOCAL_HF}
     for spec in sorted(s for s in others - {base_spec} if _needs_resolving(s)):  # every checkpoint named by an alias
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in spec)
         stages.append(Stage(f"resolve model {spec}", experiment.work.marker(f"model-{slug}"),
@@ -232,7 +233,7 @@ def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resol
     title, marker = (f"evaluate {checkpoint.name} (seed {seed})", f"eval-{checkpoint.name}-{seed}") if step is None else (
         f"evaluate {checkpoint.name} at step {step} (seed {seed})", f"eval-{checkpoint.name}-step{step}-{seed}")
     return Stage(title, experiment.work.marker(marker),
-                 inputs, action, produced=lambda: any(results_files(out)), side_by_side=checkpoint.model == "hf",
+                 inputs, action, produced=lambda: any(results_files(out)), side_by_side=checkpoint.model in LOCAL_HF,
                  needs=(_train_title(checkpoint),) if checkpoint.train else ())
 
 
