@@ -55,13 +55,27 @@ def shared_resamples(max_bytes: int = 768 << 20) -> Iterator[None]:
         _CACHE.pop()
 
 
+_DRAW_CHUNK = 1 << 22
+"""Indices drawn per step (~16 MB of int32): the draw of a large task is made in row blocks, never all at once."""
+
+
 def _draw_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArray[np.generic]:
+    """Counts of each item in each resample (uint8 where every count fits, else float32), drawn in blocks of
+    resamples: the same random stream as one draw (the generator hands out its 32-bit draws in order whatever
+    the block sizes), without the whole index matrix in memory."""
     rng = np.random.default_rng([seed, zlib.crc32(task.encode()), n_items])
-    idx = bootstrap_indices(n_items, n_resamples, rng)
-    offsets = (np.arange(n_resamples, dtype=np.int64) * n_items)[:, None]
-    flat = np.bincount((idx + offsets).ravel(), minlength=n_resamples * n_items)
-    small = flat.size == 0 or int(flat.max()) <= np.iinfo(np.uint8).max
-    return flat.reshape(n_resamples, n_items).astype(np.uint8 if small else np.float32)
+    small = np.zeros((n_resamples, n_items), dtype=np.uint8)
+    wide: NDArray[np.float32] | None = None
+    rows = max(1, _DRAW_CHUNK // max(n_items, 1))
+    for start in range(0, n_resamples, rows):
+        block = min(rows, n_resamples - start)
+        idx = bootstrap_indices(n_items, block, rng).astype(np.int64)
+        idx += (np.arange(block, dtype=np.int64) * n_items)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=block * n_items).reshape(block, n_items)
+        if wide is None and counts.size and int(counts.max()) > np.iinfo(np.uint8).max:
+            wide = small.astype(np.float32)
+        (small if wide is None else wide)[start:start + block] = counts
+    return small if wide is None else wide
 
 
 def resample_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArray[np.float32]:
