@@ -256,3 +256,20 @@ def test_a_limit_beyond_a_tasks_items_is_said(tmp_path: Path, models: tuple[Path
     notes = limit_notes(experiment)
     assert any(n.startswith("limit 40: captrack_probe_w1_harmful has ") and "so it runs all" in n for n in notes), notes
     assert not [n for n in notes if "captrack_probe_c1_facts has" in n and int(n.split(" has ")[1].split()[0]) >= 40]
+
+
+def test_captrack_hf_checkpoints_are_checked_and_evaluated_side_by_side(tmp_path: Path, models: tuple[Path, Path]) -> None:
+    """`model: captrack-hf` loads `pretrained` here like `hf`: a missing path is refused before work, and its
+    evaluations are queued for the workers (the demo's four evaluations run two at a time)."""
+    from rich.console import Console
+
+    from captrack.pipeline.runner import plan, validate
+
+    text = _manifest(tmp_path, *models).read_text().replace("{name: base, ", "{name: base, model: captrack-hf, ")
+    (tmp_path / "exp.yaml").write_text(text.replace("{name: other, ", "{name: other, model: captrack-hf, "))
+    experiment = load_experiment(tmp_path / "exp.yaml")
+    evaluations = [s for s in plan(experiment, Console(file=io.StringIO())) if s.title.startswith("evaluate")]
+    assert [s.side_by_side for s in evaluations] == [True, True]
+    (tmp_path / "exp.yaml").write_text(text.replace(str(models[1]), str(tmp_path / "absent")))
+    with pytest.raises(InputError, match="absent does not exist"):
+        validate(load_experiment(tmp_path / "exp.yaml"))
