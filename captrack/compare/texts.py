@@ -52,11 +52,14 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
     out = PairTexts()
     base = base if base is not None else BaseTexts(base_files)
     wanted: dict[RunTask, set[int]] = {}
-    churn_groups: dict[ChurnKey, pd.DataFrame] = {}
+    churn_groups: dict[ChurnKey, tuple[list[str], list[int]]] = {}  # metric and doc id of each unchanged item
     kinds: dict[ChurnKey, str] = {}
     if churn:
-        same = items[items["base"] == items["variant"]]
-        for (task, base_run, variant_run), frame in items.groupby(["task", "base_run", "variant_run"], sort=True):
+        columns = ["task", "base_run", "variant_run"]
+        same = items.loc[items["base"] == items["variant"], [*columns, "metric", "doc_id"]]
+        unchanged_rows = {tuple(map(str, key)): rows for key, rows in same.groupby(columns, sort=False).indices.items()}
+        metrics, doc_ids = same["metric"].astype(str).to_numpy(), same["doc_id"].to_numpy()
+        for task, base_run, variant_run in sorted(set(items[columns].itertuples(index=False, name=None))):
             key = (str(task), str(base_run), str(variant_run))
             sides = (base_files.get((key[1], key[0])), variant_files.get((key[2], key[0])))
             if sides[0] is not None and sides[0].output_type == "multiple_choice":
@@ -64,9 +67,10 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
             if sides[0] is None or sides[1] is None or any(unavailable_reason(f) is not None for f in (sides[0], sides[1])):
                 out.churn_answers[key] = None
                 continue
-            churn_groups[key] = same.loc[same.index.intersection(frame.index)]
+            rows = unchanged_rows.get(key, [])
+            churn_groups[key] = (metrics[rows].tolist(), [int(i) for i in doc_ids[rows]])
             kinds[key] = sides[0].output_type
-            ids = {int(i) for i in churn_groups[key]["doc_id"]}
+            ids = set(churn_groups[key][1])
             wanted.setdefault((key[1], key[0]), set()).update(ids)
             wanted.setdefault((key[2], key[0]), set()).update(ids)
     drill: set[RunTask] = set()
@@ -119,30 +123,34 @@ def _read(wanted: dict[RunTask, set[int]], files: Files, drill: set[RunTask], ou
     return texts
 
 
-def _answers(key: ChurnKey, unchanged: pd.DataFrame, base: ItemTexts, variant: ItemTexts, kind: str,
+def _answers(key: ChurnKey, unchanged: tuple[list[str], list[int]], base: ItemTexts, variant: ItemTexts, kind: str,
              base_answers: dict[tuple[str, str, str, int], str]) -> dict[str, list[tuple[str, str]] | None]:
-    """metric -> (base, variant) scored answers of its unchanged items; None where the metric reads the whole response.
+    """metric -> (base, variant) scored answers of its unchanged items (`unchanged`: their metrics and doc ids, in
+    item order); None where the metric reads the whole response.
 
     The base's answers are kept in `base_answers` for the next variant."""
     task, base_run = key[0], key[1]
+    by_metric: dict[str, list[int]] = {}
+    for metric, doc_id in zip(*unchanged, strict=True):
+        by_metric.setdefault(metric, []).append(doc_id)
     out: dict[str, list[tuple[str, str]] | None] = {}
-    for metric, frame in unchanged.groupby("metric", sort=True):
+    for metric in sorted(by_metric):
         pairs: list[tuple[str, str]] = []
-        for doc_id in frame["doc_id"].tolist():
-            b, v = base.get(int(doc_id)), variant.get(int(doc_id))
+        for doc_id in by_metric[metric]:
+            b, v = base.get(doc_id), variant.get(doc_id)
             if b is None or v is None:
                 continue
-            known = (base_run, task, str(metric), int(doc_id))
+            known = (base_run, task, metric, doc_id)
             before = base_answers.get(known)
             if before is None:
-                before = base_answers[known] = scored_text(task, str(metric), b.doc, b.response, kind)
+                before = base_answers[known] = scored_text(task, metric, b.doc, b.response, kind)
             if before == WHOLE_RESPONSE:
                 break
-            pairs.append((before, scored_text(task, str(metric), v.doc, v.response, kind)))
+            pairs.append((before, scored_text(task, metric, v.doc, v.response, kind)))
         else:
-            out[str(metric)] = pairs
+            out[metric] = pairs
             continue
-        out[str(metric)] = None
+        out[metric] = None
     return out
 
 
