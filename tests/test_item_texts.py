@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.results.samples import read_item_texts, read_many_item_texts
@@ -36,3 +37,28 @@ def test_a_doc_logged_twice_gives_its_last_line(tmp_path: Path) -> None:
     again = json.loads(lines[0]) | {"filter": "strict", "filtered_resps": ["second"]}
     file.path.write_text("\n".join([*lines, json.dumps(again)]) + "\n")
     assert read_many_item_texts({file: [0, 1]})[file][0].response == "second"
+
+
+def _contrast_line(doc: dict, lls: list[float]) -> tuple[str, str, str, str]:
+    """A contrast item's logged target, arguments, filtered_resps and doc, as lm-eval writes them."""
+    forms = json.loads(doc["forms"])
+    pairs = [(form["prompt"], option) for form in forms for option in form["choices"]]
+    requests = {f"gen_args_{i}": {"arg_0": prompt, "arg_1": " " + option} for i, (prompt, option) in enumerate(pairs)}
+    return json.dumps(doc["gold"]), json.dumps(requests), json.dumps([[str(x), "False"] for x in lls]), json.dumps(doc)
+
+
+@pytest.mark.parametrize("lls", [[-1.0, -3.0, -2.0, -2.5], [-1.0, -3.0, -0.5, -4.0], [-5.0, -1.0, -2.0, -2.0]])
+def test_a_contrast_item_shows_the_option_its_contrast_favours(lls: list[float]) -> None:
+    """Not the likeliest of its four continuations: the option the probe favours more than its control does,
+    so the page's answer scores as the logged contrast_acc (the demo's W1/W2/H4 twins)."""
+    from captrack.metrics.choices import contrast_metrics
+    from captrack.probes.forced import w1_choice
+    from captrack.results.samples import _text
+
+    doc = w1_choice(1234, 4)[0]
+    text = _text(*_contrast_line(doc, lls))
+    held = contrast_metrics(doc, lls)["contrast_acc"] == 1.0
+    assert text.options == tuple(doc["choices"])
+    assert text.gold == f"A. {doc['choices'][0]}"
+    assert (text.response == text.gold) is held
+    assert doc["control"] in text.prompt and "Scored as a contrast" in text.prompt

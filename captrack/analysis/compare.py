@@ -259,17 +259,23 @@ def _per_replicate(paired: PairedItems) -> pd.DataFrame:
     """Per replicate, task and metric: n, means, transition counts, whether binary, k (the modal option count),
     the range of the items' k and the chance weight mean_i 1/(k_i − 1) (captrack.analysis.transitions.chance_weight)."""
     rows = []
-    for (task, metric, replicate), frame in paired.items.groupby(["task", "metric", "replicate"], sort=True):
-        base, variant = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
+    items = paired.items
+    all_base, all_variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
+    all_ks = items["n_choices"].to_numpy(dtype=float)
+    groups = items.groupby(["task", "metric", "replicate"], sort=True).indices  # positions of each group's rows
+    for task, metric, replicate in sorted(groups):
+        at = groups[(task, metric, replicate)]
+        base, variant, ks = all_base[at], all_variant[at], all_ks[at]
         t = count_transitions(base, variant)
-        ks = frame["n_choices"].to_numpy(dtype=float)
-        k = frame["n_choices"].dropna().mode()
+        known = ks[~np.isnan(ks)]
+        values, counts = np.unique(known, return_counts=True)  # the mode: the smallest of the most frequent k
         rows.append({
             "replicate": replicate, "task": task, "metric": metric, "n": t.n, "base_value": base.mean(),
             "variant_value": variant.mean(), "n_11": t.n_11, "n_10": t.n_10, "n_01": t.n_01, "n_00": t.n_00,
             "is_binary": bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()),
-            "k": float(k.iloc[0]) if len(k) else math.nan, "k_min": float(np.nanmin(ks)) if len(k) else math.nan,
-            "k_max": float(np.nanmax(ks)) if len(k) else math.nan, "chance_weight": chance_weight(ks),
+            "k": float(values[counts.argmax()]) if known.size else math.nan,
+            "k_min": float(np.nanmin(ks)) if known.size else math.nan,
+            "k_max": float(np.nanmax(ks)) if known.size else math.nan, "chance_weight": chance_weight(ks),
         })
     columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k",
                "k_min", "k_max", "chance_weight"]

@@ -75,8 +75,10 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
             wanted.setdefault((key[2], key[0]), set()).update(ids)
     drill: set[RunTask] = set()
     if drill_limit:
+        binary = items["base"].isin((0.0, 1.0)) & items["variant"].isin((0.0, 1.0))
+        all_binary = binary.groupby([items["task"], items["metric"]], sort=True).all()
         tracked = {(str(task), str(metric)): _lower(str(metric))
-                   for (task, metric), frame in items.groupby(["task", "metric"], sort=True) if _tracked(str(metric), frame)}
+                   for (task, metric), both in all_binary.items() if both and _tracks(str(metric))}
         for (task, _), (flipped, _) in flipped_by_key(items, tracked, drill_limit).items():
             if flipped.empty:
                 continue
@@ -154,14 +156,13 @@ def _answers(key: ChurnKey, unchanged: tuple[list[str], list[int]], base: ItemTe
     return out
 
 
-def _tracked(metric: str, frame: pd.DataFrame) -> bool:
-    """Whether compare counts transitions for the metric (so the drill-down shows its flips): binary values,
-    and a declared metric that tracks them."""
-    binary = bool(frame["base"].isin((0.0, 1.0)).all() and frame["variant"].isin((0.0, 1.0)).all())
+def _tracks(metric: str) -> bool:
+    """Whether compare counts transitions for a metric with binary values (so the drill-down shows its flips):
+    a declared metric that tracks them, or an undeclared one."""
     try:
-        return binary and get_metric(metric).tracks_transitions
+        return get_metric(metric).tracks_transitions
     except UnknownNameError:
-        return binary
+        return True
 
 
 def _lower(metric: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -112,12 +113,12 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
     for task, frame in trans.groupby("task", sort=True):
         rows: list[DrillRow] = []
         total = 0
-        for r in frame.sort_values(["variant", "metric"]).itertuples():
-            items, count = flips[str(r.variant)][(str(task), str(r.metric))]
-            items = items.copy()
+        ordered = frame.sort_values(["variant", "metric"])
+        for variant, metric in zip(ordered["variant"].astype(str), ordered["metric"].astype(str), strict=True):
+            items, count = flips[variant][(str(task), metric)]
             total += count
-            items["kind"] = [kinds.get((str(r.variant), str(task), h), "") for h in items["doc_hash"]]
-            rows += _item_rows(str(r.variant), str(r.metric), items, str(task), texts, kinds_of_task.get(str(task), ""))
+            lost = [kinds.get((variant, str(task), h), "") for h in items["doc_hash"].tolist()]
+            rows += _item_rows(variant, metric, items, lost, str(task), texts, kinds_of_task.get(str(task), ""))
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
         how = scoring[scoring["task"] == task]
         pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how)
@@ -145,6 +146,7 @@ def _pre(value: str) -> str:
     return f'<td><pre class="text">{esc(value)}</pre></td>'
 
 
+@lru_cache(maxsize=1 << 14)  # a base item's prompt is shown once per variant that flipped it
 def _question(prompt: str) -> str:
     """The question first; the template's preamble and few-shot examples folded under it."""
     from captrack.report.prompt_fold import fold_prompt
@@ -164,26 +166,28 @@ def _answer(scored: str, response: str) -> str:
     return f'<td class="response">{read}<pre class="text">{esc(response)}</pre></td>'
 
 
-def _item_rows(variant: str, metric: str, items: pd.DataFrame, task: str, texts: Texts, kind: str) -> list[DrillRow]:
-    """The page rows of one (variant, metric)'s flipped items, their texts as the comparison read them."""
+def _item_rows(variant: str, metric: str, items: pd.DataFrame, lost: list[str], task: str, texts: Texts,
+               kind: str) -> list[DrillRow]:
+    """The page rows of one (variant, metric)'s flipped items (`lost`: how each forgotten item was lost, or ""),
+    their texts as the comparison read them."""
     if items.empty:
         return []
     base_text = texts.get((str(items["base_run"].iloc[0]), task), {})
     var_text = texts.get((str(items["variant_run"].iloc[0]), task), {})
     missing = "(text unavailable: samples file gone or changed since ingest)"
     out = []
-    for r in items.itertuples():
-        b, v = base_text.get(int(r.doc_id)), var_text.get(int(r.doc_id))
-        change = f"{r.change} ({r.kind})" if r.kind else str(r.change)
+    for doc_id, flip, how in zip(items["doc_id"].tolist(), items["change"].astype(str).tolist(), lost, strict=True):
+        b, v = base_text.get(int(doc_id)), var_text.get(int(doc_id))
+        change = f"{flip} ({how})" if how else flip
         gold = (b.gold or NO_GOLD) if b else missing
         cells = "".join([
-            f'<td class="num key">{int(r.doc_id)}</td><td class="key key2">{esc(variant)}</td><td class="change">{esc(change)}</td>',
+            f'<td class="num key">{int(doc_id)}</td><td class="key key2">{esc(variant)}</td><td class="change">{esc(change)}</td>',
             _question(b.prompt) if b else _pre(missing), f'<td class="gold"><pre class="text">{esc(gold)}</pre></td>',
             _answer(scored_text(task, metric, b.doc, b.response, kind), b.response) if b else _pre(missing),
             _answer(scored_text(task, metric, v.doc, v.response, kind), v.response) if v else _pre(missing),
             f'<td>{esc(metric)}</td>',
         ])
-        out.append(DrillRow(variant, str(r.change), gold, cells))
+        out.append(DrillRow(variant, flip, gold, cells))
     return out
 
 

@@ -195,7 +195,17 @@ def _text(target: Any, arguments: Any, resps: Any, doc_json: Any = None) -> Item
     prompt = str(requests[0].get("arg_0", "")) if requests else ""
     is_choice = len(requests) > 1 and all(isinstance(r, list) and len(r) == 2 for r in filtered)
     options = option_list(doc.get("choices"))
-    if is_choice:
+    if is_choice and _is_contrast(doc, options, len(filtered)):
+        scores = [float(r[0]) for r in filtered]
+        gold_index = int(doc["gold"])
+        probe = scores[gold_index] - scores[1 - gold_index]
+        control = scores[2 + gold_index] - scores[3 - gold_index]
+        pick = gold_index if probe > control else 1 - gold_index  # the option the probe favours more than its control
+        response = f"{_letter(pick)}. {options[pick]}"
+        prompt += ("\n\nOptions: " + " | ".join(f"{_letter(i)}. {c}" for i, c in enumerate(options))
+                   + "\n\nScored as a contrast: the answer shown is the option this prompt favours (loglikelihood margin "
+                   "over the other option) more than its control prompt does; the control prompt:\n" + str(doc["control"]))
+    elif is_choice:
         options = tuple(str(r.get("arg_1", "")).strip() for r in requests)
         scores = [float(r[0]) for r in filtered]
         best = max(range(len(scores)), key=scores.__getitem__)
@@ -204,6 +214,13 @@ def _text(target: Any, arguments: Any, resps: Any, doc_json: Any = None) -> Item
     else:
         response = filtered[0] if isinstance(filtered, list) and filtered else filtered
     return ItemText(prompt, gold_text(gold, doc, options), str(response), options, doc)
+
+
+def _is_contrast(doc: Mapping[str, Any], options: tuple[str, ...], n_scored: int) -> bool:
+    """Whether a doc is a forced-choice contrast (captrack.probes.forced): a probe and a control context scoring
+    the same two options, four loglikelihoods in all."""
+    gold = doc.get("gold")
+    return "control" in doc and "forms" in doc and len(options) == 2 and n_scored == 4 and gold in (0, 1)
 
 
 def read_doc_field(file: SamplesFile, name: str) -> dict[int, str | None]:
