@@ -318,10 +318,11 @@ def demo_experiment() -> Path:
     return path
 
 
-QUICK_TASKS = ("captrack_probe_c1_facts", "captrack_probe_c2_word_problems", "captrack_probe_w1_harmful",
-               "captrack_probe_w1_benign", "captrack_probe_h4_multiturn")
-"""What `--quick` evaluates when the experiment's tasks include them: CAN, WILL and HOW, loglikelihood and
-generation, short outputs, so the whole pipeline is exercised in a few minutes on CPU."""
+QUICK_TASKS = ("captrack_probe_c1_facts", "captrack_probe_c2_word_problems", "captrack_probe_w1_choice",
+               "captrack_probe_h4_multiturn_choice")
+"""What `--quick` evaluates when the experiment's tasks include them (the demo's do): CAN, WILL and HOW, option
+loglikelihoods, a forced-choice contrast and a generation with short outputs, so the whole pipeline is exercised
+in a few minutes on CPU."""
 
 
 def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
