@@ -196,11 +196,11 @@ def _text(target: Any, arguments: Any, resps: Any, doc_json: Any = None) -> Item
     is_choice = len(requests) > 1 and all(isinstance(r, list) and len(r) == 2 for r in filtered)
     options = option_list(doc.get("choices"))
     if is_choice and _is_contrast(doc, options, len(filtered)):
-        scores = [float(r[0]) for r in filtered]
+        from captrack.metrics.choices import contrast_metrics
+
         gold_index = int(doc["gold"])
-        probe = scores[gold_index] - scores[1 - gold_index]
-        control = scores[2 + gold_index] - scores[3 - gold_index]
-        pick = gold_index if probe > control else 1 - gold_index  # the option the probe favours more than its control
+        held = contrast_metrics(doc, [float(r[0]) for r in filtered])["contrast_acc"] == 1.0
+        pick = gold_index if held else 1 - gold_index  # the option the probe favours more than its control does
         response = f"{_letter(pick)}. {options[pick]}"
         prompt += ("\n\nOptions: " + " | ".join(f"{_letter(i)}. {c}" for i, c in enumerate(options))
                    + "\n\nScored as a contrast: the answer shown is the option this prompt favours (loglikelihood margin "
