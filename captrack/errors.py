@@ -47,6 +47,17 @@ class UnknownNameError(CaptrackError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled (raised in a worker process) as its message and fields: its arguments are not kept."""
+        return (_unknown_name, (str(self.args[0]), self.kind, self.name, list(self.suggestions)))
+
+
+def _unknown_name(message: str, kind: str, name: str, suggestions: list[str]) -> UnknownNameError:
+    error = UnknownNameError.__new__(UnknownNameError)
+    CaptrackError.__init__(error, message)
+    error.kind, error.name, error.suggestions = kind, name, suggestions
+    return error
+
 
 class DataUnavailableError(InputError):
     """An official CapTrack task's data is neither in a local mirror nor reachable on the hub."""

@@ -7,34 +7,29 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
-from captrack.analysis.by_field import by_field_tables, group_table
-from captrack.analysis.churn import CHURN_COLUMNS, answer_churn, choice_churn, seed_agreements
+from captrack.analysis.by_field import by_field_tables
+from captrack.analysis.churn import CHURN_COLUMNS, choice_churn
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
-from captrack.analysis.curves import Curves, Trajectory, curve_tables, item_means
+from captrack.analysis.curves import Curves, Trajectory, curve_tables
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
-    relative_drift,
     with_membership,
 )
 from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
-from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
-from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.analysis.stats import bh_qvalues, percentile_ci
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
+from captrack.analysis.variant_part import PAIR_DELTA_COLUMNS, PartOptions, variant_part
 from captrack.analysis.verdict_tables import (
     Clusters,
     capability_verdicts,
     drift_verdicts,
-    item_clusters,
 )
 from captrack.analysis.verdicts import DEFAULT_MARGIN, DRIFT_VERDICT_COLUMNS
-from captrack.errors import UnknownNameError
-from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems
 from captrack.results.samples import ItemText
 from captrack.taxonomy import Taxonomy, load_taxonomy
@@ -47,6 +42,7 @@ __all__ = [
     "Comparison",
     "VariantSpec",
     "analyse",
+    "part_options",
 ]
 
 TRANSITION_COLUMNS = [
@@ -58,7 +54,6 @@ DRIFT_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "direction", "base_value",
     "variant_value", "rel_drift_pct", "oriented_drift_pct", "ci_low", "ci_high", *DRIFT_VERDICT_COLUMNS,
 ]
-PAIR_DELTA_COLUMNS = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
 REPLICATE_COLUMNS = [
     "variant", "replicate", "task", "metric", "n", "base_value", "variant_value", "rel_drift_pct",
     "forgetting", "backward_transfer",
@@ -114,6 +109,12 @@ class Comparison:
     curves: Curves | None = None  # variants evaluated at training steps (trajectories): drift over training
 
 
+def part_options(options: CompareOptions) -> PartOptions:
+    """What of `options` each variant's part (captrack.analysis.variant_part) depends on."""
+    return PartOptions(churn=options.churn, cluster=options.cluster, pair_deltas=options.pair_deltas,
+                       bootstrap=options.bootstrap, seed=options.seed)
+
+
 def analyse(data: CompareInput, options: CompareOptions = CompareOptions(), taxonomy: Taxonomy | None = None,
             progress: Callable[[str, int], None] | None = None) -> Comparison:
     """Compare each variant of `data` (read by captrack.compare) against its base: no store, no files.
@@ -134,22 +135,21 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
     items: Items = {}
     clusters: Clusters = {}
     counts: dict[str, Any] = {}
+    pair_deltas: dict[str, pd.DataFrame | None] = {}
     variants = [pair.spec for pair in data.pairs]
     # variants evaluated at training steps; the last step is the end point
     trajectories = [Trajectory(pair.spec.name, pair.spec.algorithm, pair.steps) for pair in data.pairs if pair.steps]
     for pair in data.pairs:
+        part = pair.part if pair.part is not None else variant_part(pair, part_options(options))
         paired, variant = pair.paired, pair.spec
-        differences, warnings = [*differences, *pair.setting_differences], [*warnings, *pair.warnings]
-        per_rep, variant_items = _per_replicate(paired), item_means(paired)
-        items |= variant_items
-        if options.cluster:
-            clusters |= item_clusters(paired, pair.fields[options.cluster], options.cluster, warnings)
-        t_rows, d_rows, v_counts = _variant_rows(variant, per_rep, variant_items, warnings)
-        _add_flip_decomposition(t_rows, pair, options.churn, warnings)
-        transitions, drift = [*transitions, *t_rows], [*drift, *d_rows]
-        replicates.append(per_rep.assign(variant=variant.name))
-        counts[variant.name] = v_counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
+        differences, warnings = [*differences, *pair.setting_differences], [*warnings, *pair.warnings, *part.warnings]
+        items |= part.items
+        clusters |= part.clusters
+        transitions, drift = [*transitions, *part.transitions], [*drift, *part.drift]
+        replicates.append(part.per_replicate.assign(variant=variant.name))
+        counts[variant.name] = part.counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
         counts[variant.name] |= {"seeds": paired.seeds} if paired.seeds is not None else {}  # one run each, other seeds
+        pair_deltas[variant.name] = part.pair_deltas
         if progress is not None:
             progress(variant.name, len(paired.items))
     boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters or None)
@@ -181,31 +181,17 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
     comparison.texts_unavailable = sorted({reason for pair in data.pairs for reason in pair.texts_unavailable})
     comparison.by_field = by_field_tables(data.pairs, options.by, options.bootstrap, options.seed, options.level, warnings)
     if options.pair_deltas:
-        comparison.pair_deltas = _pair_deltas(comparison, options)
+        comparison.pair_deltas = _pair_deltas(pair_deltas)
     return comparison
 
 
-def _pair_deltas(comparison: Comparison, options: CompareOptions) -> pd.DataFrame:
+def _pair_deltas(deltas: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
     """Per variant with tracked transitions: each (task, metric)'s base and variant means and the change's
-    paired bootstrap CI (captrack.analysis.by_field.group_table without a field)."""
-    frames = []
-    for variant in comparison.variants:
-        paired = comparison.paired.get(variant.name)
-        if paired is None or not (comparison.transitions["variant"] == variant.name).any():
-            continue
-        frames.append(group_table(paired.items, variant, n_resamples=options.bootstrap, seed=options.seed)[PAIR_DELTA_COLUMNS])
+    paired bootstrap CI (captrack.analysis.variant_part.variant_part computed them)."""
+    frames = [frame for frame in deltas.values() if frame is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PAIR_DELTA_COLUMNS)
 
 
-def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: bool, warnings: list[str]) -> None:
-    """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
-    paired = pair.paired
-    counts = answer_churn(paired, pair.churn_answers, warnings) if churn and rows and pair.churn_answers is not None else {}
-    agree = seed_agreements(paired, {(str(r["task"]), str(r["metric"])): bool(r["direction_lower"]) for r in rows})
-    for row in rows:
-        row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = agree.get(
-            (str(row["task"]), str(row["metric"])), (0, 0, 0))
-        row["answer_churn"] = counts.get((row["task"], row["metric"]), math.nan)
 
 
 def _with_choice_churn(transitions: pd.DataFrame, dist_items: pd.DataFrame) -> pd.DataFrame:
@@ -255,96 +241,12 @@ def _distribution(pairs: Sequence[PairInput], options: CompareOptions) -> tuple[
     return items, summary, calibration(frame, n_resamples=options.bootstrap, seed=options.seed)
 
 
-def _per_replicate(paired: PairedItems) -> pd.DataFrame:
-    """Per replicate, task and metric: n, means, transition counts, whether binary, k (the modal option count),
-    the range of the items' k and the chance weight mean_i 1/(k_i − 1) (captrack.analysis.transitions.chance_weight)."""
-    rows = []
-    items = paired.items
-    all_base, all_variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
-    all_ks = items["n_choices"].to_numpy(dtype=float)
-    groups = items.groupby(["task", "metric", "replicate"], sort=True).indices  # positions of each group's rows
-    for task, metric, replicate in sorted(groups):
-        at = groups[(task, metric, replicate)]
-        base, variant, ks = all_base[at], all_variant[at], all_ks[at]
-        t = count_transitions(base, variant)
-        known = ks[~np.isnan(ks)]
-        values, counts = np.unique(known, return_counts=True)  # the mode: the smallest of the most frequent k
-        rows.append({
-            "replicate": replicate, "task": task, "metric": metric, "n": t.n, "base_value": base.mean(),
-            "variant_value": variant.mean(), "n_11": t.n_11, "n_10": t.n_10, "n_01": t.n_01, "n_00": t.n_00,
-            "is_binary": bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()),
-            "k": float(values[counts.argmax()]) if known.size else math.nan,
-            "k_min": float(np.nanmin(ks)) if known.size else math.nan,
-            "k_max": float(np.nanmax(ks)) if known.size else math.nan, "chance_weight": chance_weight(ks),
-        })
-    columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k",
-               "k_min", "k_max", "chance_weight"]
-    frame = pd.DataFrame(rows, columns=columns)
-    frame["rel_drift_pct"] = [relative_drift(b, v) for b, v in zip(frame["base_value"], frame["variant_value"], strict=True)]
-    frame["forgetting"] = frame["n_10"] / frame["n"]
-    frame["backward_transfer"] = frame["n_01"] / frame["n"]
-    return frame
 
 
-def _spec(metric: str, warnings: list[str]) -> MetricSpec | None:
-    try:
-        return get_metric(metric)
-    except UnknownNameError:
-        warnings.append(
-            f"metric {metric!r} is not declared in captrack.metrics; its drift is reported as "
-            "higher-is-better (declare a MetricSpec to set its direction)"
-        )
-        return None
 
 
-def _variant_rows(
-    variant: VariantSpec, per_rep: pd.DataFrame, items: Items, warnings: list[str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """Transition and drift rows of one variant (drift CIs are filled in later)."""
-    transitions, drift = [], []
-    paired_items: dict[str, int] = {}
-    zero_base: list[str] = []
-    empty = (np.empty(0), np.empty(0))
-    for (task, metric), frame in per_rep.groupby(["task", "metric"], sort=True):
-        spec = _spec(str(metric), warnings)
-        base_arr, var_arr = items.get((variant.name, str(task), str(metric)), empty)
-        base_value = float(base_arr.mean()) if base_arr.size else math.nan
-        variant_value = float(var_arr.mean()) if var_arr.size else math.nan
-        if base_value == 0:
-            zero_base.append(f"{task}/{metric}")
-        paired_items[f"{task}/{metric}"] = int(base_arr.size)
-        drift.append({
-            "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
-            "direction_spec": spec.direction if spec else "higher", "base_value": base_value,
-            "variant_value": variant_value, "rel_drift_pct": relative_drift(base_value, variant_value),
-        })
-        binary = bool(frame["is_binary"].all())
-        if (spec.tracks_transitions if spec else binary) and binary:
-            transitions.append(_transition_row(variant, str(task), str(metric), frame, spec))
-            if transitions[-1]["k"] is not None and frame["k_min"].min() != frame["k_max"].max():
-                warnings.append(f"{variant.name}: {task}/{metric}: items have {frame['k_min'].min():.0f} to "
-                                f"{frame['k_max'].max():.0f} options; k reports the most common, E uses each item's own k")
-    if zero_base:
-        warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
-    return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
 
 
-def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
-    n11, n10, n01, n00 = (int(frame[c].sum()) for c in ("n_11", "n_10", "n_01", "n_00"))
-    if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
-        n11, n10, n01, n00 = n00, n01, n10, n11
-    k_values = frame["k"].dropna()
-    k = int(k_values.iloc[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
-    # Items with different k: E is the mean of the per-item expectations (weight = mean_i 1/(k_i − 1)).
-    weight = float((frame["chance_weight"] * frame["n"]).sum() / frame["n"].sum()) if k is not None else None
-    t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
-    return {
-        "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
-        "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,
-        "forgetting": t.forgetting, "backward_transfer": t.backward_transfer, "k": k,
-        "forgetting_adj": t.forgetting_adj, "backward_transfer_adj": t.backward_transfer_adj,
-        "mcnemar_p": mcnemar_exact(n10, n01), "direction_lower": spec is not None and spec.direction == "lower",
-    }
 
 
 def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:

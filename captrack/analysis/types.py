@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from captrack.results.pairing import PairedItems
     from captrack.results.samples import ItemText
 
-__all__ = ["ChurnAnswers", "CompareInput", "ItemTexts", "PairInput", "RunTask", "VariantSpec"]
+__all__ = ["ChurnAnswers", "CompareInput", "ItemTexts", "PairInput", "RunTask", "VariantPart", "VariantSpec"]
 
 RunTask = tuple[str, str]
 """(run id, task): one samples file of one run."""
@@ -36,6 +36,20 @@ class VariantSpec:
 
     name: str
     algorithm: str = ""
+
+
+@dataclass
+class VariantPart:
+    """What a comparison computes from one variant's pair alone (captrack.analysis.variant_part)."""
+
+    per_replicate: pd.DataFrame
+    items: dict[tuple[str, str, str], Any]  # (variant, task, metric) -> (base, variant) values per paired item
+    clusters: dict[Any, Any]
+    transitions: list[dict[str, Any]]
+    drift: list[dict[str, Any]]
+    counts: dict[str, Any]
+    warnings: list[str]
+    pair_deltas: pd.DataFrame | None = None
 
 
 @dataclass
@@ -64,6 +78,7 @@ class PairInput:
     texts_unavailable: list[str] = field(default_factory=list)
     fields: dict[str, pd.Series] = field(default_factory=dict)
     steps: dict[int, PairedItems] = field(default_factory=dict)  # a trajectory: training step -> items paired with the base
+    part: VariantPart | None = None  # computed where the pair was read (a worker), else by analyse
 
 
 @dataclass

@@ -1,21 +1,30 @@
 """Read what one comparison needs from the results layer, once: paired items, settings, judged summaries,
-and from the samples files the per-choice loglikelihoods, answer texts and doc fields its options ask for."""
+and from the samples files the per-choice loglikelihoods, answer texts and doc fields its options ask for.
+
+Variants are read independently of each other: a read-only store file with many variants to read is
+read by worker processes side by side (captrack.compare.readers; one per usable core, CAPTRACK_WORKERS
+wins), and the pairs come back in the variants' order.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 from captrack.analysis.compare import CompareOptions
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
-from captrack.compare.choices import paired_choices
-from captrack.compare.texts import BaseTexts, read_pair_texts
-from captrack.results.samples import paired_doc_field
-from captrack.results.settings import setting_warnings
+from captrack.compare.pair_reads import read_pairs
+from captrack.compare.readers import read_in_workers
+from captrack.compare.texts import BaseTexts
 from captrack.results.store import Store
-from captrack.results.trajectory import pair_variant
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["load_input"]
+__all__ = ["PARALLEL_ROWS", "PARALLEL_VARIANTS", "load_input", "reader_count"]
+
+PARALLEL_VARIANTS = 16
+"""Variants from which a comparison is read by worker processes (starting one costs about a second)..."""
+PARALLEL_ROWS = 1_000_000
+"""... or the store rows from which two variants already are."""
 
 
 def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, taxonomy: Taxonomy,
@@ -29,22 +38,11 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
             carries training steps.
     """
     base_files = store.samples_files(base)
-    fields = list(dict.fromkeys([*options.by, *([options.cluster] if options.cluster else [])]))
+    readers = reader_count(store, len(variants))
+    found = read_in_workers(store.path, base, variants, options, taxonomy, readers) if readers > 1 else (
+        read_pairs(store, base, variants, options, taxonomy, BaseTexts(base_files)))
     pairs = []
-    base_texts = BaseTexts(base_files)  # the base's texts and answers, read once for every variant
-    for variant in variants:
-        paired, steps = pair_variant(store, base, variant.name, taxonomy, options.allow_partial)
-        differences = setting_warnings(store, base, variant.name)
-        pair = PairInput(spec=variant, paired=paired, setting_differences=differences,
-                         warnings=[*paired.warnings, *differences], steps=steps)
-        pair.fields = {name: paired_doc_field(store, paired, name) for name in fields}
-        variant_files = store.samples_files(variant.name)
-        texts = read_pair_texts(paired.items, base_files, variant_files, options.churn, options.drill_limit,
-                                base_texts)
-        pair.churn_answers = texts.churn_answers if options.churn else None
-        pair.item_texts, pair.texts_unavailable = texts.item_texts, texts.unavailable
-        if options.distribution:
-            pair.choices = paired_choices(store, paired, variant.algorithm, pair.warnings)
+    for pair in found:
         pairs.append(pair)
         if loaded is not None:
             loaded(pair)
@@ -53,3 +51,21 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
         output_types.setdefault(task, file.output_type)
     return CompareInput(base=base, pairs=pairs, judged=store.judged_summary([base, *(v.name for v in variants)]),
                         output_types=output_types)
+
+
+def reader_count(store: Store, n_variants: int) -> int:
+    """Processes to read `n_variants` with: 1 for an in-memory or writable store and for small reads, else one
+    per usable core (at most one per variant); a whole number in CAPTRACK_WORKERS wins."""
+    if store.path == ":memory:" or not store.read_only or n_variants < 2:
+        return 1
+    value = os.environ.get("CAPTRACK_WORKERS", "").strip()
+    if value.isdigit() and int(value) > 0:
+        return min(int(value), n_variants)
+    if n_variants < PARALLEL_VARIANTS:
+        if store.sample_rows() < PARALLEL_ROWS:
+            return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, n_variants))

@@ -30,6 +30,7 @@ class BaseTexts:
     texts and the base side's scored answers (the base's files are read once, not once per variant)."""
 
     def __init__(self, base_files: Files) -> None:
+        self.base_files = base_files
         self.files = set(base_files.values())
         self.texts: dict[SamplesFile, ItemTexts] = {}
         self.answers: dict[tuple[str, str, str, int], str] = {}  # (run, task, metric, doc id) -> scored answer

@@ -13,8 +13,21 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["Run", "TaskInfo", "discover_runs", "file_digest", "file_sha256", "file_state", "first_bad_line", "judged_path", "results_files",
-           "results_files_of_date", "samples_path", "stored_path"]
+__all__ = [
+    "Run",
+    "TaskInfo",
+    "discover_runs",
+    "file_digest",
+    "file_sha256",
+    "file_state",
+    "first_bad_line",
+    "judged_path",
+    "results_files",
+    "results_files_of_date",
+    "samples_error",
+    "samples_path",
+    "stored_path",
+]
 
 
 @dataclass(frozen=True)
@@ -260,3 +273,17 @@ def _as_number(raw: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def samples_error(paths: list[Path], exc: Exception, proportions: dict[str, bool]) -> InputError:
+    """Name the file and line DuckDB choked on (found by a plain scan, only on this error path)."""
+    for path in paths:
+        bad = first_bad_line(path, proportions)
+        if bad is not None:
+            line, problem = bad
+            return InputError(
+                f"{path}, line {line}: {problem}. The samples file is corrupt, truncated or not as lm-eval "
+                "writes it; fix it or re-run the evaluation with --log_samples (nothing was ingested)."
+            )
+    names = ", ".join(str(p) for p in paths)
+    return InputError(f"cannot read samples file(s) {names}: {exc} (nothing was ingested)")

@@ -22,7 +22,7 @@ from captrack.results.runfiles import (
     TaskInfo,
     file_digest,
     file_state,
-    first_bad_line,
+    samples_error,
     samples_path,
     stored_path,
 )
@@ -120,6 +120,7 @@ class Store:
         if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.con = connect(self.path, read_only)
+        self._columns: dict[tuple[str, str], bool] = {}  # (table, column) -> present (a store's columns only grow by _SCHEMA)
         if not read_only:
             self.con.execute(_SCHEMA)
 
@@ -246,7 +247,7 @@ class Store:
             again = read.retry(str(exc), multiple_choice)
             if again is not None:
                 raise ReadAgain(again) from exc
-            raise _samples_error([t.samples for t in tasks], exc, proportions) from exc
+            raise samples_error([t.samples for t in tasks], exc, proportions) from exc
         return int(inserted[0]) if inserted else 0
 
     def _ingest_judged(self, run: Run, task: TaskInfo, path: Path, model: str, labels: Labels, replicate: int) -> int:
@@ -313,7 +314,7 @@ class Store:
         repeated = sorted(task for task, _, most in counted if most > 1)
         if repeated:
             task = next(t for t in run.tasks if t.name == repeated[0])
-            raise _samples_error([task.samples], InputError("a doc id logged twice"), {})
+            raise samples_error([task.samples], InputError("a doc id logged twice"), {})
         found = {task: int(n) for task, n, _ in counted}
         for task in run.tasks:
             per_doc = len(task.metrics)
@@ -366,10 +367,21 @@ class Store:
         }
 
     def _has_column(self, table: str, column: str) -> bool:
-        found = self.con.execute(
-            "SELECT count(*) FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, column]
-        ).fetchone()
-        return bool(found and found[0])
+        if (table, column) not in self._columns:
+            found = self.con.execute(
+                "SELECT count(*) FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, column]
+            ).fetchone()
+            self._columns[(table, column)] = bool(found and found[0])
+        return self._columns[(table, column)]
+
+    def sample_rows(self) -> int:
+        """Per-sample rows in the store (all models)."""
+        found = self.con.execute("SELECT count(*) FROM samples").fetchone()
+        return int(found[0]) if found else 0
+
+    def use_threads(self, threads: int) -> None:
+        """Run this connection's queries on at most `threads` threads (processes sharing the cores)."""
+        self.con.execute(f"SET threads = {max(1, int(threads))}")
 
     def models(self) -> list[str]:
         """Names of the models (checkpoints) in the store."""
@@ -379,16 +391,3 @@ class Store:
         """Write the tidy per-sample table to a Parquet file."""
         self.con.execute(f"COPY samples TO {quote_literal(str(path))} (FORMAT parquet)")
 
-
-def _samples_error(paths: list[Path], exc: Exception, proportions: dict[str, bool]) -> InputError:
-    """Name the file and line DuckDB choked on (found by a plain scan, only on this error path)."""
-    for path in paths:
-        bad = first_bad_line(path, proportions)
-        if bad is not None:
-            line, problem = bad
-            return InputError(
-                f"{path}, line {line}: {problem}. The samples file is corrupt, truncated or not as lm-eval "
-                "writes it; fix it or re-run the evaluation with --log_samples (nothing was ingested)."
-            )
-    names = ", ".join(str(p) for p in paths)
-    return InputError(f"cannot read samples file(s) {names}: {exc} (nothing was ingested)")

@@ -163,7 +163,7 @@ def test_bootstrap_is_seeded(tmp_path: Path) -> None:
 
 
 def test_lower_is_better_binary_metric_counts_1_as_bad(tmp_path: Path) -> None:
-    from captrack.analysis.compare import VariantSpec, _transition_row
+    from captrack.analysis.variant_part import VariantSpec, _transition_row
     from captrack.metrics import MetricSpec
 
     frame = pd.DataFrame([{"n_11": 1, "n_10": 2, "n_01": 3, "n_00": 4, "k": None}])

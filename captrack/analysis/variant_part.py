@@ -1,0 +1,162 @@
+"""One variant's share of a comparison: everything `analyse` computes from that variant's pair alone.
+
+Per replicate, task and metric counts; drift and transition rows (before their CIs); answer churn and
+all-seeds-agree counts; the pairs table's deltas; cluster labels. A variant's part depends on no other
+variant, so captrack.compare.readers computes it where the pair was read (a worker process) and
+`analyse` computes it only for a pair that comes without one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from captrack.analysis.bootstrap import Items
+from captrack.analysis.by_field import group_table
+from captrack.analysis.churn import answer_churn, seed_agreements
+from captrack.analysis.curves import item_means
+from captrack.analysis.drift import relative_drift
+from captrack.analysis.stats import mcnemar_exact
+from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.analysis.types import PairInput, VariantPart, VariantSpec
+from captrack.analysis.verdict_tables import item_clusters
+from captrack.errors import UnknownNameError
+from captrack.metrics.registry import MetricSpec, get_metric
+from captrack.results.pairing import PairedItems
+
+__all__ = ["PAIR_DELTA_COLUMNS", "PartOptions", "variant_part"]
+
+PAIR_DELTA_COLUMNS = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
+
+
+@dataclass(frozen=True)
+class PartOptions:
+    """What of captrack.analysis.compare.CompareOptions a variant's part depends on."""
+
+    churn: bool = True
+    cluster: str | None = None
+    pair_deltas: bool = False
+    bootstrap: int = 1000
+    seed: int = 0
+
+
+def variant_part(pair: PairInput, options: PartOptions) -> VariantPart:
+    """The part of the comparison that `pair` alone determines; its warnings in the order they arise."""
+    paired, variant = pair.paired, pair.spec
+    warnings: list[str] = []
+    per_rep, items = _per_replicate(paired), item_means(paired)
+    clusters = item_clusters(paired, pair.fields[options.cluster], options.cluster, warnings) if options.cluster else {}
+    t_rows, d_rows, counts = _variant_rows(variant, per_rep, items, warnings)
+    _add_flip_decomposition(t_rows, pair, options.churn, warnings)
+    deltas = None
+    if options.pair_deltas and t_rows:  # the variant's tracked (task, metric)s: each change with its bootstrap CI
+        deltas = group_table(paired.items, variant, n_resamples=options.bootstrap, seed=options.seed)[PAIR_DELTA_COLUMNS]
+    return VariantPart(per_replicate=per_rep, items=items, clusters=clusters, transitions=t_rows, drift=d_rows,
+                       counts=counts, warnings=warnings, pair_deltas=deltas)
+
+
+def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: bool, warnings: list[str]) -> None:
+    """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
+    paired = pair.paired
+    counts = answer_churn(paired, pair.churn_answers, warnings) if churn and rows and pair.churn_answers is not None else {}
+    agree = seed_agreements(paired, {(str(r["task"]), str(r["metric"])): bool(r["direction_lower"]) for r in rows})
+    for row in rows:
+        row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = agree.get(
+            (str(row["task"]), str(row["metric"])), (0, 0, 0))
+        row["answer_churn"] = counts.get((row["task"], row["metric"]), math.nan)
+
+
+def _per_replicate(paired: PairedItems) -> pd.DataFrame:
+    """Per replicate, task and metric: n, means, transition counts, whether binary, k (the modal option count),
+    the range of the items' k and the chance weight mean_i 1/(k_i − 1) (captrack.analysis.transitions.chance_weight)."""
+    rows = []
+    items = paired.items
+    all_base, all_variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
+    all_ks = items["n_choices"].to_numpy(dtype=float)
+    groups = items.groupby(["task", "metric", "replicate"], sort=True).indices  # positions of each group's rows
+    for task, metric, replicate in sorted(groups):
+        at = groups[(task, metric, replicate)]
+        base, variant, ks = all_base[at], all_variant[at], all_ks[at]
+        t = count_transitions(base, variant)
+        known = ks[~np.isnan(ks)]
+        values, counts = np.unique(known, return_counts=True)  # the mode: the smallest of the most frequent k
+        rows.append({
+            "replicate": replicate, "task": task, "metric": metric, "n": t.n, "base_value": base.mean(),
+            "variant_value": variant.mean(), "n_11": t.n_11, "n_10": t.n_10, "n_01": t.n_01, "n_00": t.n_00,
+            "is_binary": bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all()),
+            "k": float(values[counts.argmax()]) if known.size else math.nan,
+            "k_min": float(np.nanmin(ks)) if known.size else math.nan,
+            "k_max": float(np.nanmax(ks)) if known.size else math.nan, "chance_weight": chance_weight(ks),
+        })
+    columns = ["replicate", "task", "metric", "n", "base_value", "variant_value", "n_11", "n_10", "n_01", "n_00", "is_binary", "k",
+               "k_min", "k_max", "chance_weight"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["rel_drift_pct"] = [relative_drift(b, v) for b, v in zip(frame["base_value"], frame["variant_value"], strict=True)]
+    frame["forgetting"] = frame["n_10"] / frame["n"]
+    frame["backward_transfer"] = frame["n_01"] / frame["n"]
+    return frame
+
+
+def _spec(metric: str, warnings: list[str]) -> MetricSpec | None:
+    try:
+        return get_metric(metric)
+    except UnknownNameError:
+        warnings.append(
+            f"metric {metric!r} is not declared in captrack.metrics; its drift is reported as "
+            "higher-is-better (declare a MetricSpec to set its direction)"
+        )
+        return None
+
+
+def _variant_rows(
+    variant: VariantSpec, per_rep: pd.DataFrame, items: Items, warnings: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """Transition and drift rows of one variant (drift CIs are filled in later)."""
+    transitions, drift = [], []
+    paired_items: dict[str, int] = {}
+    zero_base: list[str] = []
+    empty = (np.empty(0), np.empty(0))
+    for (task, metric), frame in per_rep.groupby(["task", "metric"], sort=True):
+        spec = _spec(str(metric), warnings)
+        base_arr, var_arr = items.get((variant.name, str(task), str(metric)), empty)
+        base_value = float(base_arr.mean()) if base_arr.size else math.nan
+        variant_value = float(var_arr.mean()) if var_arr.size else math.nan
+        if base_value == 0:
+            zero_base.append(f"{task}/{metric}")
+        paired_items[f"{task}/{metric}"] = int(base_arr.size)
+        drift.append({
+            "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
+            "direction_spec": spec.direction if spec else "higher", "base_value": base_value,
+            "variant_value": variant_value, "rel_drift_pct": relative_drift(base_value, variant_value),
+        })
+        binary = bool(frame["is_binary"].all())
+        if (spec.tracks_transitions if spec else binary) and binary:
+            transitions.append(_transition_row(variant, str(task), str(metric), frame, spec))
+            if transitions[-1]["k"] is not None and frame["k_min"].min() != frame["k_max"].max():
+                warnings.append(f"{variant.name}: {task}/{metric}: items have {frame['k_min'].min():.0f} to "
+                                f"{frame['k_max'].max():.0f} options; k reports the most common, E uses each item's own k")
+    if zero_base:
+        warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
+    return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
+
+
+def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
+    n11, n10, n01, n00 = (int(frame[c].sum()) for c in ("n_11", "n_10", "n_01", "n_00"))
+    if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
+        n11, n10, n01, n00 = n00, n01, n10, n11
+    k_values = frame["k"].dropna()
+    k = int(k_values.iloc[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
+    # Items with different k: E is the mean of the per-item expectations (weight = mean_i 1/(k_i − 1)).
+    weight = float((frame["chance_weight"] * frame["n"]).sum() / frame["n"].sum()) if k is not None else None
+    t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
+    return {
+        "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
+        "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,
+        "forgetting": t.forgetting, "backward_transfer": t.backward_transfer, "k": k,
+        "forgetting_adj": t.forgetting_adj, "backward_transfer_adj": t.backward_transfer_adj,
+        "mcnemar_p": mcnemar_exact(n10, n01), "direction_lower": spec is not None and spec.direction == "lower",
+    }
