@@ -1,4 +1,4 @@
-"""Item texts of many samples files, read by one query, are what reading each file alone gives."""
+"""Item texts of many samples files, read together, are what reading each file alone gives; only the wanted lines count."""
 
 from __future__ import annotations
 
@@ -39,12 +39,30 @@ def test_a_doc_logged_twice_gives_its_last_line(tmp_path: Path) -> None:
     assert read_many_item_texts({file: [0, 1]})[file][0].response == "second"
 
 
-def _contrast_line(doc: dict, lls: list[float]) -> tuple[str, str, str, str]:
-    """A contrast item's logged target, arguments, filtered_resps and doc, as lm-eval writes them."""
+def test_lines_found_by_doc_id_wherever_it_is_logged(tmp_path: Path) -> None:
+    """A line that does not start with its doc id (another writer's key order, a doc id as text) is still found;
+    blank lines and unwanted docs are skipped; a doc id the file lacks is absent, not an empty text."""
+    run = write_run(tmp_path / "r", "m", [FakeTask("captrack_probe_c1_skills", {"exact_match": [1, 0, 1]},
+                                                   output_type="generate_until", responses={0: "a", 1: "b", 2: "c"})])
+    file = _file(run, "captrack_probe_c1_skills")
+    first, second, third = (json.loads(line) for line in file.path.read_text().splitlines())
+    moved = {k: v for k, v in first.items() if k != "doc_id"} | {"doc_id": 0}
+    as_text = second | {"doc_id": "1"}
+    file.path.write_text("\n".join([json.dumps(moved), "", json.dumps(as_text), "  " + json.dumps(third)]) + "\n")
+    texts = read_many_item_texts({file: [0, 1, 2, 7]})[file]
+    assert {i: t.response for i, t in texts.items()} == {0: "a", 1: "b", 2: "c"}
+    assert texts[0].prompt == "captrack_probe_c1_skills question 0" and texts[0].doc == first["doc"]
+    assert read_many_item_texts({file: [2]})[file].keys() == {2}
+
+
+def _contrast_line(doc: dict, lls: list[float]) -> dict:
+    """A contrast item's samples line (target, arguments, filtered_resps and doc) as lm-eval writes it, parsed."""
     forms = json.loads(doc["forms"])
     pairs = [(form["prompt"], option) for form in forms for option in form["choices"]]
     requests = {f"gen_args_{i}": {"arg_0": prompt, "arg_1": " " + option} for i, (prompt, option) in enumerate(pairs)}
-    return json.dumps(doc["gold"]), json.dumps(requests), json.dumps([[str(x), "False"] for x in lls]), json.dumps(doc)
+    line = {"doc_id": 0, "doc": doc, "target": doc["gold"], "arguments": requests,
+            "filtered_resps": [[str(x), "False"] for x in lls]}
+    return json.loads(json.dumps(line))
 
 
 @pytest.mark.parametrize("lls", [[-1.0, -3.0, -2.0, -2.5], [-1.0, -3.0, -0.5, -4.0], [-5.0, -1.0, -2.0, -2.0]])
@@ -53,10 +71,10 @@ def test_a_contrast_item_shows_the_option_its_contrast_favours(lls: list[float])
     so the page's answer scores as the logged contrast_acc (the demo's W1/W2/H4 twins)."""
     from captrack.metrics.choices import contrast_metrics
     from captrack.probes.forced import w1_choice
-    from captrack.results.samples import _text
+    from captrack.results.samples import _item_text
 
     doc = w1_choice(1234, 4)[0]
-    text = _text(*_contrast_line(doc, lls))
+    text = _item_text(_contrast_line(doc, lls))
     held = contrast_metrics(doc, lls)["contrast_acc"] == 1.0
     assert text.options == tuple(doc["choices"])
     assert text.gold == f"A. {doc['choices'][0]}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import string
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -80,38 +81,45 @@ def read_item_texts(file: SamplesFile, doc_ids: list[int]) -> dict[int, ItemText
 
 
 def read_many_item_texts(wanted: Mapping[SamplesFile, Collection[int]]) -> dict[SamplesFile, dict[int, ItemText]]:
-    """Per samples file, prompt, gold and response of the given docs, every file read by one query (an
-    unavailable file gives an empty dict, see unavailable_reason). A doc id a file logs twice (one line per
-    filter) gives its last line, as the file orders them."""
+    """Per samples file, prompt, gold and response of the given docs, each file read once (an unavailable file
+    gives an empty dict, see unavailable_reason). A doc id a file logs twice (one line per filter) gives its
+    last line, as the file orders them.
+
+    Only the wanted lines are parsed: lm-eval writes each line's doc id first, so the others are told apart
+    by that prefix (a line that starts otherwise is parsed to find its doc id).
+    """
     out: dict[SamplesFile, dict[int, ItemText]] = {file: {} for file in wanted}
-    readable = {file: ids for file, ids in wanted.items() if ids and unavailable_reason(file) is None}
-    if not readable:
-        return out
-    by_path: dict[str, list[tuple[SamplesFile, set[int]]]] = {}
-    for file, ids in readable.items():
-        by_path.setdefault(str(file.path), []).append((file, {int(i) for i in ids}))
-    keys = pd.DataFrame([(path, int(i)) for path, files in by_path.items() for _, ids in files for i in ids],
-                        columns=["filename", "doc_id"]).drop_duplicates()
-    con = duckdb.connect()
-    try:
-        con.register("_wanted", keys)
-        rows = con.execute(
-            f"""SELECT filename, doc_id, target, arguments, filtered_resps, doc
-            FROM read_json(?, format='newline_delimited', filename=true,
-                           columns={{'doc_id': 'BIGINT', 'target': 'JSON', 'arguments': 'JSON', 'filtered_resps': 'JSON',
-                                    'doc': 'JSON'}},
-                           maximum_object_size={_MAX_OBJECT})
-            WHERE (filename, doc_id) IN (SELECT filename, doc_id FROM _wanted)""",
-            [list(by_path)],
-        ).fetchall()
-    finally:
-        con.close()
-    for path, doc_id, target, arguments, resps, doc in rows:
-        text = _text(target, arguments, resps, doc)
-        for file, ids in by_path[path]:
-            if int(doc_id) in ids:
-                out[file][int(doc_id)] = text
+    by_path: dict[Path, set[int]] = {}
+    for file, ids in wanted.items():
+        if ids and unavailable_reason(file) is None:
+            by_path.setdefault(file.path, set()).update(int(i) for i in ids)
+    lines = {path: _wanted_lines(path, ids) for path, ids in by_path.items()}
+    for file, ids in wanted.items():
+        found = lines.get(file.path, {})
+        out[file] = {int(i): _item_text(found[int(i)]) for i in ids if int(i) in found}
     return out
+
+
+_DOC_ID = re.compile(rb'\s*\{\s*"doc_id"\s*:\s*(-?[0-9]+)\s*[,}]')
+
+
+def _wanted_lines(path: Path, ids: set[int]) -> dict[int, dict[str, Any]]:
+    """doc id -> the last line of `path` logging it, parsed, for the doc ids in `ids`."""
+    found: dict[int, dict[str, Any]] = {}
+    with path.open("rb") as handle:
+        for raw in handle:
+            head = _DOC_ID.match(raw)
+            if head is not None and int(head[1]) not in ids:
+                continue
+            if head is None and not raw.strip():
+                continue
+            line = json.loads(raw)
+            doc_id = line.get("doc_id") if isinstance(line, dict) else None
+            if isinstance(doc_id, str) and doc_id.strip().lstrip("-").isdigit():
+                doc_id = int(doc_id)
+            if isinstance(doc_id, int) and not isinstance(doc_id, bool) and doc_id in ids:
+                found[doc_id] = line
+    return found
 
 
 def read_paired_choices(base: SamplesFile, variant: SamplesFile, keys: pd.DataFrame) -> list[tuple[Any, ...]]:
@@ -185,11 +193,11 @@ def gold_text(target: Any, doc: Mapping[str, Any], options: tuple[str, ...]) -> 
     return ""
 
 
-def _text(target: Any, arguments: Any, resps: Any, doc_json: Any = None) -> ItemText:
-    args = json.loads(arguments) if isinstance(arguments, str) else arguments or {}
-    gold = json.loads(target) if isinstance(target, str) else target
-    filtered = json.loads(resps) if isinstance(resps, str) else resps or []
-    doc = json.loads(doc_json) if isinstance(doc_json, str) else doc_json or {}
+def _item_text(line: Mapping[str, Any]) -> ItemText:
+    args = line.get("arguments") or {}
+    gold = line.get("target")
+    filtered = line.get("filtered_resps") or []
+    doc = line.get("doc") or {}
     doc = doc if isinstance(doc, dict) else {}
     requests = [args[k] for k in sorted(args, key=lambda k: int(k.rsplit("_", 1)[-1]))]
     prompt = str(requests[0].get("arg_0", "")) if requests else ""
