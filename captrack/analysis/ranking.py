@@ -30,11 +30,12 @@ CONTRAST_COLUMNS = [
 Boot = dict[tuple[str, str, str], NDArray[np.float64]]
 
 
-def _capability_drift(rows: pd.DataFrame, boot: Boot, variant: str) -> tuple[float, NDArray[np.float64] | None]:
-    """A capability's point drift (mean of its scored members) and its bootstrap samples (None without any)."""
-    scored = rows[rows["rel_drift_pct"].notna()]
-    point = float(scored["rel_drift_pct"].mean()) if len(scored) else math.nan
-    stacked = [boot[(variant, t, m)] for t, m in zip(scored["task"], scored["metric"], strict=True) if (variant, t, m) in boot]
+def _capability_drift(members: list[tuple[str, str, float]], boot: Boot, variant: str) -> tuple[float, NDArray[np.float64] | None]:
+    """A capability's point drift (mean of its scored members: (task, metric, drift)) and its bootstrap samples
+    (None without any)."""
+    scored = [(t, m, d) for t, m, d in members if not math.isnan(d)]
+    point = float(np.mean([d for _, _, d in scored])) if scored else math.nan
+    stacked = [boot[(variant, t, m)] for t, m, _ in scored if (variant, t, m) in boot]
     if not stacked or len(stacked) != len(scored):
         return point, None
     with warnings.catch_warnings():  # a resample where every member's drift is NaN stays NaN
@@ -46,8 +47,12 @@ def _magnitudes(drift: pd.DataFrame, boot: Boot, taxonomy: Taxonomy) -> dict[str
     """Per algorithm: mean |capability drift| over its variants, and its bootstrap samples."""
     tracked = drift[drift["capability"] != ""]
     points: dict[str, dict[str, tuple[float, NDArray[np.float64] | None]]] = {}
-    for variant, frame in tracked.groupby("variant", sort=True):
-        points[str(variant)] = {c.key: _capability_drift(frame[frame["capability"] == c.key], boot, str(variant))
+    rows = list(zip(tracked["task"], tracked["metric"], tracked["rel_drift_pct"].to_numpy(dtype=float), strict=True))
+    for variant, at in tracked.groupby("variant", sort=True).indices.items():
+        members: dict[str, list[tuple[str, str, float]]] = {}
+        for i, capability in zip(at, tracked["capability"].to_numpy()[at], strict=True):
+            members.setdefault(str(capability), []).append(rows[i])
+        points[str(variant)] = {c.key: _capability_drift(members.get(c.key, []), boot, str(variant))
                                 for c in taxonomy.capabilities}
     common = [c.key for c in taxonomy.capabilities
               if points and all(not math.isnan(p[c.key][0]) for p in points.values())]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -73,11 +73,13 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
     rows = []
     empty = (np.empty(0), np.empty(0))
     groups = drift.assign(_group=drift["capability"].map(lambda c: cap_group.get(str(c), "")))
-    by_cap = {k: f.drop_duplicates(["task", "metric"]) for k, f in groups.groupby(["variant", "capability"], sort=False)}
-    by_group = {k: f.drop_duplicates(["task", "metric"]) for k, f in groups.groupby(["variant", "_group"], sort=False)}
-    none = drift.iloc[0:0]
+    # Each (variant, capability or group)'s members, each (task, metric) once, in drift order: as columns + positions.
+    by_cap, by_group = (_members(groups.drop_duplicates(["variant", level, "task", "metric"]), level)
+                        for level in ("capability", "_group"))
+    none: tuple[dict[str, list[Any]], list[int]] = ({"task": [], "metric": [], "direction": [], "rel_drift_pct": []}, [])
     for variant, level, key in zip(capabilities["variant"], capabilities["level"], capabilities["key"], strict=True):
-        members = (by_cap if level == "capability" else by_group).get((variant, key), none)
+        columns, at = (by_cap if level == "capability" else by_group).get((variant, key), none)
+        members = {name: [column[i] for i in at] for name, column in columns.items()}
         spec = []
         task_clusters: dict[str, Sequence[object]] = {}
         for task, metric, direction in zip(members["task"], members["metric"], members["direction"], strict=True):
@@ -100,6 +102,12 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
         values = values[~np.isnan(values)]
         out.at[index, "oriented_drift_pct"] = float(values.mean()) if len(values) else math.nan
     return out
+
+
+def _members(rows: pd.DataFrame, level: str) -> dict[tuple[Any, Any], tuple[dict[str, list[Any]], list[int]]]:
+    """(variant, `level` value) -> the columns capability_verdicts reads of `rows` and the positions of its rows."""
+    columns = {name: rows[name].tolist() for name in ("task", "metric", "direction", "rel_drift_pct")}
+    return {key: (columns, list(at)) for key, at in rows.groupby(["variant", level], sort=False).indices.items()}
 
 
 def item_clusters(paired: PairedItems, values: pd.Series, field: str, warnings: list[str]) -> Clusters:
