@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,37 +82,38 @@ def aggregate_capabilities(
     """
     rows: list[dict[str, object]] = []
     for (variant, algorithm), frame in drift.groupby(["variant", "algorithm"], sort=False):
+        cols = _columns(frame, value)
         cap_means: dict[str, float] = {}
         cap_mde: dict[str, float] = {}
         cap_boot: dict[str, NDArray[np.float64]] = {}
         of_capability = frame.groupby("capability", sort=False).indices  # positions, in frame order
         for cap in taxonomy.capabilities:
-            members = frame.iloc[of_capability.get(cap.key, np.empty(0, dtype=np.int64))]
-            values = members[value].to_numpy(dtype=float)
+            at = of_capability.get(cap.key, np.empty(0, dtype=np.int64))
+            values = cols[value][at]
             finite = values[~np.isnan(values)]
             mean = float(finite.mean()) if finite.size else math.nan
             cap_means[cap.key] = mean
-            cap_mde[cap.key] = _member_mde(members[~np.isnan(values)])
-            samples = _member_boot(boot, variant, members)
+            cap_mde[cap.key] = _member_mde(cols, at[~np.isnan(values)])
+            samples = _member_boot(boot, variant, cols, at)
             if samples is not None:
                 cap_boot[cap.key] = samples
             rows.append(
                 _row(variant, algorithm, "capability", cap.key, mean,
                      float(finite.std(ddof=0)) if finite.size else math.nan,
-                     samples, members, int(finite.size)) | {"mde_pct": cap_mde[cap.key]}
+                     samples, cols, at, int(finite.size)) | {"mde_pct": cap_mde[cap.key]}
             )
         for group in taxonomy.groups:
             means = np.array([cap_means[c.key] for c in group.capabilities])
             finite = means[~np.isnan(means)]
             stacked = [cap_boot[c.key] for c in group.capabilities if c.key in cap_boot]
             samples = _nanmean_rows(stacked) if stacked else None
-            members = frame[frame["group"] == group.key]
+            at = np.flatnonzero(cols["group"] == group.key)
             scored = [cap_mde[c.key] for c in group.capabilities if not math.isnan(cap_means[c.key])]
             rows.append(
                 _row(variant, algorithm, "group", group.key,
                      float(finite.mean()) if finite.size else math.nan,
                      float(finite.std(ddof=0)) if finite.size else math.nan,
-                     samples, members, int((~np.isnan(members[value].to_numpy(dtype=float))).sum()))
+                     samples, cols, at, int((~np.isnan(cols[value][at])).sum()))
                 | {"mde_pct": combined_mde(scored)}
             )
     return pd.DataFrame(rows, columns=CAPABILITY_COLUMNS[:CAPABILITY_COLUMNS.index("oriented_drift_pct")])
@@ -124,20 +126,30 @@ CAPABILITY_COLUMNS = [
 ]
 
 
-def _member_mde(members: pd.DataFrame) -> float:
-    """A capability's MDE from its scored members' (NaN when the frame has no mde_pct column)."""
-    if "mde_pct" not in members or members.empty:
+Columns = dict[str, NDArray[Any]]
+"""A frame's columns as arrays (numbers as float, texts as objects): what the capability rows read, by position."""
+
+_NUMBERS = ("mde_pct", "forgetting", "backward_transfer", "base_value", "variant_value", "n")
+
+
+def _columns(frame: pd.DataFrame, value: str) -> Columns:
+    cols = {name: frame[name].to_numpy(dtype=float) for name in (value, *_NUMBERS) if name in frame}
+    return cols | {name: frame[name].to_numpy(dtype=object) for name in ("task", "metric", "group")}
+
+
+def _member_mde(cols: Columns, at: NDArray[np.int64]) -> float:
+    """A capability's MDE from its scored members' (at `at`; NaN without an mde_pct column)."""
+    if "mde_pct" not in cols or not at.size:
         return math.nan
-    return combined_mde(members["mde_pct"].to_numpy(dtype=float))
+    return combined_mde(cols["mde_pct"][at])
 
 
-def _member_boot(
-    boot: dict[tuple[str, str, str], NDArray[np.float64]] | None, variant: str, members: pd.DataFrame
-) -> NDArray[np.float64] | None:
+def _member_boot(boot: dict[tuple[str, str, str], NDArray[np.float64]] | None, variant: str, cols: Columns,
+                 at: NDArray[np.int64]) -> NDArray[np.float64] | None:
     """Bootstrap samples of a capability: per resample, the mean over its members' drifts."""
-    if boot is None or members.empty:
+    if boot is None or not at.size:
         return None
-    keys = [(variant, t, m) for t, m in zip(members["task"], members["metric"], strict=True)]
+    keys = [(variant, t, m) for t, m in zip(cols["task"][at], cols["metric"][at], strict=True)]
     stacked = [boot[k] for k in keys if k in boot]
     return _nanmean_rows(stacked) if stacked else None
 
@@ -155,7 +167,7 @@ def _nanmean_rows(stacked: list[NDArray[np.float64]]) -> NDArray[np.float64]:
 
 def _row(
     variant: str, algorithm: str, level: str, key: str, mean: float, std: float,
-    samples: NDArray[np.float64] | None, members: pd.DataFrame, n_metrics: int,
+    samples: NDArray[np.float64] | None, cols: Columns, at: NDArray[np.int64], n_metrics: int,
 ) -> dict[str, object]:
     from captrack.analysis.stats import percentile_ci
 
@@ -169,32 +181,32 @@ def _row(
         "std_rel_drift_pct": std,
         "ci_low": low,
         "ci_high": high,
-        "forgetting": _nanmean(members, "forgetting"),
-        "backward_transfer": _nanmean(members, "backward_transfer"),
+        "forgetting": _nanmean(cols, "forgetting", at),
+        "backward_transfer": _nanmean(cols, "backward_transfer", at),
         "n_metrics": n_metrics,
-    } | _values(members)
+    } | _values(cols, at)
 
 
-def _values(members: pd.DataFrame) -> dict[str, float]:
+def _values(cols: Columns, at: NDArray[np.int64]) -> dict[str, float]:
     """Paired items (each member task counted once) and the mean base and variant value over the members
     that have both (metrics of different scales are averaged as they are: a summary, not a drift); NaN without."""
-    if not {"base_value", "variant_value"} <= set(members) or members.empty:
+    if "base_value" not in cols or "variant_value" not in cols or not at.size:
         return {"n_items": math.nan, "base_value": math.nan, "variant_value": math.nan}
-    base, variant = members["base_value"].to_numpy(dtype=float), members["variant_value"].to_numpy(dtype=float)
+    base, variant = cols["base_value"][at], cols["variant_value"][at]
     both = ~np.isnan(base) & ~np.isnan(variant)
     if not both.any():
         return {"n_items": math.nan, "base_value": math.nan, "variant_value": math.nan}
     n_items = math.nan
-    if "n" in members:  # each member task's items once: its first row's n
-        _, first = np.unique(members["task"].to_numpy(dtype=object)[both], return_index=True)
-        n_items = float(np.nansum(members["n"].to_numpy(dtype=float)[both][np.sort(first)]))  # as pandas sums: NaN skipped
+    if "n" in cols:  # each member task's items once: its first row's n
+        _, first = np.unique(cols["task"][at][both], return_index=True)
+        n_items = float(np.nansum(cols["n"][at][both][np.sort(first)]))  # as pandas sums: NaN skipped
     return {"n_items": n_items, "base_value": float(base[both].mean()), "variant_value": float(variant[both].mean())}
 
 
-def _nanmean(frame: pd.DataFrame, column: str) -> float:
-    if column not in frame or frame.empty:
+def _nanmean(cols: Columns, column: str, at: NDArray[np.int64]) -> float:
+    if column not in cols or not at.size:
         return math.nan
-    values = frame[column].to_numpy(dtype=float)
+    values = cols[column][at]
     values = values[~np.isnan(values)]
     return float(values.mean()) if values.size else math.nan
 

@@ -145,13 +145,15 @@ def _variant_rows(
 
 
 def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
-    n11, n10, n01, n00 = (int(frame[c].sum()) for c in ("n_11", "n_10", "n_01", "n_00"))
+    n11, n10, n01, n00 = (int(x) for x in frame[["n_11", "n_10", "n_01", "n_00"]].to_numpy().sum(axis=0))
     if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
         n11, n10, n01, n00 = n00, n01, n10, n11
-    k_values = frame["k"].dropna()
-    k = int(k_values.iloc[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
+    k_values = frame["k"].to_numpy(dtype=float)
+    k_values = k_values[~np.isnan(k_values)]
+    k = int(k_values[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
     # Items with different k: E is the mean of the per-item expectations (weight = mean_i 1/(k_i − 1)).
-    weight = float((frame["chance_weight"] * frame["n"]).sum() / frame["n"].sum()) if k is not None else None
+    n = frame["n"].to_numpy()
+    weight = float(np.nansum(frame["chance_weight"].to_numpy(dtype=float) * n) / n.sum()) if k is not None else None
     t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
     return {
         "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
