@@ -76,20 +76,25 @@ def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]
     shown = caps[caps["n_metrics"] > 0]
     present = set(zip(shown["level"], shown["key"], strict=True))
     rows = [r for r in rows if (r[0], r[1]) in present and (not keys or r[1] in keys or r[0] == "group")]
-    indexed = caps.set_index(["level", "key", "variant"])
-    matrix = pd.DataFrame(index=[r[2] for r in rows], columns=variants, dtype=float)
-    colors = matrix.copy()
-    marks = pd.DataFrame(False, index=matrix.index, columns=variants)
-    verdicts = pd.DataFrame("", index=matrix.index, columns=variants, dtype=object)
-    for level, key, label in rows:
-        for v in variants:
-            if (level, key, v) in indexed.index:
-                r = indexed.loc[(level, key, v)]
-                matrix.loc[label, v] = r["mean_rel_drift_pct"]
-                colors.loc[label, v] = r.get("oriented_drift_pct", r["mean_rel_drift_pct"])
-                marks.loc[label, v] = bool(r["ci_low"] > 0 or r["ci_high"] < 0)
-                found = r.get("verdict")
-                verdicts.loc[label, v] = found if isinstance(found, str) else ""
+    labels, columns = [r[2] for r in rows], {v: j for j, v in enumerate(variants)}
+    printed = np.full((len(rows), len(variants)), np.nan)
+    shade, marked = printed.copy(), np.zeros(printed.shape, dtype=bool)
+    said = np.full(printed.shape, "", dtype=object)
+    at = {(level, key): i for i, (level, key, _) in enumerate(rows)}
+    oriented = caps["oriented_drift_pct"] if "oriented_drift_pct" in caps else caps["mean_rel_drift_pct"]
+    verdict = caps["verdict"] if "verdict" in caps else pd.Series(None, index=caps.index, dtype=object)
+    for level, key, variant, mean, colour, low, high, found in zip(
+            caps["level"], caps["key"], caps["variant"], caps["mean_rel_drift_pct"], oriented, caps["ci_low"],
+            caps["ci_high"], verdict, strict=True):
+        i, j = at.get((level, key)), columns.get(variant)
+        if i is None or j is None:
+            continue
+        printed[i, j], shade[i, j], marked[i, j] = mean, colour, bool(low > 0 or high < 0)
+        said[i, j] = found if isinstance(found, str) else ""
+    matrix = pd.DataFrame(printed, index=labels, columns=variants, dtype=float)
+    colors = pd.DataFrame(shade, index=labels, columns=variants, dtype=float)
+    marks = pd.DataFrame(marked, index=labels, columns=variants)
+    verdicts = pd.DataFrame(said, index=labels, columns=variants, dtype=object)
     return matrix, colors, marks, verdicts
 
 
@@ -138,8 +143,9 @@ def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     caps = caps[(caps["level"] == "capability") & (caps["n_metrics"] > 0)]
     drift = tables["drift"][tables["drift"]["rel_drift_pct"].notna()].merge(
         tables["power"][["variant", "task", "metric", "n"]], on=["variant", "task", "metric"], how="left")
-    items = {(str(v), str(c)): float(f.drop_duplicates("task")["n"].sum(min_count=1))
-             for (v, c), f in drift.groupby(["variant", "capability"]) if c}
+    # each member task's items once (its first metric's n), summed per (variant, capability)
+    sums = drift.drop_duplicates(["variant", "capability", "task"]).groupby(["variant", "capability"])["n"].sum(min_count=1)
+    items = {(str(v), str(c)): float(n) for (v, c), n in sums.items() if c}
     return caps.assign(items=[items.get((str(v), str(k)), math.nan) for v, k in zip(caps["variant"], caps["key"], strict=True)])
 
 
