@@ -91,3 +91,27 @@ def test_who_reads_with_workers(store_path: Path, monkeypatch: pytest.MonkeyPatc
         assert reader_count(store, 3) == 3
     with Store(":memory:") as memory:
         assert reader_count(memory, 50) == 1  # nothing another process could open
+
+
+def test_a_store_a_worker_cannot_open_is_refused_as_it_is(tmp_path: Path) -> None:
+    from captrack.compare.readers import read_in_workers
+    from captrack.errors import InputError
+    from captrack.taxonomy import load_taxonomy
+
+    missing = tmp_path / "nowhere.duckdb"
+    with pytest.raises(InputError, match="no such store"):
+        list(read_in_workers(str(missing), "base", [VariantSpec("a"), VariantSpec("b")], CompareOptions(), load_taxonomy(), 2))
+
+
+def test_a_worker_that_dies_is_reported_with_its_output(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that exits without sending its pairs (here: a module that cannot read the job) stops the comparison
+    with its exit status and the end of what it printed; nothing is returned half-read."""
+    import captrack.compare.readers as readers
+    from captrack.errors import CaptrackError
+    from captrack.taxonomy import load_taxonomy
+
+    monkeypatch.setattr(readers, "WORKER_MODULE", "json.tool")
+    with pytest.raises(CaptrackError, match=r"failed \(exit 1\)") as raised:
+        list(readers.read_in_workers(str(store_path), "base", [VariantSpec(v) for v in VARIANTS], CompareOptions(),
+                                     load_taxonomy(), 2))
+    assert "Expecting value" in str(raised.value) or "decode" in str(raised.value)

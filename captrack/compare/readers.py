@@ -2,8 +2,9 @@
 
 Each worker is ``python -m captrack.compare.readers JOB OUT``: it opens the store read-only, reads
 its variants exactly as a single process does (captrack.compare.pair_reads.read_pairs), computes each
-pair's own part of the analysis (captrack.analysis.variant_part) and pickles the pair into OUT as it is
-read; an error it raises is pickled there too and raised again in the caller.
+pair's own part of the analysis (captrack.analysis.variant_part) and appends the pair to OUT (its
+length, then its pickle) as soon as it is read, for the caller to unpickle while the workers go on; an
+error it raises is sent the same way and raised again in the caller.
 Workers are plain subprocesses, so a caller's script is never re-imported (as multiprocessing's
 spawn would do) and nothing of the caller's DuckDB state is forked.
 """
@@ -15,15 +16,20 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from captrack.analysis.compare import CompareOptions
 from captrack.analysis.types import PairInput, VariantSpec
 from captrack.errors import CaptrackError
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["read_in_workers"]
+__all__ = ["WORKER_MODULE", "read_in_workers"]
+
+WORKER_MODULE = "captrack.compare.readers"
+"""The module each worker runs (``python -m WORKER_MODULE JOB OUT``)."""
 
 
 def read_in_workers(path: str, base: str, variants: Sequence[VariantSpec], options: CompareOptions,
@@ -40,14 +46,14 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantSpec], optio
             for i, part in enumerate(parts):
                 job, out, log = (Path(tmp) / f"{name}{i}" for name in ("job", "out", "log"))
                 job.write_bytes(pickle.dumps((path, base, part, options, taxonomy)))
+                out.touch()  # read while the worker appends to it
                 with log.open("wb") as handle:
-                    started.append((subprocess.Popen([sys.executable, "-m", "captrack.compare.readers", str(job), str(out)],
+                    started.append((subprocess.Popen([sys.executable, "-m", WORKER_MODULE, str(job), str(out)],
                                                      stdin=subprocess.DEVNULL, stdout=handle, stderr=handle, env=env),
                                     out, log))
             for process, out, log in started:
-                process.wait()
-                yield from _pairs(out)
-                if process.returncode != 0:
+                yield from _pairs(process, out)  # each pair as soon as it is written: unpickled while the workers read
+                if process.wait() != 0:
                     tail = log.read_text(errors="replace")[-2000:]
                     raise CaptrackError(f"a worker reading the comparison's variants failed (exit {process.returncode}); "
                                         f"its output ended:\n{tail}")
@@ -58,19 +64,38 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantSpec], optio
                     process.wait()
 
 
-def _pairs(out: Path) -> Iterator[PairInput]:
-    """The pairs a worker pickled into `out`, raising the error it stopped on (if any)."""
-    if not out.exists():
-        return
+def _pairs(process: subprocess.Popen[bytes], out: Path) -> Iterator[PairInput]:
+    """The pairs a worker writes into `out` (each a length and a pickle), read as they come until it exits;
+    the error it stopped on (if any) is raised."""
     with out.open("rb") as handle:
         while True:
-            try:
-                item = pickle.load(handle)
-            except EOFError:
-                return
+            head = _read(handle, 8, process)
+            if len(head) < 8:
+                return  # the worker is gone: its exit status says how it ended
+            body = _read(handle, int.from_bytes(head, "little"), process)
+            item = pickle.loads(body)
             if isinstance(item, BaseException):
                 raise item
             yield item
+
+
+def _read(handle: BinaryIO, size: int, process: subprocess.Popen[bytes]) -> bytes:
+    """`size` bytes from `handle`, waiting while the worker writing it runs; fewer only once it has exited."""
+    data = handle.read(size)
+    while len(data) < size:
+        done = process.poll() is not None  # checked before reading again: what it wrote before exiting is read
+        data += handle.read(size - len(data))
+        if done:
+            break
+        if len(data) < size:
+            time.sleep(0.01)
+    return data
+
+
+def _send(handle: BinaryIO, item: object) -> None:
+    body = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    handle.write(len(body).to_bytes(8, "little") + body)
+    handle.flush()
 
 
 def _work(job: Path, out: Path) -> None:
@@ -82,16 +107,16 @@ def _work(job: Path, out: Path) -> None:
     from captrack.results.store import Store
 
     path, base, variants, options, taxonomy = pickle.loads(job.read_bytes())
-    with out.open("wb") as handle, Store(path, read_only=True) as store, shared_resamples():
-        store.use_threads(1)  # the workers share the cores between them
+    with out.open("wb") as handle:
         try:
-            for pair in read_pairs(store, base, variants, options, taxonomy, BaseTexts(store.samples_files(base))):
-                pair.part = variant_part(pair, part_options(options))  # what analyse needs of this pair alone
-                pair.churn_answers = None  # counted into the part: not sent back
-                pickle.dump(pair, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            with Store(path, read_only=True) as store, shared_resamples():
+                store.use_threads(1)  # the workers share the cores between them
+                for pair in read_pairs(store, base, variants, options, taxonomy, BaseTexts(store.samples_files(base))):
+                    pair.part = variant_part(pair, part_options(options))  # what analyse needs of this pair alone
+                    pair.churn_answers = None  # counted into the part: not sent back
+                    _send(handle, pair)
         except CaptrackError as exc:  # what the caller reports as it would report it read in one process
-            pickle.dump(exc, handle, protocol=pickle.HIGHEST_PROTOCOL)
-
+            _send(handle, exc)
 
 if __name__ == "__main__":
     _work(Path(sys.argv[1]), Path(sys.argv[2]))

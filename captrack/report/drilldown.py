@@ -176,7 +176,7 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, lost: list[str], 
     var_text = texts.get((str(items["variant_run"].iloc[0]), task), {})
     missing = "(text unavailable: samples file gone or changed since ingest)"
     out = []
-    for doc_id, flip, how in zip(items["doc_id"].tolist(), items["change"].astype(str).tolist(), lost, strict=True):
+    for doc_id, flip, how in zip(items["doc_id"].tolist(), map(str, items["change"].tolist()), lost, strict=True):
         b, v = base_text.get(int(doc_id)), var_text.get(int(doc_id))
         change = f"{flip} ({how})" if how else flip
         gold = (b.gold or NO_GOLD) if b else missing
