@@ -141,8 +141,8 @@ def flipped_items(
         lower_is_better: 1 is the bad outcome (e.g. a harm rate), so 1→0 is a gain.
 
     Returns:
-        A frame with doc_id, doc_hash, change ('forgotten' | 'gained'), replicate, base_run, variant_run,
-        forgotten first, then by replicate and doc id.
+        A frame with doc_id, doc_hash, change ('forgotten' | 'gained'), replicate, base_run, variant_run
+        (texts as Python strings), forgotten first, then by replicate and doc id.
     """
     rows = items[(items["task"] == task) & (items["metric"] == metric)]
     good_base = (rows["base"] < 0.5) if lower_is_better else (rows["base"] > 0.5)
@@ -152,7 +152,13 @@ def flipped_items(
     )
     flipped = flipped.sort_values(["change", "replicate", "doc_id"], ascending=[False, True, True], kind="stable")
     columns = ["doc_id", "doc_hash", "change", "replicate", "base_run", "variant_run"]
-    return flipped[columns].head(limit).reset_index(drop=True), len(flipped)
+    return _texts_as_objects(flipped[columns].head(limit).reset_index(drop=True)), len(flipped)
+
+
+def _texts_as_objects(frame: pd.DataFrame) -> pd.DataFrame:
+    """The text columns of a flipped-items frame held as Python strings (object dtype): slicing the frame per
+    (task, metric) then costs no Arrow array rebuild per column and slice."""
+    return frame.astype({name: object for name in ("doc_hash", "change", "base_run", "variant_run")})
 
 
 FLIPPED_COLUMNS = ["doc_id", "doc_hash", "change", "replicate", "base_run", "variant_run"]
@@ -176,11 +182,17 @@ def flipped_by_key(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool], l
     # flipped_items' order: gained before forgotten (change, descending), then replicate and doc id; ties as the items are
     order = rows[np.lexsort((rows, items["doc_id"].to_numpy()[rows], items["replicate"].to_numpy()[rows],
                              good_base[rows], codes[rows]))]
-    flipped = items.iloc[order][FLIPPED_COLUMNS[:2] + FLIPPED_COLUMNS[3:]].assign(
-        change=np.where(good_base[order], "forgotten", "gained"))[FLIPPED_COLUMNS]
+    flipped = _texts_as_objects(items.iloc[order][FLIPPED_COLUMNS[:2] + FLIPPED_COLUMNS[3:]].assign(
+        change=np.where(good_base[order], "forgotten", "gained"))[FLIPPED_COLUMNS])
     starts = np.searchsorted(codes[order], np.arange(len(keys) + 1))
-    empty = flipped.iloc[:0].reset_index(drop=True)
+    empty = _renumbered(flipped.iloc[:0])
     for code, (task, metric) in enumerate(keys):
         first, end = int(starts[code]), int(starts[code + 1])
-        out[(str(task), str(metric))] = (flipped.iloc[first:min(end, first + limit)].reset_index(drop=True), end - first)
+        out[(str(task), str(metric))] = (_renumbered(flipped.iloc[first:min(end, first + limit)]), end - first)
     return {key: out.get(key, (empty, 0)) for key in lower}
+
+
+def _renumbered(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` (a slice) indexed 0..n-1, as reset_index(drop=True) gives, without copying the data."""
+    rows.index = pd.RangeIndex(len(rows))
+    return rows

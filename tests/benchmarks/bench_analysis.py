@@ -44,8 +44,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, Path(__file__).resolve().parent):  # captrack, and this folder's treerss
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 FORMAT_VERSION = 2  # bump when the generated files change, so old workdirs are regenerated
 DATE_ID = "2026-01-01T00-00-00.000000"
@@ -437,6 +438,23 @@ INFO_PHASES = {"floor-1g", "floor-min"}  # figures only, no target
 
 def run_phase_here(args: argparse.Namespace) -> None:
     """Child side: run one phase, add peak RSS, write the result as JSON."""
+    from treerss import TreePeak
+
+    result: dict[str, Any]
+    with TreePeak() as tree:
+        result = _run_phase(args)
+    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # ru_maxrss is in KiB on Linux; children's is the largest single child. A phase whose work runs in worker
+    # processes (compare of many variants) holds them all at once: the sampled sum over the process tree counts.
+    result["rss_self_mb"] = self_kb / 1024
+    result["rss_children_mb"] = children_kb / 1024
+    result["rss_tree_mb"] = tree.peak_mb
+    result["peak_rss_mb"] = max(self_kb / 1024, children_kb / 1024, tree.peak_mb)
+    Path(args.result).write_text(json.dumps(result))
+
+
+def _run_phase(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any]
     if args.profile:
         import cProfile
@@ -450,13 +468,7 @@ def run_phase_here(args: argparse.Namespace) -> None:
         result["profile"] = str(stats_path)
     else:
         result = PHASES[args.phase](args)
-    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss is in KiB on Linux; children's is the largest single child (e.g. a pool worker).
-    result["rss_self_mb"] = self_kb / 1024
-    result["rss_children_mb"] = children_kb / 1024
-    result["peak_rss_mb"] = max(self_kb, children_kb) / 1024
-    Path(args.result).write_text(json.dumps(result))
+    return result
 
 
 # --------------------------------------------------------------------------------------------
