@@ -152,8 +152,10 @@ def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.Data
     k_values = k_values[~np.isnan(k_values)]
     k = int(k_values[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
     # Items with different k: E is the mean of the per-item expectations (weight = mean_i 1/(k_i − 1)).
-    n = frame["n"].to_numpy()
-    weight = float(np.nansum(frame["chance_weight"].to_numpy(dtype=float) * n) / n.sum()) if k is not None else None
+    weight = None
+    if k is not None:
+        n = frame["n"].to_numpy()
+        weight = float(np.nansum(frame["chance_weight"].to_numpy(dtype=float) * n) / n.sum())
     t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
     return {
         "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
