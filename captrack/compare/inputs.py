@@ -19,12 +19,11 @@ from captrack.compare.texts import BaseTexts
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["PARALLEL_ROWS", "PARALLEL_VARIANTS", "load_input", "reader_count"]
+__all__ = ["PARALLEL_VARIANTS", "load_input", "reader_count"]
 
 PARALLEL_VARIANTS = 16
-"""Variants from which a comparison is read by worker processes (starting one costs about a second)..."""
-PARALLEL_ROWS = 1_000_000
-"""... or the store rows from which two variants already are."""
+"""Variants from which a comparison is read by worker processes: starting one costs a second or two, and each
+holds its variants' pairs while the caller gathers them (a few large variants: one process uses less memory)."""
 
 
 def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, taxonomy: Taxonomy,
@@ -54,16 +53,16 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
 
 
 def reader_count(store: Store, n_variants: int) -> int:
-    """Processes to read `n_variants` with: 1 for an in-memory or writable store and for small reads, else one
-    per usable core (at most one per variant); a whole number in CAPTRACK_WORKERS wins."""
+    """Processes to read `n_variants` with: 1 for an in-memory or writable store and for fewer than
+    PARALLEL_VARIANTS variants, else one per usable core; a whole number in CAPTRACK_WORKERS wins (at most one
+    per variant)."""
     if store.path == ":memory:" or not store.read_only or n_variants < 2:
         return 1
     value = os.environ.get("CAPTRACK_WORKERS", "").strip()
     if value.isdigit() and int(value) > 0:
         return min(int(value), n_variants)
     if n_variants < PARALLEL_VARIANTS:
-        if store.sample_rows() < PARALLEL_ROWS:
-            return 1
+        return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -374,11 +374,6 @@ class Store:
             self._columns[(table, column)] = bool(found and found[0])
         return self._columns[(table, column)]
 
-    def sample_rows(self) -> int:
-        """Per-sample rows in the store (all models)."""
-        found = self.con.execute("SELECT count(*) FROM samples").fetchone()
-        return int(found[0]) if found else 0
-
     def use_threads(self, threads: int) -> None:
         """Run this connection's queries on at most `threads` threads (processes sharing the cores)."""
         self.con.execute(f"SET threads = {max(1, int(threads))}")

@@ -405,7 +405,7 @@ def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
     if out.exists():
         shutil.rmtree(out)
     started = time.perf_counter()
-    with Store(store_path(args)) as store:
+    with Store(store_path(args), read_only=True) as store:  # as `captrack compare --store` opens it
         comparison = compare(store, BASE, variants, CompareOptions(bootstrap=args.bootstrap), taxonomy)
         compared = time.perf_counter()
         written = write_comparison(comparison, out, inputs={}, taxonomy=taxonomy)
