@@ -144,7 +144,9 @@ def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     drift = tables["drift"][tables["drift"]["rel_drift_pct"].notna()].merge(
         tables["power"][["variant", "task", "metric", "n"]], on=["variant", "task", "metric"], how="left")
     # each member task's items once (its first metric's n), summed per (variant, capability)
-    sums = drift.drop_duplicates(["variant", "capability", "task"]).groupby(["variant", "capability"])["n"].sum(min_count=1)
+    first = drift.drop_duplicates(["variant", "capability", "task"])
+    sums = first.assign(n=pd.to_numeric(first["n"], errors="coerce").astype(float)).groupby(
+        ["variant", "capability"])["n"].sum(min_count=1)
     items = {(str(v), str(c)): float(n) for (v, c), n in sums.items() if c}
     return caps.assign(items=[items.get((str(v), str(k)), math.nan) for v, k in zip(caps["variant"], caps["key"], strict=True)])
 
