@@ -115,3 +115,20 @@ def test_a_worker_that_dies_is_reported_with_its_output(store_path: Path, monkey
         list(readers.read_in_workers(str(store_path), "base", [VariantSpec(v) for v in VARIANTS], CompareOptions(),
                                      load_taxonomy(), 2))
     assert "Expecting value" in str(raised.value) or "decode" in str(raised.value)
+
+
+def test_a_worker_that_dies_mid_pair_is_reported_not_unpickled(tmp_path: Path, store_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import captrack.compare.readers as readers
+    from captrack.errors import CaptrackError
+    from captrack.taxonomy import load_taxonomy
+
+    (tmp_path / "half_worker.py").write_text(
+        "import sys\nfrom pathlib import Path\n"
+        "Path(sys.argv[2]).write_bytes((1000).to_bytes(8, 'little') + b'abc')\n"
+        "print('stopped half way', file=sys.stderr)\nsys.exit(7)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(readers, "WORKER_MODULE", "half_worker")
+    with pytest.raises(CaptrackError, match=r"(?s)failed \(exit 7\).*stopped half way"):
+        list(readers.read_in_workers(str(store_path), "base", [VariantSpec(v) for v in VARIANTS], CompareOptions(),
+                                     load_taxonomy(), 2))

@@ -15,6 +15,7 @@ import os
 import pickle
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -38,8 +39,7 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantSpec], optio
     size, extra = divmod(len(variants), workers)
     bounds = [i * size + min(i, extra) for i in range(workers + 1)]
     parts = [list(variants[bounds[i]:bounds[i + 1]]) for i in range(workers) if bounds[i] < bounds[i + 1]]
-    package = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH", "")) if p)}
+    env = _worker_env()
     with tempfile.TemporaryDirectory(prefix="captrack-read-") as tmp:
         started = []
         try:
@@ -64,6 +64,16 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantSpec], optio
                     process.wait()
 
 
+def _worker_env() -> dict[str, str]:
+    """The caller's environment, with this captrack's folder first on PYTHONPATH when it is a source checkout
+    (not an installed package, whose site-packages folder must not come before the standard library)."""
+    package = Path(__file__).resolve().parents[2]
+    installed = {Path(p).resolve() for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
+    if package in installed:
+        return dict(os.environ)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(package), os.environ.get("PYTHONPATH", "")) if p)}
+
+
 def _pairs(process: subprocess.Popen[bytes], out: Path) -> Iterator[PairInput]:
     """The pairs a worker writes into `out` (each a length and a pickle), read as they come until it exits;
     the error it stopped on (if any) is raised."""
@@ -72,7 +82,10 @@ def _pairs(process: subprocess.Popen[bytes], out: Path) -> Iterator[PairInput]:
             head = _read(handle, 8, process)
             if len(head) < 8:
                 return  # the worker is gone: its exit status says how it ended
-            body = _read(handle, int.from_bytes(head, "little"), process)
+            size = int.from_bytes(head, "little")
+            body = _read(handle, size, process)
+            if len(body) < size:
+                return  # it died writing this pair: its exit status and output say why
             item = pickle.loads(body)
             if isinstance(item, BaseException):
                 raise item
