@@ -19,7 +19,7 @@ __all__ = ["read_pairs"]
 
 
 def read_pairs(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, taxonomy: Taxonomy,
-                base_texts: BaseTexts) -> Iterator[PairInput]:
+               base_texts: BaseTexts) -> Iterator[PairInput]:
     """Each variant read and paired with the base, in order (the base's texts kept in `base_texts` for the next)."""
     base_files = base_texts.base_files
     fields = list(dict.fromkeys([*options.by, *([options.cluster] if options.cluster else [])]))
