@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,6 +12,7 @@ from scipy.stats import binom
 __all__ = ["bh_qvalues", "bootstrap_indices", "mcnemar_exact", "percentile_ci"]
 
 
+@lru_cache(maxsize=1 << 16)  # a pure function of two counts, asked for again and again across variants and tasks
 def mcnemar_exact(n10: int, n01: int) -> float:
     """Two-sided exact McNemar p-value: a binomial test of n10 against n10 + n01 at p = 1/2.
 

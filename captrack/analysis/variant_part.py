@@ -9,11 +9,13 @@ variant, so captrack.compare.readers computes it where the pair was read (a work
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from captrack.analysis.bootstrap import Items
 from captrack.analysis.by_field import group_table
@@ -120,7 +122,10 @@ def _variant_rows(
     paired_items: dict[str, int] = {}
     zero_base: list[str] = []
     empty = (np.empty(0), np.empty(0))
-    for (task, metric), frame in per_rep.groupby(["task", "metric"], sort=True):
+    columns = {name: per_rep[name].to_numpy() for name in per_rep.columns}
+    groups = per_rep.groupby(["task", "metric"], sort=True).indices  # positions of each (task, metric)'s replicates
+    for task, metric in sorted(groups):
+        rows = {name: values[groups[(task, metric)]] for name, values in columns.items()}
         spec = _spec(str(metric), warnings)
         base_arr, var_arr = items.get((variant.name, str(task), str(metric)), empty)
         base_value = float(base_arr.mean()) if base_arr.size else math.nan
@@ -133,29 +138,37 @@ def _variant_rows(
             "direction_spec": spec.direction if spec else "higher", "base_value": base_value,
             "variant_value": variant_value, "rel_drift_pct": relative_drift(base_value, variant_value),
         })
-        binary = bool(frame["is_binary"].all())
+        binary = bool(np.all(rows["is_binary"]))
         if (spec.tracks_transitions if spec else binary) and binary:
-            transitions.append(_transition_row(variant, str(task), str(metric), frame, spec))
-            if transitions[-1]["k"] is not None and frame["k_min"].min() != frame["k_max"].max():
-                warnings.append(f"{variant.name}: {task}/{metric}: items have {frame['k_min'].min():.0f} to "
-                                f"{frame['k_max'].max():.0f} options; k reports the most common, E uses each item's own k")
+            transitions.append(_transition_row(variant, str(task), str(metric), rows, spec))
+            low, high = _known(rows["k_min"]).min(initial=math.inf), _known(rows["k_max"]).max(initial=-math.inf)
+            if transitions[-1]["k"] is not None and low != high:
+                warnings.append(f"{variant.name}: {task}/{metric}: items have {low:.0f} to "
+                                f"{high:.0f} options; k reports the most common, E uses each item's own k")
     if zero_base:
         warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
     return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
 
 
-def _transition_row(variant: VariantSpec, task: str, metric: str, frame: pd.DataFrame, spec: MetricSpec | None) -> dict[str, Any]:
-    n11, n10, n01, n00 = (int(x) for x in frame[["n_11", "n_10", "n_01", "n_00"]].to_numpy().sum(axis=0))
+def _known(values: NDArray[Any]) -> NDArray[np.float64]:
+    """The numbers of `values` that are not NaN (None counts as NaN)."""
+    numbers = np.asarray(values, dtype=float)
+    return numbers[~np.isnan(numbers)]
+
+
+def _transition_row(variant: VariantSpec, task: str, metric: str, rows: Mapping[str, NDArray[Any]],
+                    spec: MetricSpec | None) -> dict[str, Any]:
+    """One (task, metric)'s transition row from its replicates' counts (`rows`: per_replicate's columns)."""
+    n11, n10, n01, n00 = (int(np.asarray(rows[c]).sum()) for c in ("n_11", "n_10", "n_01", "n_00"))
     if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
         n11, n10, n01, n00 = n00, n01, n10, n11
-    k_values = frame["k"].to_numpy(dtype=float)
-    k_values = k_values[~np.isnan(k_values)]
+    k_values = _known(rows["k"])
     k = int(k_values[0]) if len(k_values) and (spec is None or spec.chance_from_choices) else None
     # Items with different k: E is the mean of the per-item expectations (weight = mean_i 1/(k_i − 1)).
     weight = None
     if k is not None:
-        n = frame["n"].to_numpy()
-        weight = float(np.nansum(frame["chance_weight"].to_numpy(dtype=float) * n) / n.sum())
+        n = np.asarray(rows["n"])
+        weight = float(np.nansum(np.asarray(rows["chance_weight"], dtype=float) * n) / n.sum())
     t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
     return {
         "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
