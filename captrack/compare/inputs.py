@@ -16,6 +16,8 @@ from captrack.analysis.types import CompareInput, PairInput, VariantSpec
 from captrack.compare.pair_reads import read_pairs
 from captrack.compare.readers import read_in_workers
 from captrack.compare.texts import BaseTexts
+from captrack.pipeline.cpu import usable_cores
+from captrack.pipeline.workers import worker_count
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
@@ -54,17 +56,11 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
 
 def reader_count(store: Store, n_variants: int) -> int:
     """Processes to read `n_variants` with: 1 for an in-memory or writable store and for fewer than
-    PARALLEL_VARIANTS variants, else one per usable core; a whole number in CAPTRACK_WORKERS wins (at most one
-    per variant)."""
+    PARALLEL_VARIANTS variants, else one per usable core (captrack.pipeline.workers.worker_count: a whole
+    number in CAPTRACK_WORKERS wins, also below PARALLEL_VARIANTS; never more than one per variant)."""
     if store.path == ":memory:" or not store.read_only or n_variants < 2:
         return 1
-    value = os.environ.get("CAPTRACK_WORKERS", "").strip()
-    if value.isdigit() and int(value) > 0:
-        return min(int(value), n_variants)
-    if n_variants < PARALLEL_VARIANTS:
+    explicit = os.environ.get("CAPTRACK_WORKERS", "").strip()
+    if n_variants < PARALLEL_VARIANTS and not (explicit.isdigit() and int(explicit) > 0):
         return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, n_variants))
+    return worker_count(n_variants, usable_cores())

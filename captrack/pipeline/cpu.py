@@ -17,7 +17,8 @@ import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
-__all__ = ["ThreadPlan", "apply_thread_plan", "bf16_features", "busy_cores_now", "plan_threads", "prepare_openmp"]
+__all__ = ["ThreadPlan", "apply_thread_plan", "bf16_features", "busy_cores_now", "plan_threads", "prepare_openmp",
+           "usable_cores"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ class ThreadPlan:
     reason: str
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask; else the machine's count)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -45,7 +47,7 @@ def plan_threads(env: Mapping[str, str] | None = None, load: float | None = None
         cores: cores this process may use (default: its affinity mask).
     """
     env = os.environ if env is None else env
-    usable = cores if cores is not None else _usable_cores()
+    usable = cores if cores is not None else usable_cores()
     for key in ("CAPTRACK_THREADS", "OMP_NUM_THREADS"):
         value = env.get(key, "").strip()
         if value.isdigit() and int(value) > 0:
