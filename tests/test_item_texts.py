@@ -80,3 +80,16 @@ def test_a_contrast_item_shows_the_option_its_contrast_favours(lls: list[float])
     assert text.gold == f"A. {doc['choices'][0]}"
     assert (text.response == text.gold) is held
     assert doc["control"] in text.prompt and "Scored as a contrast" in text.prompt
+
+
+def test_a_damaged_line_is_refused_naming_file_and_line(tmp_path: Path) -> None:
+    """A file changed where no fingerprint can tell (a store without them): its wanted line is not JSON."""
+    from captrack.errors import InputError
+
+    run = write_run(tmp_path / "r", "m", [FakeTask("captrack_probe_c1_skills", {"exact_match": [1, 0]}, output_type="generate_until")])
+    file = _file(run, "captrack_probe_c1_skills")
+    first, second = file.path.read_text().splitlines()
+    file.path.write_text(first + "\n" + second[: len(second) // 2] + "\n")
+    assert read_many_item_texts({file: [0]})[file][0].response  # the intact line still reads
+    with pytest.raises(InputError, match=r"line 2: not a JSON line"):
+        read_many_item_texts({file: [1]})

@@ -108,16 +108,24 @@ _DOC_ID = re.compile(rb'\s*\{\s*"doc_id"\s*:\s*(-?[0-9]+)\s*[,}]')
 
 
 def _wanted_lines(path: Path, ids: set[int]) -> dict[int, dict[str, Any]]:
-    """doc id -> the last line of `path` logging it, parsed, for the doc ids in `ids`."""
+    """doc id -> the last line of `path` logging it, parsed, for the doc ids in `ids`.
+
+    Raises:
+        InputError: a wanted (or unreadable-prefix) line is not JSON, naming file and line.
+    """
     found: dict[int, dict[str, Any]] = {}
     with path.open("rb") as handle:
-        for raw in handle:
+        for number, raw in enumerate(handle, start=1):
             head = _DOC_ID.match(raw)
             if head is not None and int(head[1]) not in ids:
                 continue
             if head is None and not raw.strip():
                 continue
-            line = json.loads(raw)
+            try:
+                line = json.loads(raw)
+            except ValueError as exc:  # not JSON, or not UTF-8 (a file damaged after a store without fingerprints)
+                raise InputError(f"{path}, line {number}: not a JSON line ({exc}); the samples file is damaged: "
+                                 "restore it or re-run the evaluation, then ingest again") from exc
             doc_id = line.get("doc_id") if isinstance(line, dict) else None
             if isinstance(doc_id, str) and doc_id.strip().lstrip("-").isdigit():
                 doc_id = int(doc_id)
