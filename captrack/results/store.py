@@ -56,13 +56,11 @@ CREATE TABLE IF NOT EXISTS run_tasks (
 -- loglikelihoods are read back through the store; stores written before have NULL here.
 ALTER TABLE run_tasks ADD COLUMN IF NOT EXISTS samples_path VARCHAR;
 ALTER TABLE run_tasks ADD COLUMN IF NOT EXISTS samples_sha256 VARCHAR;
--- doc_hash and prompt_hash are SHA-256 hex digests: random text no compression shrinks, so new stores keep
--- them uncompressed (trying to compress them was a sixth of the ingest's time; stores written before keep theirs).
 CREATE TABLE IF NOT EXISTS samples (
     run_id VARCHAR, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR, family VARCHAR,
-    task VARCHAR, task_version VARCHAR, doc_id BIGINT, doc_hash VARCHAR USING COMPRESSION uncompressed,
-    prompt_hash VARCHAR USING COMPRESSION uncompressed, filter VARCHAR, metric VARCHAR, value DOUBLE,
-    n_choices INTEGER, replicate INTEGER, dataset_revision VARCHAR
+    task VARCHAR, task_version VARCHAR, doc_id BIGINT, doc_hash VARCHAR, prompt_hash VARCHAR,
+    filter VARCHAR, metric VARCHAR, value DOUBLE, n_choices INTEGER, replicate INTEGER,
+    dataset_revision VARCHAR
 );
 -- Stores written before the column existed gain it (NULL for their rows).
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS dataset_revision VARCHAR;
