@@ -9,7 +9,7 @@ Without a field (``groups=None``) the same table has one row per (task, metric):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from captrack.metrics.registry import MetricSpec, get_metric
 if TYPE_CHECKING:
     from captrack.analysis.types import PairInput, VariantSpec
 
-__all__ = ["GROUP_STAT_COLUMNS", "by_field_file", "by_field_tables", "group_table"]
+__all__ = ["GROUP_STAT_COLUMNS", "by_field_file", "field_table", "group_table", "join_field_tables"]
 
 GROUP_STAT_COLUMNS = [
     "n", "n_11", "n_10", "n_01", "n_00", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high",
@@ -135,25 +135,27 @@ def group_table(items: pd.DataFrame, variant: VariantSpec, groups: pd.Series | N
     return table
 
 
-def by_field_tables(pairs: Sequence[PairInput], fields: Sequence[str], n_resamples: int, seed: int, level: float,
-                    warnings: list[str]) -> dict[str, pd.DataFrame]:
-    """For each field, the group table of every variant (one frame; q-values across all its rows); each
-    pair holds the field's values (read by captrack.compare).
+def field_table(pair: PairInput, field: str, n_resamples: int, seed: int, level: float, warnings: list[str]) -> pd.DataFrame:
+    """One variant's group table for doc field `field` (the pair holds the field's values, read by
+    captrack.compare); items without the field are left out, saying so in `warnings`."""
+    paired, variant, values = pair.paired, pair.spec, pair.fields[field]
+    missing = sorted(set(paired.items.loc[values.isna(), "task"]))
+    if missing:
+        warnings.append(f"{variant.name}: items without doc field {field!r} left out of {by_field_file(field)} "
+                        f"(tasks {', '.join(missing)})")
+    return group_table(paired.items, variant, values, field, n_resamples, seed, level)
+
+
+def join_field_tables(frames: Mapping[str, Sequence[pd.DataFrame]], fields: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """For each field, the group tables of every variant (`field_table`) as one frame, q-values across all its rows.
 
     Raises:
         InputError: no paired item of any task has the field (the message lists where it was looked for).
     """
     out: dict[str, pd.DataFrame] = {}
     for field in fields:
-        frames = []
-        for pair in pairs:
-            paired, variant, values = pair.paired, pair.spec, pair.fields[field]
-            missing = sorted(set(paired.items.loc[values.isna(), "task"]))
-            if missing:
-                warnings.append(f"{variant.name}: items without doc field {field!r} left out of {by_field_file(field)} "
-                                f"(tasks {', '.join(missing)})")
-            frames.append(group_table(paired.items, variant, values, field, n_resamples, seed, level))
-        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        parts = frames.get(field, [])
+        table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         if table.empty:
             raise InputError(f"--by {field}: no compared document has a field {field!r} (looked at each doc's top "
                              "level and its meta); check the name against the samples files' doc")

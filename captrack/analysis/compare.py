@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
-from captrack.analysis.by_field import by_field_tables
+from captrack.analysis.by_field import field_table, join_field_tables
 from captrack.analysis.churn import CHURN_COLUMNS, choice_churn
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.curves import Curves, Trajectory, curve_tables
@@ -33,6 +33,9 @@ from captrack.analysis.verdicts import DEFAULT_MARGIN, DRIFT_VERDICT_COLUMNS
 from captrack.results.pairing import PairedItems
 from captrack.results.samples import ItemText
 from captrack.taxonomy import Taxonomy, load_taxonomy
+
+if TYPE_CHECKING:
+    from captrack.analysis.choice_frame import ChoiceFrame
 
 __all__ = [
     "DRIFT_COLUMNS",
@@ -94,7 +97,7 @@ class Comparison:
     distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
     judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
-    paired: dict[str, PairedItems] = field(default_factory=dict)  # variant -> its paired items (drill-down pages)
+    paired: dict[str, PairedItems] = field(default_factory=dict)  # variant -> its paired items (only with drill_limit: drill-down pages)
     power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))  # MDE per (variant, task, metric)
     contrasts: pd.DataFrame = field(  # algorithm vs algorithm
         default_factory=lambda: pd.DataFrame(columns=[*CONTRAST_COLUMNS, *MEASURE_COLUMNS]))
@@ -125,63 +128,96 @@ def analyse(data: CompareInput, options: CompareOptions = CompareOptions(), taxo
         return _analyse(data, options, taxonomy or load_taxonomy(), progress)
 
 
+@dataclass
+class _Gathered:
+    """What `analyse` keeps of each pair as it goes: every pair is read, used and let go before the next one,
+    so a comparison holds one variant's items at a time, not all of them."""
+
+    options: CompareOptions
+    variants: list[VariantSpec] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+    transitions: list[dict[str, Any]] = field(default_factory=list)
+    drift: list[dict[str, Any]] = field(default_factory=list)
+    items: Items = field(default_factory=dict)
+    clusters: Clusters = field(default_factory=dict)
+    counts: dict[str, Any] = field(default_factory=dict)
+    replicates: list[pd.DataFrame] = field(default_factory=list)
+    pair_deltas: dict[str, pd.DataFrame | None] = field(default_factory=dict)
+    trajectories: list[Trajectory] = field(default_factory=list)  # variants evaluated at training steps
+    distribution: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = field(default_factory=list)
+    by_field: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
+    by_field_warnings: dict[str, list[str]] = field(default_factory=dict)
+    paired: dict[str, PairedItems] = field(default_factory=dict)
+    item_texts: dict[tuple[str, str], dict[int, ItemText]] = field(default_factory=dict)
+    texts_unavailable: set[str] = field(default_factory=set)
+
+    def add(self, pair: PairInput) -> None:
+        """Take what the comparison needs from one pair."""
+        options, paired, variant = self.options, pair.paired, pair.spec
+        part = pair.part if pair.part is not None else variant_part(pair, part_options(options))
+        self.variants.append(variant)
+        if pair.steps:  # the last step is the end point
+            self.trajectories.append(Trajectory(variant.name, variant.algorithm, pair.steps))
+        self.differences += pair.setting_differences
+        self.warnings += [*pair.warnings, *part.warnings]
+        self.items |= part.items
+        self.clusters |= part.clusters
+        self.transitions += part.transitions
+        self.drift += part.drift
+        self.replicates.append(part.per_replicate.assign(variant=variant.name))
+        self.counts[variant.name] = part.counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
+        self.counts[variant.name] |= {"seeds": paired.seeds} if paired.seeds is not None else {}  # one run each, other seeds
+        self.pair_deltas[variant.name] = part.pair_deltas
+        if options.distribution and pair.choices is not None and not pair.choices.empty:
+            self.distribution.append(_distribution(pair.choices, options))
+        for name in options.by:
+            frame = field_table(pair, name, options.bootstrap, options.seed, options.level,
+                                self.by_field_warnings.setdefault(name, []))
+            self.by_field.setdefault(name, []).append(frame)
+        if options.drill_limit:  # drill-down pages list flipped items from them
+            self.paired[variant.name] = paired
+        for key, texts in pair.item_texts.items():  # the base's files serve every variant: each pair read its own flips
+            self.item_texts.setdefault(key, {}).update(texts)
+        self.texts_unavailable.update(pair.texts_unavailable)
+
+
 def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
              progress: Callable[[str, int], None] | None) -> Comparison:
-    replicates = []
-    warnings: list[str] = []
-    differences: list[str] = []
-    transitions: list[dict[str, Any]] = []
-    drift: list[dict[str, Any]] = []
-    items: Items = {}
-    clusters: Clusters = {}
-    counts: dict[str, Any] = {}
-    pair_deltas: dict[str, pd.DataFrame | None] = {}
-    variants = [pair.spec for pair in data.pairs]
-    # variants evaluated at training steps; the last step is the end point
-    trajectories = [Trajectory(pair.spec.name, pair.spec.algorithm, pair.steps) for pair in data.pairs if pair.steps]
+    got = _Gathered(options)
     for pair in data.pairs:
-        part = pair.part if pair.part is not None else variant_part(pair, part_options(options))
-        paired, variant = pair.paired, pair.spec
-        differences, warnings = [*differences, *pair.setting_differences], [*warnings, *pair.warnings, *part.warnings]
-        items |= part.items
-        clusters |= part.clusters
-        transitions, drift = [*transitions, *part.transitions], [*drift, *part.drift]
-        replicates.append(part.per_replicate.assign(variant=variant.name))
-        counts[variant.name] = part.counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
-        counts[variant.name] |= {"seeds": paired.seeds} if paired.seeds is not None else {}  # one run each, other seeds
-        pair_deltas[variant.name] = part.pair_deltas
+        got.add(pair)
         if progress is not None:
-            progress(variant.name, len(paired.items))
-    boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters or None)
+            progress(pair.spec.name, len(pair.paired.items))
+    items, clusters, drift, warnings = got.items, got.clusters or None, got.drift, got.warnings
+    boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters)
     _fill_cis(drift, boot, options.level)
-    transitions_df = _finish_transitions(pd.DataFrame(transitions), taxonomy)
-    drift_df = drift_verdicts(_finish_drift(drift, taxonomy), items, options.margin, clusters or None)
+    transitions_df = _finish_transitions(pd.DataFrame(got.transitions), taxonomy)
+    drift_df = drift_verdicts(_finish_drift(drift, taxonomy), items, options.margin, clusters)
     power = power_table(items)
     with_rates = _with_rates(drift_df, transitions_df, power)
     capabilities = capability_verdicts(aggregate_capabilities(with_rates, taxonomy, boot=boot), drift_df, items,
-                                       taxonomy, options.margin, clusters or None)
-    rep_df = pd.concat(replicates, ignore_index=True)[REPLICATE_COLUMNS] if replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
-    dist_items, dist, calib = _distribution(data.pairs, options)
+                                       taxonomy, options.margin, clusters)
+    rep_df = pd.concat(got.replicates, ignore_index=True)[REPLICATE_COLUMNS] if got.replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
+    dist_items, dist, calib = _joined_distribution(got.distribution)
     transitions_df = _with_choice_churn(transitions_df, dist_items)
     warnings += _untracked(drift_df)
+    variants = got.variants
     comparison = Comparison(
         base=data.base, variants=variants, transitions=transitions_df[TRANSITION_COLUMNS], drift=drift_df,
-        capabilities=capabilities, replicates=rep_df, warnings=warnings, setting_differences=differences,
-        margin=options.margin, counts=counts, replicate_spread=_replicate_spread(rep_df, taxonomy),
+        capabilities=capabilities, replicates=rep_df, warnings=warnings, setting_differences=got.differences,
+        margin=options.margin, counts=got.counts, replicate_spread=_replicate_spread(rep_df, taxonomy),
         distribution_items=dist_items, distribution=dist, calibration=calib,
-        judged=data.judged, output_types=data.output_types,
-        paired={p.spec.name: p.paired for p in data.pairs},
-        power=power,
+        judged=data.judged, output_types=data.output_types, paired=got.paired, power=power,
         contrasts=_contrasts(with_rates, boot, taxonomy, options, data.base, variants, items, transitions_df, dist_items),
-        curves=curve_tables(trajectories, taxonomy, options.bootstrap, options.seed, options.level) if trajectories else None,
+        curves=curve_tables(got.trajectories, taxonomy, options.bootstrap, options.seed, options.level) if got.trajectories else None,
+        item_texts=got.item_texts, texts_unavailable=sorted(got.texts_unavailable),
     )
-    for pair in data.pairs:  # the base's files serve every variant: each pair read the base's texts of its own flips
-        for key, texts in pair.item_texts.items():
-            comparison.item_texts.setdefault(key, {}).update(texts)
-    comparison.texts_unavailable = sorted({reason for pair in data.pairs for reason in pair.texts_unavailable})
-    comparison.by_field = by_field_tables(data.pairs, options.by, options.bootstrap, options.seed, options.level, warnings)
+    for name in options.by:
+        warnings += got.by_field_warnings.get(name, [])
+    comparison.by_field = join_field_tables(got.by_field, options.by)
     if options.pair_deltas:
-        comparison.pair_deltas = _pair_deltas(pair_deltas)
+        comparison.pair_deltas = _pair_deltas(got.pair_deltas)
     return comparison
 
 
@@ -227,26 +263,28 @@ def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFr
     return drift.merge(rates, on=keys, how="left").merge(power[[*keys, "n", "mde_pct"]], on=keys, how="left")
 
 
-def _distribution(pairs: Sequence[PairInput], options: CompareOptions) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Collapse / drift / erosion per item and calibration drift, for multiple-choice tasks."""
-    if not options.distribution:
-        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
-    from captrack.analysis.choice_frame import ChoiceFrame
+def _distribution(choices: ChoiceFrame, options: CompareOptions) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One variant's multiple-choice items: collapse / drift / erosion per item, its per-task summary and
+    calibration drift (every row depends on its own variant's items only; the variants of a task share the
+    task's resamples, drawn from the seed and the task)."""
     from captrack.analysis.distribution import calibration, diagnose
 
-    frame = ChoiceFrame.concat([pair.choices for pair in pairs if pair.choices is not None])
-    if frame.empty:
+    items, summary = diagnose(choices)
+    return items, summary, calibration(choices, n_resamples=options.bootstrap, seed=options.seed)
+
+
+def _joined_distribution(parts: Sequence[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]
+                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The variants' distribution tables as one: items in the variants' order, summaries and calibration rows
+    sorted by (variant, algorithm, task) as one grouping of all items orders them."""
+    from captrack.analysis.distribution import KEYS
+
+    if not parts:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
-    items, summary = diagnose(frame)
-    return items, summary, calibration(frame, n_resamples=options.bootstrap, seed=options.seed)
-
-
-
-
-
-
-
-
+    items = pd.concat([p[0] for p in parts], ignore_index=True)
+    summary, calib = (pd.concat([p[i] for p in parts], ignore_index=True).sort_values(KEYS, kind="stable")
+                      .reset_index(drop=True) for i in (1, 2))
+    return items, summary, calib
 
 
 def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:

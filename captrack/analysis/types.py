@@ -6,6 +6,7 @@ captrack.compare before any statistic is computed: analysis receives data, never
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +91,6 @@ class CompareInput:
     """
 
     base: str
-    pairs: list[PairInput]
+    pairs: Iterable[PairInput]  # read as the analysis takes them (captrack.compare.inputs): one pass
     judged: dict[str, Any] = field(default_factory=dict)
     output_types: dict[str, str] = field(default_factory=dict)

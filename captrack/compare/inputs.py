@@ -9,7 +9,7 @@ wins), and the pairs come back in the variants' order.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from captrack.analysis.compare import CompareOptions
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
@@ -39,19 +39,28 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
             carries training steps.
     """
     base_files = store.samples_files(base)
-    readers = reader_count(store, len(variants))
-    found = read_in_workers(store.path, base, variants, options, taxonomy, readers) if readers > 1 else (
-        read_pairs(store, base, variants, options, taxonomy, BaseTexts(base_files)))
-    pairs = []
-    for pair in found:
-        pairs.append(pair)
-        if loaded is not None:
-            loaded(pair)
     output_types: dict[str, str] = {}
     for (_, task), file in base_files.items():
         output_types.setdefault(task, file.output_type)
-    return CompareInput(base=base, pairs=pairs, judged=store.judged_summary([base, *(v.name for v in variants)]),
+    judged = store.judged_summary([base, *(v.name for v in variants)])
+    readers = reader_count(store, len(variants))
+    found = read_in_workers(store.path, base, variants, options, taxonomy, readers) if readers > 1 else (
+        read_pairs(store, base, variants, options, taxonomy, BaseTexts(base_files)))
+    return CompareInput(base=base, pairs=_handed_on(found, store, readers == 1, loaded), judged=judged,
                         output_types=output_types)
+
+
+def _handed_on(found: Iterator[PairInput], store: Store, in_process: bool,
+               loaded: Callable[[PairInput], None] | None) -> Iterator[PairInput]:
+    """The pairs one at a time, as the analysis takes them: it lets each go before the next is read. Read in
+    this process, what DuckDB kept from reading a pair is handed back before the next (its allocator holds
+    it until the database closes)."""
+    for pair in found:
+        if loaded is not None:
+            loaded(pair)
+        yield pair
+        if in_process:
+            store.release_memory()
 
 
 def reader_count(store: Store, n_variants: int) -> int:

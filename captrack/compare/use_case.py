@@ -35,6 +35,5 @@ def compare(store: Store, base: str, variants: Sequence[VariantSpec], options: C
         if progress is not None:
             progress(pair.spec.name, len(pair.paired.items))
 
-    data = load_input(store, base, variants, options, taxonomy, loaded)
-    store.release_memory()  # everything is read: what DuckDB kept from reading it is not needed while analysing
-    return analyse(data, options, taxonomy)
+    # the variants are read as the analysis takes them (one held at a time); DuckDB's memory is handed back after each
+    return analyse(load_input(store, base, variants, options, taxonomy, loaded), options, taxonomy)
