@@ -57,8 +57,9 @@ def test_workers_give_the_same_comparison(store_path: Path, monkeypatch: pytest.
     one, order_one = _compare(store_path, "1", monkeypatch)
     two, order_two = _compare(store_path, "2", monkeypatch)
     assert order_one == order_two == VARIANTS  # each variant reported once, in order
-    for name in ("drift", "transitions", "capabilities", "replicates", "distribution_items", "pair_deltas", "power"):
+    for name in ("drift", "transitions", "capabilities", "replicates", "pair_deltas", "power"):
         pd.testing.assert_frame_equal(getattr(one, name), getattr(two, name), obj=name)
+    pd.testing.assert_frame_equal(one.distribution_items.to_frame(), two.distribution_items.to_frame())
     assert not one.transitions.empty and not one.distribution_items.empty
     assert one.warnings == two.warnings and one.counts == two.counts
     assert one.item_texts == two.item_texts and one.item_texts  # drill-down texts read by the workers

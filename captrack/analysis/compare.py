@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +11,7 @@ import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
 from captrack.analysis.by_field import field_table, join_field_tables
-from captrack.analysis.churn import CHURN_COLUMNS, choice_churn
+from captrack.analysis.churn import CHURN_COLUMNS
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.curves import Curves, Trajectory, curve_tables
 from captrack.analysis.drift import (
@@ -19,6 +19,7 @@ from captrack.analysis.drift import (
     oriented_drift,
     with_membership,
 )
+from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
 from captrack.analysis.stats import bh_qvalues, percentile_ci
@@ -93,7 +94,7 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     counts: dict[str, Any] = field(default_factory=dict)
     replicate_spread: dict[str, dict[str, float]] = field(default_factory=dict)
-    distribution_items: pd.DataFrame = field(default_factory=pd.DataFrame)
+    distribution_items: DistributionItems = field(default_factory=DistributionItems)  # on disk: read with frames()
     distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
     judged: dict[str, Any] = field(default_factory=dict)  # model -> task -> metric -> judge, n, nan, reasons
@@ -145,7 +146,8 @@ class _Gathered:
     replicates: list[pd.DataFrame] = field(default_factory=list)
     pair_deltas: dict[str, pd.DataFrame | None] = field(default_factory=dict)
     trajectories: list[Trajectory] = field(default_factory=list)  # variants evaluated at training steps
-    distribution: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = field(default_factory=list)
+    distribution: list[tuple[pd.DataFrame, pd.DataFrame]] = field(default_factory=list)  # summary, calibration
+    distribution_items: DistributionItems = field(default_factory=DistributionItems)
     by_field: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
     by_field_warnings: dict[str, list[str]] = field(default_factory=dict)
     paired: dict[str, PairedItems] = field(default_factory=dict)
@@ -170,7 +172,9 @@ class _Gathered:
         self.counts[variant.name] |= {"seeds": paired.seeds} if paired.seeds is not None else {}  # one run each, other seeds
         self.pair_deltas[variant.name] = part.pair_deltas
         if options.distribution and pair.choices is not None and not pair.choices.empty:
-            self.distribution.append(_distribution(pair.choices, options))
+            items, summary, calib = _distribution(pair.choices, options)
+            self.distribution_items.add(items)
+            self.distribution.append((summary, calib))
         for name in options.by:
             frame = field_table(pair, name, options.bootstrap, options.seed, options.level,
                                 self.by_field_warnings.setdefault(name, []))
@@ -199,8 +203,8 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
     capabilities = capability_verdicts(aggregate_capabilities(with_rates, taxonomy, boot=boot), drift_df, items,
                                        taxonomy, options.margin, clusters)
     rep_df = pd.concat(got.replicates, ignore_index=True)[REPLICATE_COLUMNS] if got.replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
-    dist_items, dist, calib = _joined_distribution(got.distribution)
-    transitions_df = _with_choice_churn(transitions_df, dist_items)
+    dist_items, (dist, calib) = got.distribution_items, _joined_distribution(got.distribution)
+    transitions_df = _with_choice_churn(transitions_df, dist_items.churn)
     warnings += _untracked(drift_df)
     variants = got.variants
     comparison = Comparison(
@@ -230,9 +234,8 @@ def _pair_deltas(deltas: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
 
 
 
-def _with_choice_churn(transitions: pd.DataFrame, dist_items: pd.DataFrame) -> pd.DataFrame:
-    """Fill answer_churn of option-likelihood tasks' `acc` rows from the per-choice diagnostics."""
-    counts = choice_churn(dist_items)
+def _with_choice_churn(transitions: pd.DataFrame, counts: Mapping[tuple[str, str], float]) -> pd.DataFrame:
+    """Fill answer_churn of option-likelihood tasks' `acc` rows from the per-choice diagnostics' counts."""
     if not counts or transitions.empty:
         return transitions
     keys = list(zip(transitions["variant"], transitions["task"], strict=True))
@@ -249,10 +252,10 @@ def _untracked(drift: pd.DataFrame) -> list[str]:
 
 def _contrasts(with_rates: pd.DataFrame, boot: dict[tuple[str, str, str], Any], taxonomy: Taxonomy, options: CompareOptions,
                base: str, variants: Sequence[VariantSpec], items: Items, transitions: pd.DataFrame,
-               dist_items: pd.DataFrame) -> pd.DataFrame:
+               dist_items: DistributionItems) -> pd.DataFrame:
     """Algorithm pairs: mean |drift| (captrack.analysis.ranking), then F_adj and 1 − BC (captrack.analysis.contrasts)."""
     pairs = algorithm_contrasts(with_rates, boot, taxonomy, options.level, base)
-    return item_contrasts(pairs, {v.name: v.algorithm for v in variants}, items, transitions, dist_items,
+    return item_contrasts(pairs, {v.name: v.algorithm for v in variants}, items, transitions, dist_items.one_minus_bc,
                           options.bootstrap, options.seed, options.level)
 
 
@@ -273,18 +276,16 @@ def _distribution(choices: ChoiceFrame, options: CompareOptions) -> tuple[pd.Dat
     return items, summary, calibration(choices, n_resamples=options.bootstrap, seed=options.seed)
 
 
-def _joined_distribution(parts: Sequence[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]
-                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The variants' distribution tables as one: items in the variants' order, summaries and calibration rows
-    sorted by (variant, algorithm, task) as one grouping of all items orders them."""
+def _joined_distribution(parts: Sequence[tuple[pd.DataFrame, pd.DataFrame]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The variants' distribution summaries and calibration rows as one table each, sorted by (variant,
+    algorithm, task) as one grouping of all items orders them."""
     from captrack.analysis.distribution import KEYS
 
     if not parts:
-        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
-    items = pd.concat([p[0] for p in parts], ignore_index=True)
+        return pd.DataFrame(), pd.DataFrame()
     summary, calib = (pd.concat([p[i] for p in parts], ignore_index=True).sort_values(KEYS, kind="stable")
-                      .reset_index(drop=True) for i in (1, 2))
-    return items, summary, calib
+                      .reset_index(drop=True) for i in (0, 1))
+    return summary, calib
 
 
 def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:

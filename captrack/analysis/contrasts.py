@@ -13,7 +13,7 @@ variant, so a − b is resampled item by item jointly; the CI is the percentile 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -89,17 +89,12 @@ def _forgetting_series(items: Items, transitions: pd.DataFrame, n_resamples: int
     return out
 
 
-def _bc_series(dist_items: pd.DataFrame, n_resamples: int, seed: int) -> Series:
+def _bc_series(one_minus_bc: Mapping[tuple[str, str], NDArray[np.float64]], n_resamples: int, seed: int) -> Series:
+    """(variant, task) -> mean 1 − BC and its bootstrap means (each task's items resampled alike for every variant)."""
     out: Series = {}
-    if dist_items.empty:
-        return out
     counts = _PerTask(n_resamples, seed, lambda c: c.astype(np.float64))
-    groups = dist_items.groupby(["variant", "task"], sort=True).indices
-    rank = pd.factorize(dist_items["doc_hash"], sort=True)[0]  # doc_hash order as integers: sorted once, not per group
-    overlap = dist_items["bhattacharyya"].to_numpy(dtype=float)
-    for variant, task in sorted(groups, key=lambda key: (str(key[1]), str(key[0]))):
-        rows = groups[(variant, task)]
-        values = 1.0 - overlap[rows[np.argsort(rank[rows], kind="stable")]]
+    for variant, task in sorted(one_minus_bc, key=lambda key: (str(key[1]), str(key[0]))):
+        values = one_minus_bc[(variant, task)]
         out[(str(variant), str(task))] = (float(values.mean()), counts.get(str(task), values.size) @ values / values.size)
     return out
 
@@ -122,11 +117,14 @@ def _pair(series: Series, by_algorithm: dict[str, list[str]], a: str, b: str, le
 
 
 def item_contrasts(contrasts: pd.DataFrame, algorithms: dict[str, str], items: Items, transitions: pd.DataFrame,
-                   dist_items: pd.DataFrame, n_resamples: int, seed: int, level: float = 0.95) -> pd.DataFrame:
+                   one_minus_bc: Mapping[tuple[str, str], NDArray[np.float64]], n_resamples: int, seed: int,
+                   level: float = 0.95) -> pd.DataFrame:
     """`contrasts` (one row per algorithm pair) with F_adj and 1 − BC of a and b, a − b and its CI appended.
 
     Args:
         algorithms: variant name -> algorithm label.
+        one_minus_bc: (variant, task) -> 1 − BC per multiple-choice item, in doc_hash order
+            (captrack.analysis.item_spool.DistributionItems).
     """
     by_algorithm: dict[str, list[str]] = {}
     for variant, algorithm in sorted(algorithms.items()):
@@ -134,7 +132,7 @@ def item_contrasts(contrasts: pd.DataFrame, algorithms: dict[str, str], items: I
             by_algorithm.setdefault(algorithm, []).append(variant)
     builders: dict[str, Callable[[], Series]] = {
         "f_adj": lambda: _forgetting_series(items, transitions, n_resamples, seed),
-        "one_minus_bc": lambda: _bc_series(dist_items, n_resamples, seed),
+        "one_minus_bc": lambda: _bc_series(one_minus_bc, n_resamples, seed),
     }
     out = contrasts.copy()
     for measure, build in builders.items():

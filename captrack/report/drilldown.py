@@ -134,11 +134,7 @@ def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabel
     """(variant, task, doc_hash) -> collapse / drift / shift for forgotten multiple-choice items."""
     out: dict[tuple[str, str, str], str] = {}
     for comparison, _ in comparisons:
-        items = comparison.distribution_items
-        if items.empty:
-            continue
-        for r in items[items["transition"] == "10"].itertuples():
-            out[(str(r.variant), str(r.task), str(r.doc_hash))] = str(r.forgetting_kind)
+        out |= comparison.distribution_items.forgotten_kinds()
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pandas as pd
 
 from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
+from captrack.analysis.item_spool import DistributionItems
 from captrack.files import staged_folder, write_atomic
 from captrack.report.escape import inert_cell
 from captrack.report.fast_csv import csv_chunks
@@ -39,26 +41,36 @@ LABEL_COLUMNS = frozenset({"variant", "base", "model", "algorithm", "family", "s
 (rankings.csv's algorithm_a / algorithm_b, a by_<field>.csv's values), so a label never runs as a formula."""
 
 
-def write_contract_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> list[Path]:
+def write_contract_tables(folder: Path, tables: Mapping[str, pd.DataFrame | DistributionItems]) -> list[Path]:
     """Write each table as ``folder/<name>``; contract files keep exactly the contract's columns, in order.
 
     Every text column (and header) is made inert for spreadsheets (captrack.report.escape.inert_cell);
-    numbers are written as they are.
+    numbers are written as they are. A table kept on disk (DistributionItems) is written part by part.
     """
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, frame in tables.items():
+    for name, table in tables.items():
+        parts = table.frames() if isinstance(table, DistributionItems) else iter([table])
+        written.append(write_atomic(folder / name, _csv_text(name, parts)))
+    return written
+
+
+def _csv_text(name: str, parts: Iterator[pd.DataFrame]) -> Iterator[str]:
+    """The CSV text of a table given as parts with the same columns: the header once, then every part's rows."""
+    first = True
+    for frame in parts:
         shown = frame.reindex(columns=CONTRACT_COLUMNS[name]) if name in CONTRACT_COLUMNS else frame
         chunks = csv_chunks(shown) if len(shown) >= _FAST_ROWS else None  # big tables: the same bytes, streamed
-        if chunks is not None:
-            written.append(write_atomic(folder / name, chunks))
-            continue
-        texts = [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]
-        if texts:
-            shown = shown.assign(**{c: shown[c].map(inert_cell) for c in texts})
-        shown = shown.rename(columns=lambda c: inert_cell(c))
-        written.append(write_atomic(folder / name, shown.to_csv(index=False, float_format="%.10g")))
-    return written
+        if chunks is None:
+            texts = [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]
+            if texts:
+                shown = shown.assign(**{c: shown[c].map(inert_cell) for c in texts})
+            shown = shown.rename(columns=lambda c: inert_cell(c))
+            chunks = iter([shown.to_csv(index=False, header=first, float_format="%.10g")])
+        elif not first:
+            next(chunks)  # the header, written with the first part
+        yield from chunks
+        first = False
 
 
 def write_comparison(

@@ -13,7 +13,7 @@ from captrack.report.findings import measure_sentence
 N = 200
 
 
-def _inputs(forget_a: float, forget_b: float, bc_a: float, bc_b: float) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+def _inputs(forget_a: float, forget_b: float, bc_a: float, bc_b: float) -> tuple[dict, pd.DataFrame, dict]:
     base = np.ones(N)
     items = {("a", "t", "acc"): (base, (np.arange(N) >= forget_a * N).astype(float)),
              ("b", "t", "acc"): (base, (np.arange(N) >= forget_b * N).astype(float))}
@@ -22,7 +22,9 @@ def _inputs(forget_a: float, forget_b: float, bc_a: float, bc_b: float) -> tuple
     rng = np.random.default_rng(0)
     dist = pd.DataFrame({"variant": ["a"] * N + ["b"] * N, "task": "t", "doc_hash": [f"h{i}" for i in range(N)] * 2,
                          "bhattacharyya": np.r_[bc_a + rng.uniform(-.01, .01, N), bc_b + rng.uniform(-.01, .01, N)]})
-    return items, transitions, dist
+    one_minus_bc = {(v, "t"): 1.0 - frame.sort_values("doc_hash", kind="stable")["bhattacharyya"].to_numpy()
+                    for v, frame in dist.groupby("variant")}  # as captrack.analysis.item_spool keeps them
+    return items, transitions, one_minus_bc
 
 
 def _contrast(**kwargs: float) -> pd.Series:

@@ -1,0 +1,93 @@
+"""The per-item table of the distribution diagnostics, kept on disk one variant at a time.
+
+A comparison of many variants or of large tasks has one distribution_items row per multiple-choice
+item and variant (a million rows at a million records): held in memory it grew with every variant
+analysed. `DistributionItems` appends each variant's rows to a temporary file as they are diagnosed
+and keeps in memory only what other tables read from them: the answer churn counts, each
+(variant, task)'s 1 − BC values (rankings.csv) and the forgotten items' kinds (drill-down pages).
+The writer streams the rows back, one variant at a time, into distribution_items.csv.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from captrack.analysis.churn import choice_churn
+
+__all__ = ["DistributionItems"]
+
+_FORGOTTEN_COLUMNS = ["variant", "task", "doc_hash", "forgetting_kind"]
+
+
+@dataclass
+class DistributionItems:
+    """distribution_items rows, written to a temporary file as each variant's are added (`add`), read back with
+    `frames` (one per `add`, in order) or `to_frame` (all at once: small comparisons and tests).
+
+    ``churn``: (variant, task) -> items whose top option changed while both sides stayed right (or wrong).
+    ``one_minus_bc``: (variant, task) -> 1 − BC per item, in doc_hash order.
+    """
+
+    rows: int = 0
+    columns: list[str] = field(default_factory=list)
+    churn: dict[tuple[str, str], float] = field(default_factory=dict)
+    one_minus_bc: dict[tuple[str, str], NDArray[np.float64]] = field(default_factory=dict)
+    _forgotten: list[pd.DataFrame] = field(default_factory=list)
+    _file: IO[bytes] | None = None
+    _parts: int = 0
+
+    def __len__(self) -> int:
+        return self.rows
+
+    @property
+    def empty(self) -> bool:
+        """True without rows."""
+        return self.rows == 0
+
+    def add(self, items: pd.DataFrame) -> None:
+        """Append one variant's rows (captrack.analysis.distribution.diagnose's item table) and keep what other
+        tables read from them."""
+        if items.empty:
+            return
+        self.columns = self.columns or list(items.columns)
+        self.churn |= choice_churn(items)
+        rank = pd.factorize(items["doc_hash"], sort=True)[0]  # doc_hash order as integers
+        overlap = items["bhattacharyya"].to_numpy(dtype=float)
+        for (variant, task), rows in items.groupby(["variant", "task"], sort=True).indices.items():
+            self.one_minus_bc[(str(variant), str(task))] = 1.0 - overlap[rows[np.argsort(rank[rows], kind="stable")]]
+        self._forgotten.append(items.loc[items["transition"] == "10", _FORGOTTEN_COLUMNS].reset_index(drop=True))
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="captrack-items-")
+        self._file.seek(0, 2)
+        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.rows += len(items)
+        self._parts += 1
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        """Each added part's rows, in the order they were added (one part in memory at a time)."""
+        if self._file is None:
+            return
+        self._file.seek(0)
+        for _ in range(self._parts):
+            yield pickle.load(self._file)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every row in one frame, index 0..n-1 (an empty frame without rows)."""
+        parts = list(self.frames())
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def forgotten_kinds(self) -> dict[tuple[str, str, str], str]:
+        """(variant, task, doc_hash) -> collapse / drift / shift, for the forgotten (1→0) items."""
+        out: dict[tuple[str, str, str], str] = {}
+        for frame in self._forgotten:
+            for variant, task, doc_hash, kind in frame.itertuples(index=False):
+                out[(str(variant), str(task), str(doc_hash))] = str(kind)
+        return out
