@@ -6,12 +6,15 @@ Launchers differ: `deepspeed` passes ``--local_rank=N`` on the command line and 
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Ranks", "ensure_process_env", "ranks", "strip_local_rank"]
+__all__ = ["Ranks", "cpu_allreduce_buffer", "ensure_process_env", "ranks", "remove_cpu_allreduce_buffer_at_exit",
+           "strip_local_rank"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +83,18 @@ def ensure_process_env(env: MutableMapping[str, str] | None = None) -> Ranks:
     env.setdefault("LOCAL_RANK", env.get("RANK", "0"))
     env.setdefault("LOCAL_SIZE", env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"]))
     return ranks(env)
+
+
+def cpu_allreduce_buffer(env: MutableMapping[str, str] | None = None) -> Path:
+    """The shared-memory buffer DeepSpeed's CPU all-reduce creates for this rank (67 MB in /dev/shm, named by
+    user id, MASTER_ADDR, MASTER_PORT and global rank; deepspeed/ops/csrc/cpu/comm/shm.cpp)."""
+    env = os.environ if env is None else env
+    name = f"deepspeed_allreduce_buffer_{os.getuid()}_{env.get('MASTER_ADDR', '')}_{env.get('MASTER_PORT', '')}_{env.get('RANK', '0')}"
+    return Path("/dev/shm") / name
+
+
+def remove_cpu_allreduce_buffer_at_exit() -> None:
+    """Remove this rank's CPU all-reduce buffer when the process exits: DeepSpeed never unlinks it, so every CPU
+    run left 67 MB of shared memory per rank behind (RAM, until reboot). The other ranks mapped it while
+    the process group was set up, long before any rank exits."""
+    atexit.register(cpu_allreduce_buffer().unlink, missing_ok=True)

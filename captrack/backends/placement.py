@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.backends.buffers import BufferSnapshot, keep_buffer_dtypes, snapshot_buffers
+from captrack.backends.launch import remove_cpu_allreduce_buffer_at_exit
 from captrack.backends.options import DSOptions
 from captrack.errors import InputError
 
@@ -63,6 +64,8 @@ def safetensors_shards(folder: Path) -> list[str]:
 def place_model(path: str, options: DSOptions, world: int, accelerator: str, **hf_kwargs: Any) -> Placed:
     """Load the checkpoint at `path` and hand it to DeepSpeed as `options.mode` says."""
     dtype = resolve_dtype(options.dtype, accelerator)
+    if accelerator == "cpu":  # DeepSpeed's CPU all-reduce leaves its shared memory behind otherwise
+        remove_cpu_allreduce_buffer_at_exit()
     if options.mode == "zero3":
         return _zero3(path, options, dtype, hf_kwargs)
     if options.mode == "autotp":
