@@ -1,0 +1,93 @@
+"""The distribution items kept on disk per variant, and the analysis holding one variant's pair at a time."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from fakeruns import FakeTask, write_run
+
+from captrack.analysis.churn import choice_churn
+from captrack.analysis.compare import CompareOptions, analyse
+from captrack.analysis.distribution import diagnose
+from captrack.analysis.item_spool import DistributionItems
+from captrack.analysis.types import CompareInput, PairInput, VariantSpec
+from captrack.compare.inputs import load_input
+from captrack.report.writer import write_contract_tables
+from captrack.results.runfiles import discover_runs
+from captrack.results.store import Labels, Store
+from captrack.taxonomy import load_taxonomy
+
+FACTS = "captrack_probe_c1_facts"
+
+
+def _items(variant: str, n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "variant": variant, "algorithm": "SFT", "task": [f"t{i % 3}" for i in range(n)],
+        "doc_hash": [f"{(i * 7919) % 1000:03d}-h" for i in range(n)], "gold": rng.integers(0, 4, n),
+        "base_ll": [list(-rng.gamma(2.0, 2.0, 4)) for _ in range(n)],
+        "variant_ll": [list(-rng.gamma(2.0, 2.0, 4)) for _ in range(n)]})
+    return diagnose(frame)[0]
+
+
+def test_parts_come_back_as_added_and_what_other_tables_read_is_kept() -> None:
+    parts = [_items("a", 60, 0), _items("b", 45, 1)]
+    spool = DistributionItems()
+    assert spool.empty and spool.to_frame().empty
+    for part in parts:
+        spool.add(part)
+    whole = pd.concat(parts, ignore_index=True)
+    assert len(spool) == len(whole) and not spool.empty
+    for got, want in zip(spool.frames(), parts, strict=True):
+        pd.testing.assert_frame_equal(got, want)
+    pd.testing.assert_frame_equal(spool.to_frame(), whole)
+    assert spool.churn == choice_churn(whole)
+    for (variant, task), values in spool.one_minus_bc.items():  # 1 − BC of the group's items, in doc_hash order
+        rows = whole[(whole["variant"] == variant) & (whole["task"] == task)].sort_values("doc_hash", kind="stable")
+        np.testing.assert_array_equal(values, 1.0 - rows["bhattacharyya"].to_numpy())
+    forgotten = whole[whole["transition"] == "10"]
+    assert spool.forgotten_kinds() == {(v, t, h): k for v, t, h, k in zip(
+        forgotten["variant"], forgotten["task"], forgotten["doc_hash"], forgotten["forgetting_kind"], strict=True)}
+
+
+def test_the_parts_are_written_as_one_table(tmp_path: Path) -> None:
+    parts = [_items("a", 60, 0), _items("b", 45, 1)]
+    spool = DistributionItems()
+    for part in parts:
+        spool.add(part)
+    write_contract_tables(tmp_path / "spooled", {"items.csv": spool})
+    write_contract_tables(tmp_path / "whole", {"items.csv": pd.concat(parts, ignore_index=True)})
+    text = (tmp_path / "spooled" / "items.csv").read_text()
+    assert text == (tmp_path / "whole" / "items.csv").read_text() and text.count("\nvariant,algorithm,") == 0
+
+
+def test_the_analysis_lets_each_pair_go_before_taking_the_next(tmp_path: Path) -> None:
+    lls = {i: [-0.5, -1.0 - i, -2.0, -3.0] for i in range(6)}
+    names = ["base", "v1", "v2", "v3", "v4"]
+    for index, name in enumerate(names):
+        acc = [1, 1, 0, 1, 0, 1] if name == "base" else [int((i + index) % 3 > 0) for i in range(6)]
+        write_run(tmp_path / name, name, [FakeTask(FACTS, {"acc": acc}, choice_lls=lls)])
+    store = Store()
+    for name in names:
+        store.ingest(discover_runs(tmp_path / name), Labels(model=name))
+    options = CompareOptions(bootstrap=50)
+    read = load_input(store, "base", [VariantSpec(n, "SFT") for n in names[1:]], options, load_taxonomy())
+    taken: list[weakref.ref[PairInput]] = []
+    alive_when_taken: list[int] = []
+
+    def watched(pairs: Iterator[PairInput]) -> Iterator[PairInput]:
+        for pair in pairs:
+            gc.collect()
+            alive_when_taken.append(sum(ref() is not None for ref in taken[:-1]))  # all but the one just analysed
+            taken.append(weakref.ref(pair))
+            yield pair
+
+    comparison = analyse(CompareInput(read.base, watched(iter(read.pairs)), read.judged, read.output_types), options)
+    assert alive_when_taken == [0, 0, 0, 0]
+    assert len(comparison.transitions) == 4 and len(comparison.distribution_items) == 4 * 6
+    assert comparison.paired == {}  # kept only for drill-down pages (drill_limit)
