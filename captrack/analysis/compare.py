@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -14,6 +14,13 @@ from captrack.analysis.by_field import field_table, join_field_tables
 from captrack.analysis.churn import CHURN_COLUMNS
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
 from captrack.analysis.curves import Curves, Trajectory, curve_tables
+from captrack.analysis.distribution import (
+    KEYS,
+    CalibrationGroup,
+    calibration_inputs,
+    calibration_table,
+    diagnose,
+)
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -34,9 +41,6 @@ from captrack.analysis.verdicts import DEFAULT_MARGIN, DRIFT_VERDICT_COLUMNS
 from captrack.results.pairing import PairedItems
 from captrack.results.samples import ItemText
 from captrack.taxonomy import Taxonomy, load_taxonomy
-
-if TYPE_CHECKING:
-    from captrack.analysis.choice_frame import ChoiceFrame
 
 __all__ = [
     "DRIFT_COLUMNS",
@@ -146,7 +150,8 @@ class _Gathered:
     replicates: list[pd.DataFrame] = field(default_factory=list)
     pair_deltas: dict[str, pd.DataFrame | None] = field(default_factory=dict)
     trajectories: list[Trajectory] = field(default_factory=list)  # variants evaluated at training steps
-    distribution: list[tuple[pd.DataFrame, pd.DataFrame]] = field(default_factory=list)  # summary, calibration
+    summaries: list[pd.DataFrame] = field(default_factory=list)  # the distribution summary of each variant
+    calibration: list[CalibrationGroup] = field(default_factory=list)  # its bootstrap runs task by task at the end
     distribution_items: DistributionItems = field(default_factory=DistributionItems)
     by_field: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
     by_field_warnings: dict[str, list[str]] = field(default_factory=dict)
@@ -172,9 +177,10 @@ class _Gathered:
         self.counts[variant.name] |= {"seeds": paired.seeds} if paired.seeds is not None else {}  # one run each, other seeds
         self.pair_deltas[variant.name] = part.pair_deltas
         if options.distribution and pair.choices is not None and not pair.choices.empty:
-            items, summary, calib = _distribution(pair.choices, options)
+            items, summary = diagnose(pair.choices)
             self.distribution_items.add(items)
-            self.distribution.append((summary, calib))
+            self.summaries.append(summary)
+            self.calibration += calibration_inputs(pair.choices)
         for name in options.by:
             frame = field_table(pair, name, options.bootstrap, options.seed, options.level,
                                 self.by_field_warnings.setdefault(name, []))
@@ -203,7 +209,8 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
     capabilities = capability_verdicts(aggregate_capabilities(with_rates, taxonomy, boot=boot), drift_df, items,
                                        taxonomy, options.margin, clusters)
     rep_df = pd.concat(got.replicates, ignore_index=True)[REPLICATE_COLUMNS] if got.replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
-    dist_items, (dist, calib) = got.distribution_items, _joined_distribution(got.distribution)
+    dist_items, dist = got.distribution_items, _joined_summaries(got.summaries)
+    calib = calibration_table(got.calibration, n_resamples=options.bootstrap, seed=options.seed) if got.calibration else pd.DataFrame()
     transitions_df = _with_choice_churn(transitions_df, dist_items.churn)
     warnings += _untracked(drift_df)
     variants = got.variants
@@ -266,26 +273,12 @@ def _with_rates(drift: pd.DataFrame, transitions: pd.DataFrame, power: pd.DataFr
     return drift.merge(rates, on=keys, how="left").merge(power[[*keys, "n", "mde_pct"]], on=keys, how="left")
 
 
-def _distribution(choices: ChoiceFrame, options: CompareOptions) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """One variant's multiple-choice items: collapse / drift / erosion per item, its per-task summary and
-    calibration drift (every row depends on its own variant's items only; the variants of a task share the
-    task's resamples, drawn from the seed and the task)."""
-    from captrack.analysis.distribution import calibration, diagnose
-
-    items, summary = diagnose(choices)
-    return items, summary, calibration(choices, n_resamples=options.bootstrap, seed=options.seed)
-
-
-def _joined_distribution(parts: Sequence[tuple[pd.DataFrame, pd.DataFrame]]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The variants' distribution summaries and calibration rows as one table each, sorted by (variant,
-    algorithm, task) as one grouping of all items orders them."""
-    from captrack.analysis.distribution import KEYS
-
+def _joined_summaries(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The variants' distribution summaries as one table, sorted by (variant, algorithm, task) as one grouping of
+    all items orders them."""
     if not parts:
-        return pd.DataFrame(), pd.DataFrame()
-    summary, calib = (pd.concat([p[i] for p in parts], ignore_index=True).sort_values(KEYS, kind="stable")
-                      .reset_index(drop=True) for i in (0, 1))
-    return summary, calib
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True).sort_values(KEYS, kind="stable").reset_index(drop=True)
 
 
 def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:

@@ -64,9 +64,12 @@ __all__ = [
     "INPUT_COLUMNS",
     "ITEM_COLUMNS",
     "SUMMARY_COLUMNS",
+    "CalibrationGroup",
     "Thresholds",
     "aggregate_by_algorithm",
     "calibration",
+    "calibration_inputs",
+    "calibration_table",
     "choice_probs",
     "diagnose",
     "item_diagnostics",
@@ -320,20 +323,36 @@ class _TaskDraws:
         return self.counts, self.drawn
 
 
-def _calibration_group(data: pd.DataFrame | ChoiceFrame, rows: NDArray[np.int64], task: str, n_bins: int,
+CalibrationGroup = tuple[tuple[Any, ...], dict[str, tuple[Array, Array, Array]]]
+"""A (variant, algorithm, task)'s keys and, per side, each item's top-choice confidence, correctness and Brier score."""
+
+
+def calibration_inputs(frame: pd.DataFrame | ChoiceFrame) -> list[CalibrationGroup]:
+    """What calibration drift reads of each (variant, algorithm, task) group of `frame` (the input of `diagnose`),
+    sorted by those keys: three numbers per item and side, kept per variant by a comparison, which runs the
+    bootstrap task by task at the end (`calibration_table`: each task's resamples drawn once). InputError as `diagnose`."""
+    data = _validated(frame)
+    keys = data.keys if isinstance(data, ChoiceFrame) else data
+    out: list[CalibrationGroup] = []
+    for key, rows in sorted(keys.groupby(KEYS, sort=True, dropna=False).indices.items()):
+        parts: dict[str, list[tuple[Array, Array, Array]]] = {"base": [], "variant": []}
+        blocks = choice_blocks(data, rows) if isinstance(data, ChoiceFrame) else choice_blocks(data.iloc[rows])
+        for _, base, variant, gold in blocks:
+            parts["base"].append(_top_choice(base, gold))
+            parts["variant"].append(_top_choice(variant, gold))
+        sides = {side: tuple(np.concatenate([c[i] for c in chunks]) for i in range(3)) for side, chunks in parts.items()}
+        out.append((tuple(key), sides))  # type: ignore[arg-type]
+    return out
+
+
+def _calibration_group(sides: dict[str, tuple[Array, Array, Array]], task: str, n_bins: int,
                        draws: _TaskDraws | None) -> dict[str, float]:
-    """ECE and Brier of base and variant for one (variant, task) group (its positions `rows`), with paired bootstrap CIs."""
-    parts: dict[str, list[tuple[Array, Array, Array]]] = {"base": [], "variant": []}
-    blocks = choice_blocks(data, rows) if isinstance(data, ChoiceFrame) else choice_blocks(data.iloc[rows])
-    for _, base, variant, gold in blocks:
-        parts["base"].append(_top_choice(base, gold))
-        parts["variant"].append(_top_choice(variant, gold))
-    n = len(rows)
+    """ECE and Brier of base and variant for one (variant, task) group, with paired bootstrap CIs."""
+    n = len(sides["base"][0])
     counts, drawn = draws.get(task, n) if draws is not None else (None, None)
     stats: dict[str, float] = {"n": n}
     boot: dict[str, tuple[Array, Array]] = {}
-    for side, chunks in parts.items():
-        conf, correct, brier = (np.concatenate([c[i] for c in chunks]) for i in range(3))
+    for side, (conf, correct, brier) in sides.items():
         stats[f"ece_{side}"] = float(_ece(conf, correct, np.ones((1, n)), n_bins)[0])
         stats[f"brier_{side}"] = float(brier.mean())
         if counts is not None:
@@ -345,11 +364,27 @@ def _calibration_group(data: pd.DataFrame | ChoiceFrame, rows: NDArray[np.int64]
     return stats
 
 
+def calibration_table(groups: Sequence[CalibrationGroup], n_bins: int = 10, n_resamples: int = 1000,
+                      seed: int = 0) -> pd.DataFrame:
+    """Calibration drift of `groups` (`calibration_inputs`, of one or many variants): one row per group, sorted by
+    (variant, algorithm, task); the bootstrap runs task by task, every variant of a task on the same resamples."""
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be positive, got {n_bins}")
+    ordered = sorted(groups, key=lambda group: group[0])
+    task_at = KEYS.index("task")
+    draws = _TaskDraws(n_resamples, seed) if n_resamples > 0 else None  # the variants of a task share its resamples
+    stats = {i: _calibration_group(ordered[i][1], str(ordered[i][0][task_at]), n_bins, draws)
+             for i in sorted(range(len(ordered)), key=lambda i: str(ordered[i][0][task_at]))}
+    rows = [{**dict(zip(KEYS, key, strict=True)), **stats[i], "n_bins": n_bins} for i, (key, _) in enumerate(ordered)]
+    table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
+    return table.astype({"n": int, "n_bins": int})
+
+
 def calibration(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Calibration drift per (variant, algorithm, task): ECE and Brier of base and variant, and the change.
 
     The change (variant − base) gets a 95% paired bootstrap CI: items are resampled jointly for base
-    and variant, with the same resamples for every variant of a task.
+    and variant, with the same resamples for every variant of a task (see `calibration_table`).
 
     Args:
         frame: the input of `diagnose`.
@@ -359,15 +394,6 @@ def calibration(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10, n_resamples
 
     Raises:
         InputError: as `diagnose`.
+        ValueError: n_bins below 1.
     """
-    if n_bins < 1:
-        raise ValueError(f"n_bins must be positive, got {n_bins}")
-    data = _validated(frame)
-    keys = data.keys if isinstance(data, ChoiceFrame) else data
-    groups = sorted(keys.groupby(KEYS, sort=True, dropna=False).indices.items())
-    draws = _TaskDraws(n_resamples, seed) if n_resamples > 0 else None  # the variants of a task share its resamples
-    stats = {i: _calibration_group(data, groups[i][1], str(groups[i][0][KEYS.index("task")]), n_bins, draws)
-             for i in sorted(range(len(groups)), key=lambda i: str(groups[i][0][KEYS.index("task")]))}
-    rows = [{**dict(zip(KEYS, key, strict=True)), **stats[i], "n_bins": n_bins} for i, (key, _) in enumerate(groups)]
-    table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
-    return table.astype({"n": int, "n_bins": int})
+    return calibration_table(calibration_inputs(frame), n_bins, n_resamples, seed)
