@@ -147,3 +147,14 @@ def test_a_line_longer_than_duckdbs_default_buffer_is_read(tmp_path: Path) -> No
     with Store(tmp_path / "s.duckdb") as store:
         (result,) = store.ingest(discover_runs(run), Labels(model="base"))
     assert result.rows == 3
+
+
+def test_the_thread_limit_outlives_a_release_of_memory(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", "m", [FakeTask(TASK, {"acc": [1, 0, 1]})])
+    with Store(tmp_path / "store.duckdb") as store:
+        store.ingest(discover_runs(tmp_path / "run"), Labels(model="m"))
+    with Store(tmp_path / "store.duckdb", read_only=True) as store:
+        store.use_threads(1)  # a compare worker's share of the cores
+        store.release_memory()  # compare hands DuckDB's memory back after each read
+        assert store.con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+        assert store.models() == ["m"]

@@ -46,21 +46,17 @@ def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options
     readers = reader_count(store, len(variants))
     found = read_in_workers(store.path, base, variants, options, taxonomy, readers) if readers > 1 else (
         read_pairs(store, base, variants, options, taxonomy, BaseTexts(base_files)))
-    return CompareInput(base=base, pairs=_handed_on(found, store, readers == 1, loaded), judged=judged,
+    return CompareInput(base=base, pairs=_handed_on(found, loaded), judged=judged,
                         output_types=output_types)
 
 
-def _handed_on(found: Iterator[PairInput], store: Store, in_process: bool,
-               loaded: Callable[[PairInput], None] | None) -> Iterator[PairInput]:
-    """The pairs one at a time, as the analysis takes them: it lets each go before the next is read. Read in
-    this process, what DuckDB kept from reading a pair is handed back before the next (its allocator holds
-    it until the database closes)."""
+def _handed_on(found: Iterator[PairInput], loaded: Callable[[PairInput], None] | None) -> Iterator[PairInput]:
+    """The pairs one at a time, as the analysis takes them: it lets each go before the next is read (what DuckDB
+    kept from reading each is handed back as it is read: captrack.compare.pair_reads)."""
     for pair in found:
         if loaded is not None:
             loaded(pair)
         yield pair
-        if in_process:
-            store.release_memory()
 
 
 def reader_count(store: Store, n_variants: int) -> int:

@@ -60,11 +60,13 @@ ORDER BY k.task, k.doc_id
 
 def _first_items(store: Store, paired: PairedItems) -> pd.DataFrame:
     """The paired rows the diagnostics read: first replicate, each multiple-choice task's first metric."""
-    first = paired.items[paired.items["replicate"] == min(paired.replicates)]
-    first = first[first["metric"] == first.groupby("task")["metric"].transform("min")]
-    files = store.samples_files(paired.base)
-    kinds = {task: f.output_type for (_, task), f in files.items()}
-    return first[first["task"].map(lambda t: kinds.get(str(t)) == "multiple_choice")]
+    items = paired.items
+    replicate = items["replicate"].to_numpy() == min(paired.replicates)
+    first = items if replicate.all() else items[replicate]  # (a copy only when something is left out)
+    kinds = {task: f.output_type == "multiple_choice" for (_, task), f in store.samples_files(paired.base).items()}
+    keep = (first["metric"] == first.groupby("task")["metric"].transform("min")).to_numpy(dtype=bool) & first["task"].map(
+        {t: kinds.get(str(t), False) for t in first["task"].unique()}).to_numpy(dtype=bool)
+    return first if keep.all() else first[keep]
 
 
 def paired_task_choices(store: Store, paired: PairedItems, warnings: list[str]) -> list[TaskChoices]:
@@ -80,26 +82,49 @@ def paired_task_choices(store: Store, paired: PairedItems, warnings: list[str]) 
         return []
     has_columns = store.con.execute(
         "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'samples' AND column_name = 'choice_ll'").fetchall()
-    table = None
-    if has_columns[0][0]:
-        keys = items[["task", "filter", "metric", "doc_hash", "occ", "doc_id", "base_run", "variant_run"]]
-        store.con.register("_pc_keys", keys)
-        try:
-            table = store.con.sql(_QUERY).to_arrow_table()
-        finally:
-            store.con.unregister("_pc_keys")
     out = []
-    tasks = table.column("task").to_numpy(zero_copy_only=False) if table is not None else np.empty(0, dtype=object)
-    for task, frame in items.groupby("task", sort=True):
-        where = np.flatnonzero(tasks == task)
-        if where.size and table is not None and all(
-                table.column(side).slice(int(where[0]), 1).null_count == 0 for side in ("base_ll", "variant_ll")):
-            out.append(_from_arrow(str(task), table.slice(int(where[0]), int(where.size))))
-        else:  # ingested before the loglikelihoods were typed: read them from the samples files
-            found = _from_files(store, paired, str(task), frame, warnings)
-            if found is not None:
-                out.append(found)
+    for chunk in _task_chunks(items):  # a few tasks per query: what DuckDB and Arrow hold at once stays bounded
+        table = _query(store, chunk) if has_columns[0][0] else None
+        tasks = table.column("task").to_numpy(zero_copy_only=False) if table is not None else np.empty(0, dtype=object)
+        for task, frame in chunk.groupby("task", sort=True):
+            where = np.flatnonzero(tasks == task)
+            if where.size and table is not None and all(
+                    table.column(side).slice(int(where[0]), 1).null_count == 0 for side in ("base_ll", "variant_ll")):
+                out.append(_from_arrow(str(task), table.slice(int(where[0]), int(where.size))))
+            else:  # ingested before the loglikelihoods were typed: read them from the samples files
+                found = _from_files(store, paired, str(task), frame, warnings)
+                if found is not None:
+                    out.append(found)
     return out
+
+
+_CHUNK_ROWS = 1 << 19
+"""Paired items read per query (whole tasks; a larger task is one query of its own)."""
+
+
+def _task_chunks(items: pd.DataFrame) -> list[pd.DataFrame]:
+    """`items` cut into runs of whole tasks (sorted by name) of about _CHUNK_ROWS rows."""
+    sizes = items.groupby("task", sort=True).size()
+    chunks: list[list[str]] = [[]]
+    rows = 0
+    for task, size in sizes.items():
+        if chunks[-1] and rows + int(size) > _CHUNK_ROWS:
+            chunks.append([])
+            rows = 0
+        chunks[-1].append(str(task))
+        rows += int(size)
+    if len(chunks) == 1:
+        return [items]
+    return [items[items["task"].isin(names)] for names in chunks]
+
+
+def _query(store: Store, items: pd.DataFrame) -> pa.Table:
+    keys = items[["task", "filter", "metric", "doc_hash", "occ", "doc_id", "base_run", "variant_run"]]
+    store.con.register("_pc_keys", keys)
+    try:
+        return store.con.sql(_QUERY).to_arrow_table()
+    finally:
+        store.con.unregister("_pc_keys")
 
 
 def _matrix(column: pa.ChunkedArray, n: int) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.bool_]]:

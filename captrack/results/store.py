@@ -121,6 +121,7 @@ class Store:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.con = connect(self.path, read_only)
         self._columns: dict[tuple[str, str], bool] = {}  # (table, column) -> present (a store's columns only grow by _SCHEMA)
+        self._threads: int | None = None  # use_threads: kept when the connection is opened again
         if not read_only:
             self.con.execute(_SCHEMA)
 
@@ -134,6 +135,8 @@ class Store:
         if self.path != ":memory:":
             self.con.close()
             self.con = connect(self.path, self.read_only)
+            if self._threads is not None:
+                self.con.execute(f"SET threads = {self._threads}")
 
     def __enter__(self) -> Store:
         return self
@@ -375,8 +378,9 @@ class Store:
         return self._columns[(table, column)]
 
     def use_threads(self, threads: int) -> None:
-        """Run this connection's queries on at most `threads` threads (processes sharing the cores)."""
-        self.con.execute(f"SET threads = {max(1, int(threads))}")
+        """Run this store's queries on at most `threads` threads (processes sharing the cores)."""
+        self._threads = max(1, int(threads))
+        self.con.execute(f"SET threads = {self._threads}")
 
     def models(self) -> list[str]:
         """Names of the models (checkpoints) in the store."""
