@@ -41,7 +41,6 @@ class DistributionItems:
     """
 
     rows: int = 0
-    columns: list[str] = field(default_factory=list)
     churn: dict[tuple[str, str], float] = field(default_factory=dict)
     one_minus_bc: dict[tuple[str, str], NDArray[np.float64]] = field(default_factory=dict)
     _forgotten: list[pd.DataFrame] = field(default_factory=list)
@@ -61,7 +60,6 @@ class DistributionItems:
         tables read from them."""
         if items.empty:
             return
-        self.columns = self.columns or list(items.columns)
         self.churn |= choice_churn(items)
         rank = pd.factorize(items["doc_hash"], sort=True)[0]  # doc_hash order as integers
         overlap = items["bhattacharyya"].to_numpy(dtype=float)

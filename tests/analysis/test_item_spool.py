@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.analysis.churn import choice_churn
@@ -91,3 +92,28 @@ def test_the_analysis_lets_each_pair_go_before_taking_the_next(tmp_path: Path) -
     assert alive_when_taken == [0, 0, 0, 0]
     assert len(comparison.transitions) == 4 and len(comparison.distribution_items) == 4 * 6
     assert comparison.paired == {}  # kept only for drill-down pages (drill_limit)
+
+
+def test_option_loglikelihoods_read_a_few_tasks_per_query_are_those_of_one_query(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import captrack.results.choices as choices
+    from captrack.results.trajectory import pair_variant
+
+    tasks = ["captrack_probe_c1_facts", "captrack_mmlu_pro_subset", "captrack_boolq_subset"]
+    for name, shift in (("base", 0.0), ("v", 0.7)):
+        write_run(tmp_path / name, name, [
+            FakeTask(task, {"acc": [1, 0, 1, 1, 0]}, choice_lls={i: [-0.5 - shift * (i % 2), -1.0 - i, -2.0, -t] for i in range(5)})
+            for t, task in enumerate(tasks)])
+    store = Store()
+    for name in ("base", "v"):
+        store.ingest(discover_runs(tmp_path / name), Labels(model=name))
+    paired, _ = pair_variant(store, "base", "v", load_taxonomy(), False)
+    whole = choices.paired_task_choices(store, paired, [])
+    monkeypatch.setattr(choices, "_CHUNK_ROWS", 6)  # one task (5 items) per query
+    assert len(choices._task_chunks(choices._first_items(store, paired))) == 3
+    chunked = choices.paired_task_choices(store, paired, [])
+    assert [t.task for t in whole] == sorted(tasks) and len(whole) == len(chunked)
+    for one, other in zip(whole, chunked, strict=True):
+        assert one.task == other.task and one.skipped == other.skipped == 0
+        for name in ("doc_hash", "gold", "k", "base_ll", "variant_ll"):
+            np.testing.assert_array_equal(getattr(one, name), getattr(other, name))
