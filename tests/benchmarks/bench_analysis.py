@@ -17,6 +17,10 @@ RSS of each is its own:
             figures only).
   floor-1g  the same query with the maximum_object_size (1 GiB) captrack's ingest reads a file with
             only after a line longer than DuckDB's 16 MiB default (figures only: what that option costs).
+  floor-write DuckDB's own write of the floor's projection (the same fields, typed as the floor reads them)
+            into a fresh database file, one INSERT per run in its own transaction as ingest files each run,
+            then a checkpoint: no check, no fingerprint, no label (figures only: the least a DuckDB store
+            costs to fill with these rows, next to the read-only floor the ingest target is set against).
   ingest    captrack's Store.ingest of every run into a fresh DuckDB file (the Python API the
             `captrack ingest` command calls, one call per model, as one would run the command).
   compare   captrack.compare (bootstrap resamples) of the variants against the base, read from the
@@ -419,6 +423,36 @@ def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def phase_floor_write(args: argparse.Namespace) -> dict[str, Any]:
+    """The floor's projection written to a fresh DuckDB file, one INSERT and transaction per run, then CHECKPOINT."""
+    import duckdb
+
+    path = Path(args.workdir) / "floor-write.duckdb"
+    for stale in (path, path.with_name(path.name + ".wal")):
+        stale.unlink(missing_ok=True)
+    struct = "{" + ", ".join(f"'{k}': '{v}'" for k, v in INGEST_COLUMNS.items()) + "}"
+    select = f"""
+        SELECT doc_id, doc_hash, prompt_hash, "filter", acc::DOUBLE AS acc,
+               json_array_length(filtered_resps)::INTEGER AS k, target::VARCHAR AS target, doc.revision AS revision,
+               json_array_length(doc.choices)::INTEGER AS n_choices
+        FROM read_json(?, format='newline_delimited', columns={struct})"""
+    runs = [[str(p) for p in samples_files(args) if p.parent == model_dir(args, m)] for m in model_names(args.variants)]
+    con = duckdb.connect(str(path))
+    con.execute(f"CREATE TABLE rows AS {select} LIMIT 0", [runs[0][:1]])
+    started = time.perf_counter()
+    for files in runs:
+        con.execute("BEGIN TRANSACTION")
+        con.execute(f"INSERT INTO rows {select}", [files])
+        con.execute("COMMIT")
+    con.execute("CHECKPOINT")
+    wall = time.perf_counter() - started
+    row = con.execute("SELECT count(*) FROM rows").fetchone()
+    con.close()
+    size = path.stat().st_size
+    path.unlink()
+    return {"records": int(row[0]) if row else 0, "wall_s": wall, "runs": len(runs), "store_mb": size / 2**20}
+
+
 def phase_floor_1g(args: argparse.Namespace) -> dict[str, Any]:
     """The floor query with the maximum_object_size (1 GiB) that captrack's ingest passes."""
     return phase_floor(args, max_object=CAPTRACK_MAX_OBJECT)
@@ -431,9 +465,9 @@ def phase_floor_min(args: argparse.Namespace) -> dict[str, Any]:
 
 PHASES = {
     "generate": phase_generate, "floor": phase_floor, "floor-1g": phase_floor_1g, "floor-min": phase_floor_min,
-    "ingest": phase_ingest, "compare": phase_compare,
+    "floor-write": phase_floor_write, "ingest": phase_ingest, "compare": phase_compare,
 }  # fmt: skip
-INFO_PHASES = {"floor-1g", "floor-min"}  # figures only, no target
+INFO_PHASES = {"floor-1g", "floor-min", "floor-write"}  # figures only, no target
 
 
 def run_phase_here(args: argparse.Namespace) -> None:
@@ -508,8 +542,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default="/tmp/captrack-bench", help="where data, store and outputs go")
     parser.add_argument("--regenerate", action="store_true", help="write the synthetic runs even if present")
     parser.add_argument("--profile", action="store_true", help="cProfile each phase (stats to the workdir)")
-    parser.add_argument("--phases", default="floor,floor-min,ingest,compare",
-                        help="comma-separated phases to time (default floor,floor-min,ingest,compare; also floor-1g)")
+    parser.add_argument("--phases", default="floor,floor-min,floor-write,ingest,compare",
+                        help="comma-separated phases to time (default floor,floor-min,floor-write,ingest,compare; "
+                             "also floor-1g)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each timed phase N times, interleaved; report the fastest (default 1)")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
@@ -574,8 +609,10 @@ def main(argv: list[str] | None = None) -> int:
         misses = [] if rss_ok else ["RSS"]
         target = f"RSS <= {TARGET_RSS_MB / 1024:.0f} GB"
         if phase in INFO_PHASES:
-            info = ("(info: floor with maximum_object_size=1 GiB)" if phase == "floor-1g"
-                    else "(info: floor without target and doc, as before issue 28)")
+            info = {"floor-1g": "(info: floor with maximum_object_size=1 GiB)",
+                    "floor-min": "(info: floor without target and doc, as before issue 28)",
+                    "floor-write": "(info: DuckDB's own write of the floor's fields, one INSERT per run"
+                                   + (f"; {r['wall_s'] / floor['wall_s']:.2f}x floor)" if floor else ")")}[phase]
             rows.append([phase, fmt_int(r["records"]), f"{r['wall_s']:.1f}", fmt_int(r["records"] / r["wall_s"]),
                          f"{r['peak_rss_mb']:.0f}", info, "-"])
             continue
