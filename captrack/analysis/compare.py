@@ -199,6 +199,7 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
         got.add(pair)
         if progress is not None:
             progress(pair.spec.name, len(pair.paired.items))
+        del pair  # else the loop holds this variant's items while the next one is read
     items, clusters, drift, warnings = got.items, got.clusters or None, got.drift, got.warnings
     boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters)
     _fill_cis(drift, boot, options.level)

@@ -57,6 +57,7 @@ def _handed_on(found: Iterator[PairInput], loaded: Callable[[PairInput], None] |
         if loaded is not None:
             loaded(pair)
         yield pair
+        del pair  # not held while the next is read
 
 
 def reader_count(store: Store, n_variants: int) -> int:

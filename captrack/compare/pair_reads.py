@@ -47,3 +47,4 @@ def read_pairs(store: Store, base: str, variants: Sequence[VariantSpec], options
             if large:
                 store.release_memory()
         yield pair
+        del pair, paired, texts  # this variant's items are not held while the next one is read

@@ -90,6 +90,7 @@ def _pairs(process: subprocess.Popen[bytes], out: Path) -> Iterator[PairInput]:
             if isinstance(item, BaseException):
                 raise item
             yield item
+            del item, body  # nor held while the next one is read and unpickled
 
 
 def _read(handle: BinaryIO, size: int, process: subprocess.Popen[bytes]) -> bytes:
@@ -128,6 +129,7 @@ def _work(job: Path, out: Path) -> None:
                     pair.part = variant_part(pair, part_options(options))  # what analyse needs of this pair alone
                     pair.churn_answers = None  # counted into the part: not sent back
                     _send(handle, pair)
+                    del pair  # not held while the next variant is read
         except CaptrackError as exc:  # what the caller reports as it would report it read in one process
             _send(handle, exc)
 
