@@ -13,6 +13,7 @@ import duckdb
 import pytest
 from fakeruns import FakeTask, write_run
 
+import captrack.results.store as store_module
 from captrack.cli import main
 from captrack.results.ingest_sql import DEFAULT_OBJECT_SIZE
 from captrack.results.runfiles import discover_runs
@@ -147,6 +148,22 @@ def test_a_line_longer_than_duckdbs_default_buffer_is_read(tmp_path: Path) -> No
     with Store(tmp_path / "s.duckdb") as store:
         (result,) = store.ingest(discover_runs(run), Labels(model="base"))
     assert result.rows == 3
+
+
+def test_a_large_ingest_makes_duckdb_evict_its_cache_and_the_store_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "INGEST_EVICT_ROWS", 3)  # every run here is "large"
+    write_run(tmp_path / "a", "a", [FakeTask(TASK, {"acc": [1, 0, 1]})])
+    write_run(tmp_path / "b", "b", [FakeTask(TASK, {"acc": [0, 0, 1]})])
+    with Store(tmp_path / "store.duckdb") as store:
+        store.use_threads(1)
+        limit = store.con.execute("SELECT current_setting('memory_limit')").fetchone()
+        store.ingest(discover_runs(tmp_path / "a"), Labels(model="a"))
+        assert store.con.execute("SELECT current_setting('memory_limit')").fetchone() == limit  # lowered, then put back
+        store.ingest(discover_runs(tmp_path / "b"), Labels(model="b"))
+        assert store.con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+        assert store.models() == ["a", "b"]
+    rows = [(model, doc, value) for model, doc, _, value, _ in _rows(tmp_path / "store.duckdb")]
+    assert rows == [("a", 0, 1.0), ("a", 1, 0.0), ("a", 2, 1.0), ("b", 0, 0.0), ("b", 1, 0.0), ("b", 2, 1.0)]
 
 
 def test_the_thread_limit_outlives_a_release_of_memory(tmp_path: Path) -> None:
