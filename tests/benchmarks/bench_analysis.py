@@ -19,7 +19,7 @@ RSS of each is its own:
             only after a line longer than DuckDB's 16 MiB default (figures only: what that option costs).
   floor-write DuckDB's own write of the floor's projection (the same fields, typed as the floor reads them)
             into a fresh database file, one INSERT per run in its own transaction as ingest files each run,
-            then a checkpoint: no check, no fingerprint, no label (figures only: the least a DuckDB store
+            then a checkpoint (no vacuum, insertion order not kept): no check, no fingerprint, no label (figures only: the least a DuckDB store
             costs to fill with these rows, next to the read-only floor the ingest target is set against).
   ingest    captrack's Store.ingest of every run into a fresh DuckDB file (the Python API the
             `captrack ingest` command calls, one call per model, as one would run the command).
@@ -438,6 +438,8 @@ def phase_floor_write(args: argparse.Namespace) -> dict[str, Any]:
         FROM read_json(?, format='newline_delimited', columns={struct})"""
     runs = [[str(p) for p in samples_files(args) if p.parent == model_dir(args, m)] for m in model_names(args.variants)]
     con = duckdb.connect(str(path))
+    # the cheapest settings found: no vacuum at the checkpoint (as a fresh ingest), the threads' order not kept
+    con.execute("SET max_vacuum_tasks = 0; SET preserve_insertion_order = false")
     con.execute(f"CREATE TABLE rows AS {select} LIMIT 0", [runs[0][:1]])
     started = time.perf_counter()
     for files in runs:
