@@ -19,8 +19,9 @@ RSS of each is its own:
             only after a line longer than DuckDB's 16 MiB default (figures only: what that option costs).
   floor-write DuckDB's own write of the floor's projection (the same fields, typed as the floor reads them)
             into a fresh database file, one INSERT per run in its own transaction as ingest files each run,
-            then a checkpoint (no vacuum, insertion order not kept): no check, no fingerprint, no label (figures only: the least a DuckDB store
-            costs to fill with these rows, next to the read-only floor the ingest target is set against).
+            then a checkpoint (no vacuum, insertion order not kept): no check, no fingerprint, no label
+            (figures only: the least a DuckDB store costs to fill with these rows, next to the read-only
+            floor the ingest target is set against).
   ingest    captrack's Store.ingest of every run into a fresh DuckDB file (the Python API the
             `captrack ingest` command calls, one call per model, as one would run the command).
   compare   captrack.compare (bootstrap resamples) of the variants against the base, read from the
