@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         result = args.func(args)
+    except KeyboardInterrupt:
+        resume = "; run the same command again to resume (finished stages are kept)" if args.func is _cmd_run else ""
+        print_error(f"stopped (Ctrl-C){resume}")
+        return 130  # 128 + SIGINT, as a shell reports a process stopped by Ctrl-C
     except CaptrackError as exc:
         print_error(str(exc))
         return 1
@@ -108,6 +113,9 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
     compare.add_argument("--margin", type=float, metavar="M", help="verdicts' equivalence margin (points; default 5)")
+    compare.add_argument("--assume-discordance", type=_share, metavar="PSI", dest="assume_discordance",
+                         help="power.csv also plans each binary MDE with this share of items flipping either way "
+                              "(e.g. 0.1 from an earlier run), beside the independent-outcomes worst case")
     compare.add_argument("--fail-on", choices=["regressed", "inconclusive"],
                          help="exit 3 naming the capability cells with this verdict (inconclusive: or regressed)")
     compare.add_argument("--cluster", metavar="FIELD", help="doc field of non-independent items: clustered CIs")
@@ -249,7 +257,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             raise InputError("compare needs --base and at least one --variant (or --scores FILE.csv)")
         options = CompareOptions(bootstrap=args.bootstrap, seed=args.seed, allow_partial=args.allow_partial,
                                  by=tuple(args.by), cluster=args.cluster,
-                                 **({"margin": args.margin} if args.margin is not None else {}))
+                                 **({"margin": args.margin} if args.margin is not None else {}),
+                                 assume_discordance=args.assume_discordance)
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
         variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
@@ -280,7 +289,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), markup=False)
-    return gate(console, comparison.capabilities, args.fail_on)
+    return gate(console, comparison.capabilities, args.fail_on, comparison.drift)
+
+
+def _share(text: str) -> float:
+    """A share of items in (0, 1] (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share of items in (0, 1], e.g. 0.1")
+    return value
 
 
 def _check_distinct(runs: dict[str, Any]) -> None:
@@ -341,17 +361,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     console = Console(soft_wrap=True)  # a log file or pipe: long paths and names are never broken mid-word
     console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
                   highlight=False, markup=False)
-    timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait)
+    shown: list[Any] = []  # this run's comparisons (what its board shows): the gate reads these, never a file
+    timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait,
+                             board=shown if args.fail_on else None)
     if not args.dry_run:
         for title, seconds in timings.items():
             console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
         board = experiment.leaderboard
         console.print(f"leaderboard: {board / 'index.html'} (open it in a browser; {board / 'README.md'} is the same "
                       "in Markdown)", highlight=False, markup=False)
-        if args.fail_on and (board / "capabilities.csv").is_file():
+        if args.fail_on:
             import pandas as pd
 
-            return gate(console, pd.read_csv(board / "capabilities.csv"), args.fail_on)
+            capabilities = pd.concat([c.capabilities for c, _ in shown], ignore_index=True)
+            drift = pd.concat([c.drift for c, _ in shown], ignore_index=True)
+            return gate(console, capabilities, args.fail_on, drift=drift)
     return 0
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
@@ -26,6 +27,7 @@ from captrack.analysis.drift import (
     oriented_drift,
     with_membership,
 )
+from captrack.analysis.intervals import ratio_interval
 from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
@@ -56,7 +58,9 @@ __all__ = [
 TRANSITION_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "n", "n_11", "n_10", "n_01",
     "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
-    "mcnemar_p", "q_value", *CHURN_COLUMNS,
+    "mcnemar_p", "p_value", "q_value", "forgetting_excess", "forgetting_excess_ci_low", "forgetting_excess_ci_high",
+    "backward_transfer_excess", "backward_transfer_excess_ci_low", "backward_transfer_excess_ci_high",
+    "floor_forgetting", "floor_backward_transfer", *CHURN_COLUMNS,
 ]
 DRIFT_COLUMNS = [
     "variant", "algorithm", "task", "metric", "capability", "group", "direction", "base_value",
@@ -82,6 +86,7 @@ class CompareOptions:
     cluster: str | None = None  # doc field whose values are clusters of non-independent items (reads samples files)
     churn: bool = True  # answer churn per task (reads samples files)
     pair_deltas: bool = False  # each tracked (task, metric)'s change with its bootstrap CI (leaderboards' pairs.csv)
+    assume_discordance: float | None = None  # power.csv: also plan MDEs at this share of items flipping either way
     drill_limit: int = 0  # read the texts of up to this many flipped items per (variant, task, metric) (drill-down pages)
 
 
@@ -202,10 +207,10 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
         del pair  # else the loop holds this variant's items while the next one is read
     items, clusters, drift, warnings = got.items, got.clusters or None, got.drift, got.warnings
     boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters)
-    _fill_cis(drift, boot, options.level)
-    transitions_df = _finish_transitions(pd.DataFrame(got.transitions), taxonomy)
+    warnings += _fill_cis(drift, boot, options.level, items, clusters)
     drift_df = drift_verdicts(_finish_drift(drift, taxonomy), items, options.margin, clusters)
-    power = power_table(items)
+    transitions_df = _finish_transitions(pd.DataFrame(got.transitions), drift_df, taxonomy)
+    power = power_table(items, options.assume_discordance)
     with_rates = _with_rates(drift_df, transitions_df, power)
     capabilities = capability_verdicts(aggregate_capabilities(with_rates, taxonomy, boot=boot), drift_df, items,
                                        taxonomy, options.margin, clusters)
@@ -282,19 +287,50 @@ def _joined_summaries(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True).sort_values(KEYS, kind="stable").reset_index(drop=True)
 
 
-def _finish_transitions(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
+def _finish_transitions(frame: pd.DataFrame, drift: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
+    """Transition rows with the verdict's p-value (drift.csv's, the same test) and BH q-values of those p-values,
+    so a q < 0.05 is always a verdict whose CI excludes 0 (mcnemar_p, the exact test, is kept beside them)."""
     if frame.empty:
         return pd.DataFrame(columns=TRANSITION_COLUMNS)
-    frame["q_value"] = bh_qvalues(frame["mcnemar_p"].to_numpy(dtype=float))
+    keys = ["variant", "task", "metric"]
+    frame = frame.merge(drift[[*keys, "p_value"]].drop_duplicates(keys), on=keys, how="left")
+    frame["q_value"] = bh_qvalues(frame["p_value"].to_numpy(dtype=float))
     frame["k"] = frame["k"].astype("Int64")
     return with_membership(frame, taxonomy)
 
 
-def _fill_cis(rows: list[dict[str, Any]], boot: dict[tuple[str, str, str], Any], level: float) -> None:
-    """Set each drift row's percentile CI from its bootstrap samples (NaN where none)."""
+def _fill_cis(rows: list[dict[str, Any]], boot: dict[tuple[str, str, str], Any], level: float, items: Items,
+              clusters: Clusters | None) -> list[str]:
+    """Set each drift row's CI of relative drift; return warnings for bootstrap resamples that had no drift.
+
+    A 0/1 metric without clusters gets the adjusted log-ratio interval of paired proportions
+    (captrack.analysis.intervals.ratio_interval), which keeps its coverage where the base got few items right
+    (a percentile bootstrap there is missing or of width zero). Other metrics get the percentile bootstrap; a
+    resample whose base mean is 0 has no relative drift: the CI is then withheld and the share said.
+    """
+    dropped: list[str] = []
     for row in rows:
-        samples = boot.get((row["variant"], row["task"], row["metric"]))
+        key = (row["variant"], row["task"], row["metric"])
+        base, variant = items.get(key, (None, None))
+        if base is not None and variant is not None and base.size and not (clusters and key in clusters) \
+                and _is_binary(base, variant):
+            row["ci_low"], row["ci_high"] = ratio_interval(base, variant, level)
+            continue
+        samples = boot.get(key)
         row["ci_low"], row["ci_high"] = percentile_ci(samples, level) if samples is not None else (math.nan, math.nan)
+        if samples is not None and len(samples):
+            share = float(np.mean(~np.isfinite(samples)))
+            if share > 0:
+                row["ci_low"], row["ci_high"] = math.nan, math.nan
+                dropped.append(f"{row['variant']}: {row['task']}/{row['metric']} ({100 * share:.1f}%)")
+    if dropped:
+        return ["relative drift CI withheld where bootstrap resamples had a base mean of 0 (no relative drift; the "
+                "share of such resamples in brackets): " + ", ".join(dropped)]
+    return []
+
+
+def _is_binary(base: Any, variant: Any) -> bool:
+    return bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all())
 
 
 def _finish_drift(rows: list[dict[str, Any]], taxonomy: Taxonomy) -> pd.DataFrame:

@@ -1,21 +1,23 @@
-"""Minimum detectable effect (80% power, two-sided α = 0.05, paired) per task and per capability.
+"""Minimum detectable effect (80% power) per task and per capability, planned with the verdict's own test.
 
 What a sample of n paired items can tell apart from no change, planned from n and the base rate only
 (never from the variant's outcome), so it says what a comparison *could* detect:
 
-- binary metric, base rate p: McNemar's test in Connor's (1987) normal approximation. With ψ the
-  expected share of discordant items, the smallest detectable change δ in the rate solves
-  √n·δ = z_{1−α/2}·√ψ + z_{1−β}·√(ψ − δ²); captrack plans with ψ = 2p(1 − p) + δ·|1 − 2p|, the
-  discordance of independent outcomes at the base rate p and the changed rate p ± δ (the side toward
-  1/2, the larger discordance; conservative: real base/variant pairs agree more often). At p = 1/2 this
-  is 2p(1 − p); near 0 or 1 it keeps ψ ≥ δ, since a change of δ flips at least δ of the items (ψ =
-  2p(1 − p) alone would call a change of 10 points on a task solved on every item detectable on
-  30 items). p is first clipped to [1/(2n), 1 − 1/(2n)].
+- binary metric, base rate p: the smallest change δ that the verdict (captrack.analysis.verdicts: Tango's
+  score interval, 95% two-sided, so 2.5% per side) calls `regressed` or `improved` in its direction in 80%
+  of runs, by exact enumeration of the verdict rule over the number of discordant items D ~ Bin(n, ψ) and
+  the flips in the change's direction given D. The verdict's CI excludes 0 exactly when its score test at 0
+  rejects: |g − l| − 1/8 > z·√(g + l) (captrack.analysis.intervals), so the enumeration is a sum over D.
+  Planning assumption (stated in power.csv's `assumption`): independent outcomes, the variant's rate moved δ
+  from p toward 1/2, so ψ = p(1 − p') + (1 − p)p' (a worst case: real base/variant pairs agree more often,
+  and then the MDE is smaller). With `discordance` ψ given (`compare --assume-discordance`), the shares are
+  (ψ ± δ)/2 instead, and both MDEs are reported. p is first clipped to [1/(2n), 1 − 1/(2n)].
 - other metrics: δ = (z_{1−α/2} + z_{1−β})·√2·s/√n with s the base items' standard deviation
-  (ddof = 1), the same independence planning assumption.
+  (ddof = 1), the same independence planning assumption, for the verdict's Wald interval.
 
 The MDE in percent is 100·δ/|base|, on the scale of CapTrack's relative drift. A capability's MDE
-combines its member metrics as √(Σ mde_i²)/m, the MDE of a mean of m independent estimates.
+combines its member metrics as √(Σ mde_i²)/m, the MDE of a mean of m independent estimates (optimistic
+where members are forms of the same items).
 """
 
 from __future__ import annotations
@@ -26,32 +28,61 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+from scipy.stats import binom
 
-__all__ = ["POWER_COLUMNS", "Z_ALPHA", "Z_BETA", "combined_mde", "mde_binary", "mde_continuous", "power_table"]
+from captrack.analysis.intervals import CONTINUITY
+
+__all__ = ["POWER_COLUMNS", "Z_ALPHA", "Z_BETA", "combined_mde", "detection_power", "mde_binary", "mde_continuous",
+           "power_table"]
 
 Z_ALPHA = 1.959963984540054  # z_{1 − 0.05/2}
 Z_BETA = 0.8416212335729143  # z_{0.80}
+POWER = 0.80
 
-POWER_COLUMNS = ["variant", "task", "metric", "n", "kind", "base_value", "sd_diff", "mde_abs", "mde_pct"]
+POWER_COLUMNS = ["variant", "task", "metric", "n", "kind", "base_value", "sd_diff", "mde_abs", "mde_pct", "assumption",
+                 "discordance", "mde_abs_at_discordance"]
+INDEPENDENT = "independent outcomes (worst case), the verdict's score test"
 
 
-def mde_binary(n: int, p: float) -> float:
-    """Smallest change in a binary rate McNemar detects on `n` paired items at base rate `p` (NaN: n too small)."""
+def detection_power(n: int, toward: float, away: float) -> float:
+    """P(the verdict calls a change in its direction) on `n` items where a share `toward` of items flips the
+    change's way and `away` the other way (exact: a sum over the number of discordant items)."""
+    psi = toward + away
+    if n <= 0 or psi <= 0:
+        return 0.0
+    discordant = np.arange(n + 1)
+    weight = binom.pmf(discordant, n, min(psi, 1.0))
+    keep = weight > 1e-14
+    d, w = discordant[keep], weight[keep]
+    need = np.floor((d + CONTINUITY + Z_ALPHA * np.sqrt(d)) / 2.0) + 1.0  # fewest flips the change's way that reject
+    hit = binom.sf(need - 1.0, d, toward / psi)
+    return float((w * np.where(need <= d, hit, 0.0)).sum())
+
+
+def _shares(p: float, delta: float, discordance: float | None) -> tuple[float, float]:
+    if discordance is not None:
+        return (discordance + delta) / 2.0, (discordance - delta) / 2.0
+    moved = p - delta if p >= 0.5 else p + delta  # toward 1/2: the larger discordance
+    return (p * (1.0 - moved), (1.0 - p) * moved) if p >= 0.5 else ((1.0 - p) * moved, p * (1.0 - moved))
+
+
+def mde_binary(n: int, p: float, discordance: float | None = None) -> float:
+    """Smallest change in a binary rate the verdict detects with 80% power on `n` items at base rate `p`
+    (independent outcomes, or the given discordance ψ); NaN where no change reaches 80%."""
     if n <= 0 or math.isnan(p):
         return math.nan
     p = min(max(p, 0.5 / n), 1.0 - 0.5 / n)
-    root_n, tilt = math.sqrt(n), abs(1.0 - 2.0 * p)
+    high = discordance if discordance is not None else max(p, 1.0 - p)
 
-    def gap(delta: float) -> float:  # grows with δ: negative while δ is too small to detect
-        psi = 2.0 * p * (1.0 - p) + delta * tilt
-        return root_n * delta - Z_ALPHA * math.sqrt(psi) - Z_BETA * math.sqrt(max(psi - delta * delta, 0.0))
+    def power(delta: float) -> float:
+        return detection_power(n, *_shares(p, delta, discordance))
 
-    low, high = 0.0, max(p, 1.0 - p)  # the largest change toward 1/2
-    if gap(high) < 0:
+    if high <= 0 or power(high) < POWER:
         return math.nan
-    for _ in range(80):
+    low = 0.0
+    for _ in range(40):  # power grows with δ (as a step function of the discrete rule): bisection to ~1e-12
         mid = (low + high) / 2.0
-        low, high = (mid, high) if gap(mid) < 0 else (low, mid)
+        low, high = (mid, high) if power(mid) < POWER else (low, mid)
     return high
 
 
@@ -62,25 +93,31 @@ def mde_continuous(n: int, sd_diff: float) -> float:
     return (Z_ALPHA + Z_BETA) * sd_diff / math.sqrt(n)
 
 
-def _row(variant: str, task: str, metric: str, base: NDArray[np.float64]) -> dict[str, object]:
+def _row(variant: str, task: str, metric: str, base: NDArray[np.float64], discordance: float | None) -> dict[str, object]:
     n = int(base.size)
     base_value = float(base.mean()) if n else math.nan
     binary = bool(n) and bool(np.isin(base, (0.0, 1.0)).all())
     if binary:
         p = min(max(base_value, 0.5 / n), 1.0 - 0.5 / n)
         sd_diff, mde = math.sqrt(2.0 * p * (1.0 - p)), mde_binary(n, base_value)
+        assumed = mde_binary(n, base_value, discordance) if discordance is not None else math.nan
+        assumption = INDEPENDENT
     else:
         sd_diff = math.sqrt(2.0) * float(base.std(ddof=1)) if n > 1 else math.nan
-        mde = mde_continuous(n, sd_diff)
+        mde, assumed, assumption = mde_continuous(n, sd_diff), math.nan, "independent outcomes, Wald"
     pct = 100.0 * mde / abs(base_value) if base_value and not math.isnan(base_value) else math.nan
     return {"variant": variant, "task": task, "metric": metric, "n": n, "kind": "binary" if binary else "score",
-            "base_value": base_value, "sd_diff": sd_diff, "mde_abs": mde, "mde_pct": pct}
+            "base_value": base_value, "sd_diff": sd_diff, "mde_abs": mde, "mde_pct": pct, "assumption": assumption,
+            "discordance": discordance if discordance is not None and binary else math.nan,
+            "mde_abs_at_discordance": assumed}
 
 
-def power_table(items: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]) -> pd.DataFrame:
+def power_table(items: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]],
+                discordance: float | None = None) -> pd.DataFrame:
     """One row per (variant, task, metric) of paired items: n, kind, base value, planning SD of the paired
-    difference, and the MDE as an absolute change and as a percent of the base value."""
-    rows = [_row(v, t, m, base) for (v, t, m), (base, _) in sorted(items.items())]
+    difference, the MDE as an absolute change and as a percent of the base value under independent outcomes,
+    and (with `discordance`, a share of items expected to flip either way) the MDE at that discordance."""
+    rows = [_row(v, t, m, base, discordance) for (v, t, m), (base, _) in sorted(items.items())]
     return pd.DataFrame(rows, columns=POWER_COLUMNS)
 
 

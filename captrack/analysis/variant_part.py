@@ -53,12 +53,33 @@ def variant_part(pair: PairInput, options: PartOptions) -> VariantPart:
     per_rep, items = _per_replicate(paired), item_means(paired)
     clusters = item_clusters(paired, pair.fields[options.cluster], options.cluster, warnings) if options.cluster else {}
     t_rows, d_rows, counts = _variant_rows(variant, per_rep, items, warnings)
+    _add_noise_floor(t_rows, paired)
     _add_flip_decomposition(t_rows, pair, options.churn, warnings)
     deltas = None
     if options.pair_deltas and t_rows:  # the variant's tracked (task, metric)s: each change with its bootstrap CI
         deltas = group_table(paired.items, variant, n_resamples=options.bootstrap, seed=options.seed)[PAIR_DELTA_COLUMNS]
     return VariantPart(per_replicate=per_rep, items=items, clusters=clusters, transitions=t_rows, drift=d_rows,
                        counts=counts, warnings=warnings, pair_deltas=deltas)
+
+
+def _add_noise_floor(rows: list[dict[str, Any]], paired: PairedItems) -> None:
+    """floor_forgetting / floor_backward_transfer: the share of items that go 1→0 / 0→1 between two of the base's
+    own replicates (seeds), averaged over every ordered pair of them: what F and BT are without any training.
+    NaN where the base has a single replicate."""
+    floors: dict[tuple[str, str], tuple[float, float]] = {}
+    items = paired.items
+    if len(paired.replicates) >= 2 and len(items):
+        wide = items.pivot_table(index=["task", "metric", "doc_hash", "occ"], columns="replicate", values="base",
+                                 aggfunc="first", observed=True)
+        for (task, metric), frame in wide.groupby(level=["task", "metric"], sort=False):
+            values = frame.dropna().to_numpy(dtype=float) > 0.5
+            pairs = [(a, b) for a in range(values.shape[1]) for b in range(values.shape[1]) if a != b]
+            if len(values) and pairs:
+                lost = float(np.mean([np.mean(values[:, a] & ~values[:, b]) for a, b in pairs]))
+                floors[(str(task), str(metric))] = (lost, lost)  # over ordered pairs, 1→0 and 0→1 shares are equal
+    for row in rows:
+        row["floor_forgetting"], row["floor_backward_transfer"] = floors.get(
+            (str(row["task"]), str(row["metric"])), (math.nan, math.nan))
 
 
 def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: bool, warnings: list[str]) -> None:
@@ -170,10 +191,14 @@ def _transition_row(variant: VariantSpec, task: str, metric: str, rows: Mapping[
         n = np.asarray(rows["n"])
         weight = float(np.nansum(np.asarray(rows["chance_weight"], dtype=float) * n) / n.sum())
     t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
+    forgetting_excess, backward_excess = t.forgetting_excess, t.backward_transfer_excess
     return {
         "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
         "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,
         "forgetting": t.forgetting, "backward_transfer": t.backward_transfer, "k": k,
         "forgetting_adj": t.forgetting_adj, "backward_transfer_adj": t.backward_transfer_adj,
+        "forgetting_excess": forgetting_excess[0], "forgetting_excess_ci_low": forgetting_excess[1],
+        "forgetting_excess_ci_high": forgetting_excess[2], "backward_transfer_excess": backward_excess[0],
+        "backward_transfer_excess_ci_low": backward_excess[1], "backward_transfer_excess_ci_high": backward_excess[2],
         "mcnemar_p": mcnemar_exact(n10, n01), "direction_lower": spec is not None and spec.direction == "lower",
     }

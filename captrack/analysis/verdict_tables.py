@@ -18,7 +18,7 @@ from captrack.analysis.verdicts import (
     combine_changes,
     paired_change,
 )
-from captrack.errors import UnknownNameError
+from captrack.errors import InputError, UnknownNameError
 from captrack.metrics.registry import get_metric
 from captrack.taxonomy import Taxonomy
 
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Clusters", "capability_verdicts",
            "drift_verdicts", "item_clusters", "metric_kind"]
+
+MIN_CLUSTERS = 20
+"""Below this many clusters a task's cluster-robust interval comes with a warning."""
 
 # (variant, task, metric) -> the cluster label of each paired item, in the order of Items' arrays.
 Clusters = dict[tuple[str, str, str], Sequence[object]]
@@ -43,7 +46,8 @@ def metric_kind(metric: str, base: np.ndarray) -> str:
 
 def _columns(change: Change) -> dict[str, object]:
     return {"oriented_change": change.delta, "change_ci_low": change.ci95[0], "change_ci_high": change.ci95[1],
-            "change_ci90_low": change.ci90[0], "change_ci90_high": change.ci90[1], "verdict": change.verdict}
+            "change_ci90_low": change.ci90[0], "change_ci90_high": change.ci90[1], "verdict": change.verdict,
+            "p_value": change.p_value, "change_method": change.method}
 
 
 def drift_verdicts(drift: pd.DataFrame, items: Items, margin: float, clusters: Clusters | None = None) -> pd.DataFrame:
@@ -127,6 +131,18 @@ def item_clusters(paired: PairedItems, values: pd.Series, field: str, warnings: 
     grouped = frame.groupby(["task", "metric", "doc_hash", "occ"], sort=True)
     labels = grouped["_cluster"].first()[grouped.size() == n_replicates]
     out: Clusters = {}
+    few: list[str] = []
     for (task, metric), series in labels.groupby(level=["task", "metric"], sort=True):
+        groups = series.nunique()
+        if groups < 2:
+            raise InputError(f"--cluster {field}: {task}/{metric} has {groups} distinct value(s) of {field!r} among its "
+                             f"{len(series)} items; a cluster-robust interval needs at least 2 clusters (and about "
+                             "20 to be reliable): choose a field with more values, or drop --cluster")
+        if groups < MIN_CLUSTERS:
+            few.append(f"{task}/{metric} ({groups})")
         out[(paired.variant, str(task), str(metric))] = list(series.to_numpy())
+    if few:
+        warnings.append(f"{paired.variant}: --cluster {field}: fewer than {MIN_CLUSTERS} clusters in "
+                        f"{', '.join(few)}: their intervals use t(G − 1) quantiles and are never narrower than without "
+                        "clusters, but few clusters make any cluster-robust interval approximate (Cameron & Miller 2015)")
     return out

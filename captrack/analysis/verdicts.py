@@ -1,45 +1,59 @@
 """Verdicts: regressed, improved, equivalent or inconclusive, from a paired CI of the oriented change.
 
-For one (task, metric), Δ is the mean per-item change variant − base in the margin's unit, signed so
-that + is better (lower-is-better metrics flipped):
+For one (task, metric), Δ is the observed mean per-item change variant − base in the margin's unit, signed
+so that + is better (lower-is-better metrics flipped):
 - binary and score metrics (values in [0, 1]): points, 100·(variant − base);
 - count metrics (words, bullets): percent of the base mean, 100·(variant − base)/mean(base).
 
 Rule, with margin M > 0 in those units:
 `regressed` if the 95% CI of Δ lies entirely below 0; `improved` if entirely above 0; otherwise
 `equivalent` if the 90% CI lies inside (−M, +M) (two one-sided tests at α = 0.05); otherwise
-`inconclusive`. Neutral metrics (no better side) are `changed` where the 95% CI excludes 0.
+`inconclusive`. Neutral metrics (no better side) are `changed` where the 95% CI excludes 0. Each change
+carries the two-sided p-value of the test its interval inverts (the 95% CI excludes 0 exactly when p < 0.05).
 
-The CI is a Wald interval on the paired per-item differences. For metrics bounded in [0, 1] two
-pseudo-items are added, one half-weighted each at +1 and −1 and one at 0: for binary metrics this is
-Agresti and Min's (2005) adjusted interval for a difference of matched proportions (add ½ to each of
-n11, n10, n01, n00), which keeps its coverage where few items flipped and, unlike a bootstrap, is not
-of width zero when none did (six unchanged items are not evidence of equivalence). With `clusters`,
-the variance is the cluster-robust one (items of one cluster summed before squaring). A capability's
-Δ is the mean of its members' Δ (neutral members left out), its variance the sum of the members'
-(co)variances over m²: members of one task share items and their covariance is estimated from them.
+Intervals (captrack.analysis.intervals): a metric whose paired values are all 0/1 gets Tango's score
+interval with a 1/8-item continuity correction; other metrics a Wald interval on the per-item differences,
+for metrics bounded in [0, 1] with Agresti and Min's (2005) pseudo-items in the variance (one half-weighted
+each at +1 and −1, one at 0), so it is never of width zero when nothing moved. With `clusters`, a
+cluster-robust variance (CR1, G/(G − 1)) with t(G − 1) quantiles, hulled with the interval without
+clusters. A capability's Δ is the mean of its members' Δ (neutral members left out), its variance the sum
+of the members' (co)variances over m², covariances taken on the items two members share: the same task's
+items, or forms of the same source items (`sources`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
+
+from captrack.analysis.intervals import (
+    score_limits,
+    score_pvalue,
+    t_quantile,
+    wald_pvalue,
+    z_quantile,
+)
 
 __all__ = [
     "CAPABILITY_VERDICT_COLUMNS",
     "DEFAULT_MARGIN",
     "DRIFT_VERDICT_COLUMNS",
+    "GATE_ALPHA",
     "VERDICTS",
     "Change",
     "combine_changes",
     "failing_cells",
+    "gate_family",
+    "holm_rejected",
     "item_changes",
     "paired_change",
+    "regression_pvalue",
     "verdict",
 ]
 
@@ -47,10 +61,9 @@ DEFAULT_MARGIN = 5.0  # points (binary/score metrics) or percent of the base mea
 VERDICTS = ("regressed", "inconclusive", "equivalent", "improved", "changed")
 # Columns appended to drift.csv and capabilities.csv (captrack.analysis.verdict_tables fills them in).
 DRIFT_VERDICT_COLUMNS = ["change_unit", "oriented_change", "change_ci_low", "change_ci_high", "change_ci90_low",
-                         "change_ci90_high", "verdict"]
+                         "change_ci90_high", "verdict", "p_value", "change_method"]
 CAPABILITY_VERDICT_COLUMNS = ["oriented_drift_pct", "oriented_change", "change_ci_low", "change_ci_high",
-                              "change_ci90_low", "change_ci90_high", "verdict"]
-_Z95, _Z90 = 1.959963984540054, 1.6448536269514722
+                              "change_ci90_low", "change_ci90_high", "verdict", "p_value", "change_method"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,8 @@ class Change:
     ci90: tuple[float, float]
     verdict: str
     se: float
+    p_value: float = math.nan  # two-sided, the interval's own test: ci95 excludes 0 exactly when p < 0.05
+    method: str = ""  # "score" (Tango), "wald", "cluster-robust", or "<method>+cluster-robust" (their hull)
 
 
 def verdict(ci95: tuple[float, float], ci90: tuple[float, float], margin: float, oriented: bool = True) -> str:
@@ -97,7 +112,7 @@ def _cluster_sums(values: NDArray[np.float64], clusters: Sequence[object] | None
 
 
 def _variance_terms(d: NDArray[np.float64], bounded: bool, clusters: Sequence[object] | None) -> tuple[float, float]:
-    """(Δ, variance of Δ) for one member: adjusted Wald, cluster-robust with clusters."""
+    """(Δ, variance of Δ) for one member: adjusted Wald; with clusters, cluster-robust CR1 (× G/(G − 1))."""
     n = d.size
     if bounded:  # Agresti–Min pseudo-items: +100 and −100 half-weighted each, 0 once (weights add to 2)
         total = n + 2.0
@@ -107,15 +122,29 @@ def _variance_terms(d: NDArray[np.float64], bounded: bool, clusters: Sequence[ob
             return delta, max(second - delta * delta, 0.0) / total
         resid = _cluster_sums(d - delta, clusters)
         pseudo = 0.5 * (100.0 - delta) ** 2 + 0.5 * (100.0 + delta) ** 2 + delta**2
-        return delta, (float((resid**2).sum()) + pseudo) / total**2
+        return delta, _cr1(resid.size) * (float((resid**2).sum()) + pseudo) / total**2
     delta = float(d.mean())
     resid = _cluster_sums(d - delta, clusters)
-    return delta, float((resid**2).sum()) / n**2
+    return delta, (_cr1(resid.size) if clusters is not None else 1.0) * float((resid**2).sum()) / n**2
+
+
+def _cr1(groups: int) -> float:
+    """CR1's small-sample factor G/(G − 1) (inf below two clusters: one cluster says nothing of its spread)."""
+    return groups / (groups - 1.0) if groups > 1 else math.inf
+
+
+def _groups(clusters: Sequence[object] | None) -> int:
+    return len({str(c) for c in clusters}) if clusters is not None else 0
+
+
+def _empty() -> Change:
+    nan = (math.nan, math.nan)
+    return Change(math.nan, nan, nan, "", math.nan)
 
 
 def paired_change(base: NDArray[np.float64], variant: NDArray[np.float64], kind: str, direction: str,
                   margin: float, clusters: Sequence[object] | None = None) -> Change:
-    """The oriented change of one (task, metric), its CIs and verdict.
+    """The oriented change of one (task, metric), its CIs, p-value and verdict.
 
     Args:
         base, variant: per-item values, paired by position.
@@ -125,72 +154,188 @@ def paired_change(base: NDArray[np.float64], variant: NDArray[np.float64], kind:
         clusters: per-item cluster labels for a cluster-robust variance (None: items independent).
     """
     if len(base) == 0:
-        nan = (math.nan, math.nan)
-        return Change(math.nan, nan, nan, "", math.nan)
+        return _empty()
     d = item_changes(base, variant, kind, direction)
     if np.isnan(d).any():
-        nan = (math.nan, math.nan)
-        return Change(math.nan, nan, nan, "", math.nan)
-    delta, var = _variance_terms(d, kind != "count", clusters)
-    return _change(delta, var, margin, direction != "neutral")
+        return _empty()
+    oriented = direction != "neutral"
+    if kind != "count" and bool(np.isin(d, (-100.0, 0.0, 100.0)).all()):
+        return _binary_change(d, margin, oriented, clusters)
+    _, var = _variance_terms(d, kind != "count", None)
+    change = _wald(float(d.mean()), var, None)
+    if clusters is not None:
+        _, cvar = _variance_terms(d, kind != "count", clusters)
+        change = _hull(change, _wald(change.delta, cvar, _groups(clusters) - 1.0))
+    return _judged(change, margin, oriented)
 
 
-def _change(delta: float, var: float, margin: float, oriented: bool) -> Change:
+def _judged(change: Change, margin: float, oriented: bool) -> Change:
+    if change.se == 0.0:  # no spread at all (a count metric that did not move on any item): no evidence either way
+        return replace(change, verdict="inconclusive")
+    return replace(change, verdict=verdict(change.ci95, change.ci90, margin, oriented))
+
+
+def _binary_change(d: NDArray[np.float64], margin: float, oriented: bool,
+                   clusters: Sequence[object] | None) -> Change:
+    """A 0/1 metric's change: Tango's score interval (captrack.analysis.intervals), hulled with CR1 + t(G − 1)."""
+    n, gains, losses = d.size, int((d > 0).sum()), int((d < 0).sum())
+    low95, high95 = score_limits(gains, losses, n, 0.95)
+    low90, high90 = score_limits(gains, losses, n, 0.90)
+    _, var = _variance_terms(d, True, None)
+    change = Change(100.0 * (gains - losses) / n, (100.0 * float(low95), 100.0 * float(high95)),
+                    (100.0 * float(low90), 100.0 * float(high90)), "", math.sqrt(var),
+                    float(score_pvalue(gains, losses)), "score")
+    if clusters is not None:
+        _, cvar = _variance_terms(d, True, clusters)
+        change = _hull(change, _wald(change.delta, cvar, _groups(clusters) - 1.0))
+    return replace(change, verdict=verdict(change.ci95, change.ci90, margin, oriented))
+
+
+def _wald(delta: float, var: float, df: float | None) -> Change:
+    """A Wald interval around `delta` (t(df) quantiles when df is given: cluster-robust)."""
     se = math.sqrt(var)
-    ci95 = (delta - _Z95 * se, delta + _Z95 * se)
-    ci90 = (delta - _Z90 * se, delta + _Z90 * se)
-    if se == 0.0:  # no spread at all (a count metric that did not move on any item): no evidence either way
-        return Change(delta, ci95, ci90, "inconclusive", se)
-    return Change(delta, ci95, ci90, verdict(ci95, ci90, margin, oriented), se)
+    q95, q90 = (t_quantile(level, df) if df is not None else z_quantile(level) for level in (0.95, 0.90))
+    method = "cluster-robust" if df is not None else "wald"
+    if math.isinf(se) or math.isinf(q95):
+        return Change(delta, (-math.inf, math.inf), (-math.inf, math.inf), "", math.inf, 1.0, method)
+    return Change(delta, (delta - q95 * se, delta + q95 * se), (delta - q90 * se, delta + q90 * se), "", se,
+                  wald_pvalue(delta, se, df), method)
 
 
-def combine_changes(members: Sequence[tuple[str, NDArray[np.float64], NDArray[np.float64], str, str]], margin: float,
-                    clusters: dict[str, Sequence[object]] | None = None) -> Change:
-    """A capability's (or group's) change: the mean of its oriented members' Δ, with its own CI.
+def _hull(plain: Change, clustered: Change) -> Change:
+    """The hull of the intervals with and without clusters: never narrower than either (p: the larger)."""
+    ci95 = (min(plain.ci95[0], clustered.ci95[0]), max(plain.ci95[1], clustered.ci95[1]))
+    ci90 = (min(plain.ci90[0], clustered.ci90[0]), max(plain.ci90[1], clustered.ci90[1]))
+    p = max(plain.p_value, clustered.p_value) if not math.isnan(clustered.p_value) else plain.p_value
+    return Change(plain.delta, ci95, ci90, "", max(plain.se, clustered.se), p, f"{plain.method}+cluster-robust")
+
+
+Member = tuple[str, NDArray[np.float64], NDArray[np.float64], str, str]
+"""(task, base, variant, kind, direction) of one member metric of a capability or group."""
+
+
+def combine_changes(members: Sequence[Member], margin: float, clusters: dict[str, Sequence[object]] | None = None,
+                    sources: dict[str, Sequence[object]] | None = None) -> Change:
+    """A capability's (or group's) change: the mean of its oriented members' observed Δ, with its own CI.
+
+    The variance is Σ_ij cov(Δ_i, Δ_j)/m²: each member's own (adjusted Wald; CR1 with clusters) and the
+    covariance of every two members on the items they share, matched by source item (`sources`: task -> each
+    item's source id, e.g. the gsm8k forms' ``gsm8k-test-17``); members of one task match by position. A
+    single member's change is its own (paired_change).
 
     Args:
         members: (task, base, variant, kind, direction) per member metric; neutral ones are ignored
             unless every member is neutral (then the capability is judged on their raw mean).
         margin: the equivalence margin.
-        clusters: task -> per-item cluster labels (cluster-robust covariance within a task).
+        clusters: task -> per-item cluster labels (cluster-robust covariance within a task; t(G − 1) quantiles).
+        sources: task -> per-item source ids, for tasks whose items are forms of another task's items.
     """
     oriented = [m for m in members if m[4] != "neutral" and len(m[1])]
-    used = oriented or [m for m in members if len(m[1])]
+    used = [m for m in (oriented or [m for m in members if len(m[1])])
+            if not np.isnan(item_changes(m[1], m[2], m[3], m[4])).any()]
     if not used:
-        nan = (math.nan, math.nan)
-        return Change(math.nan, nan, nan, "", math.nan)
-    by_task: dict[str, list[NDArray[np.float64]]] = {}
-    deltas, total_var = [], 0.0
-    for task, base, variant, kind, direction in used:
-        d = item_changes(base, variant, kind, direction)
-        if np.isnan(d).any():
-            continue
-        delta, var = _variance_terms(d, kind != "count", (clusters or {}).get(task))
-        deltas.append(delta)
-        total_var += var
-        by_task.setdefault(task, []).append(d - d.mean())
-    if not deltas:
-        nan = (math.nan, math.nan)
-        return Change(math.nan, nan, nan, "", math.nan)
-    for task, centred in by_task.items():  # covariance of members that share a task's items
-        for i in range(len(centred)):
-            for j in range(i + 1, len(centred)):
-                if centred[i].size == centred[j].size:
-                    group = (clusters or {}).get(task)
-                    a, b = _cluster_sums(centred[i], group), _cluster_sums(centred[j], group)
-                    total_var += 2.0 * float((a * b).sum()) / centred[i].size ** 2
-    m = len(deltas)
-    return _change(float(np.mean(deltas)), max(total_var, 0.0) / m**2, margin, bool(oriented))
+        return _empty()
+    if len(used) == 1:
+        task, base, variant, kind, direction = used[0]
+        return paired_change(base, variant, kind, direction, margin, (clusters or {}).get(task))
+    changes = [item_changes(m[1], m[2], m[3], m[4]) for m in used]
+    m = len(used)
+    change = _wald(float(np.mean([d.mean() for d in changes])), _combined_variance(used, changes, None, sources) / m**2,
+                   None)
+    grouped = {u[0]: (clusters or {})[u[0]] for u in used if u[0] in (clusters or {})}
+    if grouped:
+        df = min(_groups(labels) for labels in grouped.values()) - 1.0
+        change = _hull(change, _wald(change.delta, _combined_variance(used, changes, grouped, sources) / m**2, df))
+    return _judged(change, margin, bool(oriented))
 
 
-def failing_cells(capabilities: Any, fail_on: str | None) -> list[str]:
-    """Capability rows whose verdict fails `--fail-on` (regressed; or regressed and inconclusive), as
-    "variant C1: regressed, Δ −4.2 [−6.1, −2.3]" lines."""
-    if not fail_on or capabilities is None or len(capabilities) == 0:
+def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.float64]],
+                       clusters: dict[str, Sequence[object]] | None, sources: dict[str, Sequence[object]] | None) -> float:
+    """m² times the variance of the members' mean change (see combine_changes)."""
+    total = 0.0
+    keyed = []
+    for (task, _, _, kind, _), d in zip(used, changes, strict=True):
+        labels = (clusters or {}).get(task)
+        total += _variance_terms(d, kind != "count", labels)[1]
+        ids = (sources or {}).get(task)
+        if labels is not None:  # a cluster's items are summed first: the cluster is what two members share
+            keys = [f"{task}\x1fcluster\x1f{c}" for c in labels]
+        elif ids is not None and len(ids) == d.size:
+            keys = [str(s) for s in ids]
+        else:
+            keys = [f"{task}\x1f{i}" for i in range(d.size)]
+        keyed.append(pd.Series(d - d.mean(), index=keys).groupby(level=0, sort=False).sum() / d.size)
+    for i in range(len(keyed)):
+        for j in range(i + 1, len(keyed)):
+            a, b = keyed[i].align(keyed[j], join="inner")
+            if len(a):
+                factor = _cr1(len(a)) if clusters and used[i][0] in clusters and used[j][0] in clusters else 1.0
+                total += 2.0 * factor * float((a.to_numpy() * b.to_numpy()).sum())
+    return max(total, 0.0)
+
+
+GATE_ALPHA = 0.025
+"""The gate's family-wise error per variant and side: a cell fails only where its verdict is `regressed`."""
+
+
+def regression_pvalue(p_value: float, change: float) -> float:
+    """One-sided p-value for a regression (change < 0) from the verdict's two-sided p-value and the change's sign."""
+    if math.isnan(p_value) or math.isnan(change):
+        return math.nan
+    return p_value / 2.0 if change < 0 else 1.0 - p_value / 2.0
+
+
+def holm_rejected(pvalues: Sequence[float], alpha: float = GATE_ALPHA) -> list[bool]:
+    """Holm's (1979) step-down test of each p-value at family-wise error `alpha` (NaN never rejected)."""
+    order = sorted((p, i) for i, p in enumerate(pvalues) if not math.isnan(p))
+    rejected = [False] * len(pvalues)
+    for rank, (p, i) in enumerate(order):
+        if p > alpha / (len(order) - rank):
+            break
+        rejected[i] = True
+    return rejected
+
+
+def gate_family(capabilities: Any, drift: Any = None) -> Any:
+    """What `--fail-on regressed` checks, one row per cell: each variant's oriented capabilities and its
+    (task, metric)s outside the taxonomy, with the one-sided p-value of a regression and Holm's decision
+    at GATE_ALPHA per variant (columns variant, key, verdict, oriented_change, change_ci_low, change_ci_high,
+    p_regressed, holm_fails)."""
+    columns = ["variant", "key", "verdict", "oriented_change", "change_ci_low", "change_ci_high", "p_value"]
+    parts = []
+    if capabilities is not None and len(capabilities):
+        caps = capabilities[capabilities["level"] == "capability"]
+        parts.append(caps.reindex(columns=columns))
+    if drift is not None and len(drift):
+        outside = drift[drift["capability"].fillna("").astype(str) == ""]
+        outside = outside.drop_duplicates(["variant", "task", "metric"])
+        parts.append(outside.assign(key=outside["task"].astype(str) + "/" + outside["metric"].astype(str)
+                                    + " (not in the taxonomy)").reindex(columns=columns))
+    family = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+    family = family[family["verdict"].isin(["regressed", "improved", "equivalent", "inconclusive"])].copy()
+    family["p_regressed"] = [regression_pvalue(float(p), float(c))
+                             for p, c in zip(family["p_value"], family["oriented_change"], strict=True)]
+    fails = pd.Series(False, index=family.index)
+    for _, rows in family.groupby("variant", sort=False):
+        decided = holm_rejected(rows["p_regressed"].tolist())
+        fails[rows.index] = [d and v == "regressed" for d, v in zip(decided, rows["verdict"], strict=True)]
+    family["holm_fails"] = fails
+    return family
+
+
+def failing_cells(capabilities: Any, fail_on: str | None, drift: Any = None) -> list[str]:
+    """Cells failing `--fail-on`, as "variant C1: regressed, change −4.2 [−6.1, −2.3]" lines.
+
+    `regressed`: a capability (or a (task, metric) outside the taxonomy, from `drift`) whose regression Holm's
+    test rejects at a family-wise error of GATE_ALPHA over the cells each variant's gate checks (gate_family);
+    `inconclusive`: those, and every cell whose verdict is inconclusive.
+    """
+    if not fail_on:
         return []
-    failing = {"regressed"} if fail_on == "regressed" else {"regressed", "inconclusive"}
-    rows = capabilities[(capabilities["level"] == "capability") & capabilities["verdict"].isin(failing)]
-    return [f"{variant} {key}: {v}, change {delta:+.1f} [{low:+.1f}, {high:+.1f}]"
-            for variant, key, v, delta, low, high in zip(rows["variant"], rows["key"], rows["verdict"],
-                                                         rows["oriented_change"], rows["change_ci_low"],
-                                                         rows["change_ci_high"], strict=True)]
+    family = gate_family(capabilities, drift)
+    failing = family["holm_fails"] | ((family["verdict"] == "inconclusive") if fail_on == "inconclusive" else False)
+    rows = family[failing]
+    return [f"{variant} {key}: {v}, change {delta:+.1f} [{low:+.1f}, {high:+.1f}], one-sided p {p:.2g}"
+            for variant, key, v, delta, low, high, p in zip(rows["variant"], rows["key"], rows["verdict"],
+                                                            rows["oriented_change"], rows["change_ci_low"],
+                                                            rows["change_ci_high"], rows["p_regressed"], strict=True)]

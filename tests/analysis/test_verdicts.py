@@ -1,7 +1,8 @@
 """Verdicts (regressed / improved / equivalent / inconclusive) on cells built to be each one.
 
-The CIs are recomputed here from the transition counts with Agresti and Min's (2005) adjusted
-interval for a difference of matched proportions, written out independently of captrack's code.
+The CIs are checked here against Tango's (1998) score statistic for a difference of matched proportions,
+written out independently of captrack's code (the constrained MLE in closed form): at each end of the
+interval the statistic, with its 1/8-item continuity correction, equals ±z.
 """
 
 from __future__ import annotations
@@ -41,12 +42,12 @@ CELLS = [
 ]
 
 
-def _agresti_min(n11: int, n10: int, n01: int, n00: int, z: float, sign: float) -> tuple[float, float, float]:
-    n = n11 + n10 + n01 + n00
-    p_up, p_down = (n01 + 0.5) / (n + 2), (n10 + 0.5) / (n + 2)
-    delta = p_up - p_down
-    se = math.sqrt((p_up + p_down - delta**2) / (n + 2))
-    return 100 * sign * delta, 100 * (sign * delta - z * se), 100 * (sign * delta + z * se)
+def _tango_statistic(up: int, down: int, n: int, delta: float) -> float:
+    """Tango's Z for H0: P(0→1) − P(1→0) = delta, continuity-corrected by 1/8 of an item."""
+    a, b, c = 2 * n, -up - down + (2 * n - up + down) * delta, -down * delta * (1 - delta)
+    p_down = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+    excess = up - down - n * delta
+    return math.copysign(max(abs(excess) - 0.125, 0.0), excess) / math.sqrt(n * (2 * p_down + delta * (1 - delta)))
 
 
 @pytest.fixture(scope="module")
@@ -68,14 +69,17 @@ def test_each_cell_gets_the_verdict_it_was_built_for(compared: Path) -> None:
     drift = pd.read_csv(compared / "out" / "drift.csv").drop_duplicates(["task", "metric"]).set_index("task")
     for task, _, counts, built in CELLS:
         assert drift.loc[task, "verdict"] == built, task
-        sign = -1.0 if drift.loc[task, "direction"] == "lower" else 1.0
-        delta, low, high = _agresti_min(*counts, z=1.959963984540054, sign=sign)
-        _, low90, high90 = _agresti_min(*counts, z=1.6448536269514722, sign=sign)
-        row = drift.loc[task]
-        assert (row["oriented_change"], row["change_ci_low"], row["change_ci_high"]) == pytest.approx(
-            (delta, low, high), abs=1e-6)
-        assert (row["change_ci90_low"], row["change_ci90_high"]) == pytest.approx((low90, high90), abs=1e-6)
-        assert row["change_unit"] == "points"
+        _, n10, n01, _ = counts
+        up, down = (n10, n01) if drift.loc[task, "direction"] == "lower" else (n01, n10)
+        n, row = sum(counts), drift.loc[task]
+        assert row["oriented_change"] == pytest.approx(100 * (up - down) / n)  # observed, not shrunk
+        for low, high, z in ((row["change_ci_low"], row["change_ci_high"], 1.959963984540054),
+                             (row["change_ci90_low"], row["change_ci90_high"], 1.6448536269514722)):
+            assert low < row["oriented_change"] < high
+            assert _tango_statistic(up, down, n, low / 100) == pytest.approx(z, abs=1e-6)
+            assert _tango_statistic(up, down, n, high / 100) == pytest.approx(-z, abs=1e-6)
+        assert (row["p_value"] < 0.05) == (row["verdict"] in ("regressed", "improved"))
+        assert row["change_unit"] == "points" and row["change_method"] == "score"
 
 
 def test_capability_verdicts_and_the_gate(compared: Path) -> None:
@@ -133,7 +137,7 @@ def test_capability_change_is_the_mean_of_oriented_members() -> None:
     up = (np.zeros(100), np.ones(100))
     members = [("t1", *up, "binary", "higher"), ("t2", *up, "binary", "lower"), ("t3", *up, "count", "neutral")]
     change = combine_changes(members, 5)
-    assert change.delta == pytest.approx(0.0)  # +98 and −98 points (adjusted), the neutral member left out
+    assert change.delta == pytest.approx(0.0)  # +100 and −100 points, the neutral member left out
 
 
 def test_cluster_flag_resamples_clusters_and_widens_the_cis(tmp_path: Path) -> None:
