@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,32 +110,21 @@ def read_json_or_none(path: Path) -> Any:
         return None
 
 
-_OUTPUT_SUFFIXES = (".csv", ".json", ".md")
-
-
 @contextlib.contextmanager
-def staged_folder(folder: Path) -> Iterator[Path]:
+def staged_folder(folder: Path, before_swap: Callable[[], object] | None = None) -> Iterator[Path]:
     """Yield an empty temp folder beside `folder`; on success it replaces `folder` whole, on error it is removed.
 
-    A reader sees the old folder or the new one, never a mix (the swap is two renames).
-
-    Raises:
-        InputError: `folder` exists and holds something other than output files (.csv, .json, .md),
-            which replacing it would delete.
+    A reader sees the old folder or the new one, never a mix (the swap is two renames). Everything in
+    `folder` is deleted by the swap: the caller checks first that all of it is its own
+    (captrack.report.ownership.claim_folder), and `before_swap` (e.g. that check again) runs right before
+    the swap; if it raises, the staging folder is removed and `folder` is left as it was.
     """
-    from captrack.errors import InputError
-
-    if folder.exists():
-        if not folder.is_dir():
-            raise InputError(f"--out {folder} is a file; give a folder")
-        foreign = sorted(p.name for p in folder.iterdir() if p.is_dir() or p.suffix not in _OUTPUT_SUFFIXES)
-        if foreign:
-            raise InputError(f"--out {folder} holds {', '.join(foreign[:5])}, which are not comparison outputs; "
-                             "give a new or empty folder (the whole folder is replaced)")
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = share_like_umask(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         yield staging
+        if before_swap is not None:
+            before_swap()
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

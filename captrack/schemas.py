@@ -67,7 +67,8 @@ class ExperimentFile(_Config):
     title: Text = ""
     description: Text = ""
     workdir: Text | None = Field(None, description="a folder (text), relative to the manifest")
-    leaderboard: Text = Field(".", description="a folder (text), relative to the manifest")
+    leaderboard: Text | None = Field(None, description=(
+        "a folder (text), relative to the manifest (default: <manifest stem>-leaderboard beside it)"))
     tasks: list[str] = Field(["captrack_probe_*"], min_length=1,
                              description='a list of task names or globs, e.g. ["captrack_probe_*"]')
     limit: Annotated[StrictInt, Field(ge=1)] | Annotated[StrictFloat, Field(gt=0, le=1)] | None = Field(

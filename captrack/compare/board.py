@@ -11,11 +11,15 @@ from captrack.paths import expand_path
 from captrack.report.board_spec import LeaderboardSpec, VariantLabels
 from captrack.report.drilldown import DRILL_LIMIT
 from captrack.report.leaderboard import load_spec
+from captrack.report.ownership import OutputFolder, claim_folder, write_manifest
 
-__all__ = ["board_comparisons", "build_leaderboard"]
+__all__ = ["BoardComparisons", "board_comparisons", "build_leaderboard", "publish_board", "spec_inputs"]
+
+BoardComparisons = list[tuple[Comparison, dict[str, VariantLabels]]]
+"""One comparison per base of a board, with the labels of its variants."""
 
 
-def board_comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str, VariantLabels]]]:
+def board_comparisons(spec: LeaderboardSpec) -> BoardComparisons:
     """Compare every base of the leaderboard with its variants (or read its scores / reference files)."""
     from captrack.analysis.scores import compare_scores, read_scores, scores_from_reference
     from captrack.results.store import Store
@@ -43,9 +47,34 @@ def board_comparisons(spec: LeaderboardSpec) -> list[tuple[Comparison, dict[str,
     return [(comparison, labels)]
 
 
-def build_leaderboard(folder: str | Path) -> list[Path]:
-    """Regenerate everything in a leaderboard folder; returns the files written."""
+def spec_inputs(spec: LeaderboardSpec) -> list[Path]:
+    """The files a board reads: its definition and its store, scores or reference files (kept when inside its folder)."""
+    paths = [spec.folder / "leaderboard.yaml", *(p for p in (spec.store, spec.scores) if p is not None)]
+    ref = spec.reference or {}
+    named = [ref.get("base"), *(ref.get("variants") or {}).values()] if ref else []
+    return paths + [expand_path(str(p), spec.folder) for p in named if p]
+
+
+def publish_board(spec: LeaderboardSpec, comparisons: BoardComparisons, claimed: OutputFolder,
+                  also_written: tuple[Path, ...] = ()) -> list[Path]:
+    """Write the board's pages into ``spec.folder`` (claimed first, captrack.report.ownership) and its manifest.
+
+    Args:
+        also_written: files this write put there itself before the pages (`captrack run`'s leaderboard.yaml).
+    """
     from captrack.report.leaderboard_pages import write_pages
 
+    written = write_pages(spec, comparisons)
+    write_manifest(spec.folder, "leaderboard", [*written, *also_written], claimed)
+    return written
+
+
+def build_leaderboard(folder: str | Path) -> list[Path]:
+    """Regenerate everything in a leaderboard folder; returns the files written.
+
+    Raises:
+        ForeignFilesError: the folder holds a file captrack did not write (named); nothing was written.
+    """
     spec = load_spec(folder)
-    return write_pages(spec, board_comparisons(spec))
+    claimed = claim_folder(spec.folder, "leaderboard", spec_inputs(spec))  # before the comparisons: fail fast
+    return publish_board(spec, board_comparisons(spec), claimed)

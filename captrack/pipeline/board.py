@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from captrack.files import write_atomic
 from captrack.pipeline.experiment import Experiment
 
-__all__ = ["board_yaml", "write_board"]
+if TYPE_CHECKING:
+    from captrack.compare.board import BoardComparisons
+    from captrack.report.board_spec import LeaderboardSpec
+    from captrack.report.ownership import OutputFolder
+
+__all__ = ["board_spec", "board_yaml", "claim_board", "experiment_comparisons", "write_board"]
 
 
 def board_yaml(experiment: Experiment) -> dict[str, Any]:
@@ -34,14 +39,52 @@ def board_yaml(experiment: Experiment) -> dict[str, Any]:
     return board | ({"by": list(experiment.by)} if experiment.by else {}) | ({"target": experiment.target} if experiment.target else {})
 
 
-def write_board(experiment: Experiment) -> None:
-    """Write the experiment's leaderboard.yaml (from the experiment, never by hand) and build the board."""
+def board_spec(experiment: Experiment) -> LeaderboardSpec:
+    """The experiment's board definition as data: what `captrack run` writes to leaderboard.yaml, never read back."""
+    from captrack.report.leaderboard import parse_spec
+
+    return parse_spec(board_yaml(experiment), experiment.leaderboard)
+
+
+def claim_board(experiment: Experiment) -> OutputFolder:
+    """Check that the experiment's board folder is captrack's (before any work, and again right before writing).
+
+    The experiment file and the work folder may lie inside it (a committed board's ``experiment.yaml``,
+    ``leaderboard: .``): both are left alone. A leaderboard.yaml that `captrack run` did not write is not.
+
+    Raises:
+        ForeignFilesError: the folder holds a file captrack did not write, named (captrack.report.ownership).
+    """
+    from captrack.report.ownership import claim_folder
+
+    return claim_folder(experiment.leaderboard, "leaderboard", [experiment.source, experiment.workdir])
+
+
+def experiment_comparisons(experiment: Experiment) -> BoardComparisons:
+    """The experiment's comparisons, computed now from its store and its own definition (no file of the board read)."""
+    from captrack.compare.board import board_comparisons
+
+    return board_comparisons(board_spec(experiment))
+
+
+def write_board(experiment: Experiment) -> BoardComparisons:
+    """Write the experiment's leaderboard.yaml (from the experiment, never by hand) and build the board;
+    returns the comparisons it shows.
+
+    Raises:
+        ForeignFilesError: the board folder holds a file captrack did not write; nothing was written.
+    """
     import yaml
 
-    from captrack.compare.board import build_leaderboard
+    from captrack.compare.board import board_comparisons, publish_board
+    from captrack.report.ownership import RUN_HEADER
 
+    claimed = claim_board(experiment)
+    spec = board_spec(experiment)
+    comparisons = board_comparisons(spec)
     experiment.leaderboard.mkdir(parents=True, exist_ok=True)
-    text = "# Written by `captrack run " + experiment.source.name + "`; edit the experiment, not this file.\n"
+    text = RUN_HEADER + experiment.source.name + "`; edit the experiment, not this file.\n"
     text += yaml.safe_dump(board_yaml(experiment), sort_keys=False, allow_unicode=True)
-    write_atomic(experiment.leaderboard / "leaderboard.yaml", text)
-    build_leaderboard(experiment.leaderboard)
+    definition = write_atomic(experiment.leaderboard / "leaderboard.yaml", text)
+    publish_board(spec, comparisons, claimed, also_written=(definition,))
+    return comparisons

@@ -4,7 +4,8 @@ An experiment YAML::
 
     name: my-experiment
     workdir: runs/my-experiment          # relative to the YAML's folder; ${VAR} / ${VAR:-default} expanded
-    leaderboard: leaderboards/mine       # folder (leaderboard.yaml is written there)
+    leaderboard: leaderboards/mine       # folder (leaderboard.yaml is written there; default: <file stem>-leaderboard
+                                         # beside the file); captrack writes only into a folder that is its own
     tasks: ["captrack_probe_*"]
     limit: null                          # lm-eval --limit (int, fraction or null)
     items: {}                            # or per task: {captrack_probe_c2_logic: 400} (the first N items;
@@ -54,7 +55,8 @@ from captrack.paths import expand_path
 from captrack.pipeline.layout import WorkFolder, default_workdir
 from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
 
-__all__ = ["QUICK_TASKS", "Checkpoint", "Experiment", "config_hash", "demo_experiment", "load_experiment", "quick"]
+__all__ = ["QUICK_TASKS", "Checkpoint", "Experiment", "config_hash", "default_leaderboard", "demo_experiment",
+           "load_experiment", "quick"]
 
 TRAIN_METHODS = ("sft", "dpo", "rl")
 
@@ -126,6 +128,15 @@ class Experiment:
     def base_of(self, variant: Checkpoint) -> str:
         """The name of the base `variant` is compared with."""
         return variant.base or self.base.name
+
+
+def default_leaderboard(folder: Path, stem: str) -> Path:
+    """The board folder of an experiment file that names none: ``<its folder>/<its stem>-leaderboard``.
+
+    A folder of its own, named after the file: never the experiment's folder (whose other files are the
+    user's), and two experiments side by side never share one board.
+    """
+    return folder / f"{stem}-leaderboard"
 
 
 def config_hash(value: Any) -> str:
@@ -279,7 +290,8 @@ def load_experiment(path: str | Path) -> Experiment:
         name=spec.name or source.stem,
         source=source,
         workdir=workdir,
-        leaderboard=expand_path(spec.leaderboard, folder),
+        leaderboard=expand_path(spec.leaderboard, folder) if spec.leaderboard is not None else
+        default_leaderboard(folder, source.stem),
         base=bases[0],
         variants=variants,
         tasks=tuple(spec.tasks),

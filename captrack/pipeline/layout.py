@@ -13,7 +13,7 @@
       logs/<stage>.log                  a worker's log
       store.duckdb                      the store ingest writes (rebuilt as store.tmp.duckdb, then renamed)
       .captrack-run.lock                held by the one `captrack run` working here
-      leaderboard/                      the board of a `--quick` run (a full run writes the experiment's folder)
+      leaderboard/                      the board of a `--quick` run (a full run writes the experiment's `leaderboard:`)
 
 An experiment without ``workdir:`` works in ``runs/<experiment file's stem>`` beside its file
 (:func:`default_workdir`); the embedded demo in ``runs/demo`` under the current folder.

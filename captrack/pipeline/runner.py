@@ -13,19 +13,23 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from captrack.backends import LOCAL_HF
 from captrack.errors import InputError, UnknownNameError
-from captrack.pipeline.board import board_yaml, write_board
+from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.cpu import apply_thread_plan, bf16_features, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 from captrack.pipeline.replay import run_folders
 from captrack.pipeline.stage import Stage
 from captrack.report.escape import console_text
+from captrack.report.ownership import MANIFEST
 from captrack.results.runfiles import results_files
+
+if TYPE_CHECKING:
+    from captrack.compare.board import BoardComparisons
 
 __all__ = ["Stage", "limit_notes", "plan", "run_experiment", "validate"]
 
@@ -62,6 +66,7 @@ def validate(experiment: Experiment) -> list[str]:
 
     Raises:
         InputError / UnknownNameError: with what to fix.
+        ForeignFilesError: the board folder holds a file captrack did not write (captrack.report.ownership).
     """
     from captrack.lmeval import task_manager
     from captrack.models import KNOWN_ALIASES
@@ -84,6 +89,7 @@ def validate(experiment: Experiment) -> list[str]:
         if task not in selected:
             raise UnknownNameError("task in 'items' (not among the experiment's tasks)", task, selected)
     _check_item_counts(experiment)
+    claim_board(experiment)  # a board folder holding the user's files is refused now, not after the evaluations
     return limit_notes(experiment)
 
 
@@ -124,8 +130,13 @@ def limit_notes(experiment: Experiment) -> list[str]:
     return notes
 
 
-def plan(experiment: Experiment, console: Console) -> list[Stage]:
-    """The ordered stages of an experiment (nothing runs here)."""
+def plan(experiment: Experiment, console: Console, shown: BoardComparisons | None = None) -> list[Stage]:
+    """The ordered stages of an experiment (nothing runs here).
+
+    Args:
+        shown: filled with the board's comparisons when the board stage runs (what `--fail-on` gates).
+    """
+    shown = [] if shown is None else shown
     from captrack.models import resolve_model
     from captrack.pipeline.imported import data_stage, import_stage
 
@@ -160,12 +171,22 @@ def plan(experiment: Experiment, console: Console) -> list[Stage]:
     stages.append(Stage("ingest all runs", experiment.work.marker("ingest"),
                         lambda: {"results": sorted(str(p.relative_to(runs)) for p in results_files(runs))},
                         lambda: _ingest(experiment), produced=lambda: store.is_file()))
-    stages.append(Stage(f"compare and write leaderboard {experiment.leaderboard}",
-                        experiment.work.marker("leaderboard"),
+    board = experiment.leaderboard
+    stages.append(Stage(f"compare and write leaderboard {board}", experiment.work.marker("leaderboard"),
                         lambda: {"store": _fingerprint_file(store), "board": board_yaml(experiment),
-                                 "index": (experiment.leaderboard / "index.html").is_file()},
-                        lambda: write_board(experiment)))
+                                 "definition": _fingerprint_file(board / "leaderboard.yaml"),  # another run's board there
+                                 "manifest": _fingerprint_file(board / MANIFEST)},
+                        lambda: shown.extend(write_board(experiment)), produced=lambda: _board_whole(board)))
     return stages
+
+
+def _board_whole(folder: Path) -> bool:
+    """Whether every file the board's manifest lists is still there (a deleted page or table rebuilds the board)."""
+    from captrack.files import read_json_or_none
+
+    manifest = read_json_or_none(folder / MANIFEST)
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    return isinstance(files, list) and bool(files) and all((folder / str(f)).is_file() for f in files)
 
 
 def _training_code() -> str:
@@ -270,40 +291,59 @@ def _ingest(experiment: Experiment) -> None:
 
 
 def run_experiment(experiment: Experiment, dry_run: bool = False, console: Console | None = None,
-                   wait: bool = False) -> dict[str, float]:
+                   wait: bool = False, board: BoardComparisons | None = None) -> dict[str, float]:
     """Run (or, with `dry_run`, print) every stage; returns wall seconds per stage run.
 
     Consecutive side-by-side stages (trainings, evaluations) that have work to do run in worker
     processes, one per usable core (captrack.pipeline.workers); the rest run here, one after another.
     One runner at a time holds the work folder (captrack.pipeline.lock): a second one refuses naming
-    the holder's PID, or with `wait` waits for it.
+    the holder's PID, or with `wait` waits for it; a lock file deleted or replaced while this one works
+    stops it at the next stage.
+
+    Args:
+        board: when given (not a dry run), filled with this run's comparisons, the ones its board shows: those the
+            board stage computed, or, when the stage was reused, computed again from the store (still under the
+            lock), so a gate never reads a file of the board folder that another run may have written.
 
     Raises:
         WorkFolderBusyError: another `captrack run` holds the work folder (and not `wait`).
+        LockLostError: the lock file was deleted or replaced while this run worked.
     """
     console = console or Console(soft_wrap=True)
     for note in validate(experiment) or []:
         console.print(f"[yellow]note:[/] {console_text(note)}", highlight=False)
     if dry_run:
-        return _run_stages(experiment, dry_run, console)
+        return _run_stages(experiment, dry_run, console, [], lambda: None)
     from captrack.pipeline.lock import work_folder_lock
 
-    with work_folder_lock(experiment.workdir, wait=wait, log=lambda line: console.print(line, markup=False)):
-        return _run_stages(experiment, dry_run, console)
+    shown: BoardComparisons = []
+    with work_folder_lock(experiment.workdir, wait=wait, log=lambda line: console.print(line, markup=False)) as lock:
+        timings = _run_stages(experiment, dry_run, console, shown, lock.check)
+        if board is not None:
+            if not shown:  # the board stage was reused: the same comparisons, from the same store, now
+                console.print("[dim]comparing again for the gate (the board was reused)[/]")
+                shown = experiment_comparisons(experiment)
+            lock.check()
+            board.extend(shown)
+    return timings
 
 
-def _run_stages(experiment: Experiment, dry_run: bool, console: Console) -> dict[str, float]:
-    """Every stage in order, reused where its marker matches (run_experiment, under the work-folder lock)."""
-    stages = plan(experiment, console)
+def _run_stages(experiment: Experiment, dry_run: bool, console: Console, shown: BoardComparisons,
+                check: Callable[[], None]) -> dict[str, float]:
+    """Every stage in order, reused where its marker matches (run_experiment, under the work-folder lock, which
+    `check` confirms is still this runner's before each stage and each marker)."""
+    stages = plan(experiment, console, shown)
     timings: dict[str, float] = {}
     batch: list[Stage] = []
 
     def finish(stage: Stage, seconds: float) -> None:
+        check()
         timings[stage.title] = seconds
         stage.write_marker()
         console.print(f"[green]done[/] {console_text(stage.title)} in {seconds:.1f} s")
 
     for i, stage in enumerate(stages, start=1):
+        check()
         label = f"[{i}/{len(stages)}] {stage.title}"
         waits = any(need in {b.title for b in batch} for need in stage.needs)  # judged once what it needs has run
         if stage.side_by_side and not dry_run and (waits or not stage.done()):

@@ -45,4 +45,7 @@ def _main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    try:
+        sys.exit(_main(sys.argv[1:]))
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the runner says it once, for all
+        sys.exit(130)

@@ -29,7 +29,7 @@ from captrack.paths import expand_path
 from captrack.report.board_spec import LeaderboardSpec, VariantLabels
 from captrack.schemas import LeaderboardFile, parse_config
 
-__all__ = ["LeaderboardSpec", "VariantLabels", "load_spec"]
+__all__ = ["LeaderboardSpec", "VariantLabels", "load_spec", "parse_spec"]
 
 LABELS = ("family", "size", "algorithm", "data")
 
@@ -47,6 +47,18 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read the leaderboard definition: {exc}") from exc
+    return parse_spec(raw, root)
+
+
+def parse_spec(raw: object, folder: str | Path) -> LeaderboardSpec:
+    """Check a leaderboard definition given as data (what ``folder/leaderboard.yaml`` holds, or what `captrack run`
+    writes there, taken from the experiment rather than read back from disk).
+
+    Raises:
+        InputError: as :func:`load_spec`.
+    """
+    root = Path(folder).resolve()
+    path = root / "leaderboard.yaml"
     board = parse_config(LeaderboardFile, raw, path, "leaderboard definition")
     sources = [k for k in ("store", "scores", "reference") if getattr(board, k)]
     if len(sources) != 1:

@@ -23,6 +23,7 @@ from captrack.report.escape import inert_cell
 from captrack.report.fast_csv import csv_chunks
 from captrack.report.markdown import render_report
 from captrack.report.over_training import over_training_sections, over_training_tables
+from captrack.report.ownership import claim_folder, write_manifest
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["CONTRACT_COLUMNS", "LABEL_COLUMNS", "inert_cell", "write_comparison", "write_contract_tables"]
@@ -77,10 +78,23 @@ def write_comparison(
     comparison: Comparison, out: str | Path, inputs: dict[str, Any], taxonomy: Taxonomy | None = None
 ) -> list[Path]:
     """Write transitions.csv, drift.csv, capabilities.csv, replicates.csv, the CapTrack-layout
-    tables, power.csv and rankings.csv (items only), summary.json and report.md into `out`; returns the paths written."""
+    tables, power.csv and rankings.csv (items only), summary.json and report.md into `out`; returns the paths written.
+
+    `out` is replaced whole, with a .captrack-manifest.json listing what was written (captrack.report.ownership).
+
+    Raises:
+        ForeignFilesError: `out` holds a file captrack did not write (named); nothing was written or removed.
+    """
     folder = Path(out)
-    with staged_folder(folder) as staging:  # all or nothing: never a new summary.json beside an old report.md
+    claim_folder(folder, "compare")  # refused before any work when `out` holds anything captrack did not write
+
+    def still_ours() -> None:  # a file the user put there while the comparison was written is not deleted either
+        claim_folder(folder, "compare")
+
+    # all or nothing: never a new summary.json beside an old report.md; the manifest says what is captrack's
+    with staged_folder(folder, before_swap=still_ours) as staging:
         written = _write_comparison(comparison, staging, inputs, taxonomy or load_taxonomy())
+        write_manifest(staging, "compare", [p.name for p in written])
     return [folder / p.name for p in written]
 
 

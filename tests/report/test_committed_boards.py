@@ -20,7 +20,7 @@ from captrack.compare.board import build_leaderboard
 
 ROOT = Path(__file__).resolve().parents[2]
 BOARDS = ROOT / "leaderboards"
-_INPUTS = ("leaderboard.yaml", "experiment.yaml")
+_INPUTS = ("leaderboard.yaml", "experiment.yaml", ".captrack-manifest.json")  # the manifest: a local record, git-ignored
 
 
 def _committed(folder: Path) -> dict[str, bytes]:

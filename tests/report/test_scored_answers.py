@@ -17,6 +17,7 @@ from captrack.cli import main
 from captrack.compare.board import build_leaderboard
 from captrack.metrics import score
 from captrack.probes import generate
+from captrack.report.html import page as html_page
 
 TASK = "captrack_probe_c2_word_problems"
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def test_every_shown_answer_scores_as_the_page_says(tmp_path: Path) -> None:
     (board / "leaderboard.yaml").write_text(f"title: t\nstore: {store}\nbootstrap: 50\ncomparisons:\n"
                                             "  - base: base\n    variants:\n      - {name: sft, algorithm: SFT}\n")
     (board / "tasks").mkdir()
-    (board / "tasks" / "captrack_probe_gone.html").write_text("a task no longer on the board")
+    (board / "tasks" / "captrack_probe_gone.html").write_text(html_page("gone", "a task no longer on the board"))  # captrack's
     build_leaderboard(board)
     assert not (board / "tasks" / "captrack_probe_gone.html").exists()  # stale pages are removed
     found = rescore_pages(board, store)
