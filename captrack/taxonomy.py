@@ -86,6 +86,11 @@ class Taxonomy:
     version: int
     groups: tuple[Group, ...]
     source: Path
+    shared_items: tuple[tuple[str, ...], ...] = ()  # tasks whose items are forms of the same source items (doc `id`)
+
+    def shares_items(self, task: str) -> bool:
+        """Whether `task`'s items are forms of source items another task also asks (taxonomy key shared_items)."""
+        return any(task in tasks for tasks in self.shared_items)
 
     @property
     def capabilities(self) -> tuple[Capability, ...]:
@@ -187,7 +192,7 @@ def merge_taxonomy(taxonomy: Taxonomy, extra: str | Path) -> Taxonomy:
         for g in taxonomy.groups
     )
     _check_unique(path, [m for g in groups for c in g.capabilities for m in c.members])
-    return Taxonomy(version=taxonomy.version, groups=groups, source=path)
+    return Taxonomy(version=taxonomy.version, groups=groups, source=path, shared_items=taxonomy.shared_items)
 
 
 def _with_members(path: Path, cap: Capability, raw_members: list[Any]) -> Capability:
@@ -215,7 +220,15 @@ def _parse(path: Path) -> Taxonomy:
             f"{path}: capabilities must be CapTrack's 17 in order; missing {missing}, unexpected {extra}"
         )
     _check_unique(path, [m for g in groups for c in g.capabilities for m in c.members])
-    return Taxonomy(version=int(raw.get("version", 1)), groups=groups, source=path)
+    return Taxonomy(version=int(raw.get("version", 1)), groups=groups, source=path,
+                    shared_items=_parse_shared(path, raw.get("shared_items", {})))
+
+
+def _parse_shared(path: Path, raw: Any) -> tuple[tuple[str, ...], ...]:
+    """shared_items: {source name: [task, ...]}: tasks whose docs' `id` names the same source items."""
+    if not isinstance(raw, dict) or not all(isinstance(v, list) and all(isinstance(t, str) for t in v) for v in raw.values()):
+        raise InputError(f"{path}: shared_items must map a source name to a list of task names")
+    return tuple(tuple(tasks) for tasks in raw.values())
 
 
 def _parse_group(path: Path, key: str, body: Any) -> Group:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
@@ -11,9 +12,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from captrack.analysis.drift import relative_drift_array
-from captrack.analysis.stats import bootstrap_indices
+from captrack.analysis.intervals import ratio_interval
+from captrack.analysis.stats import bootstrap_indices, percentile_ci
 
-__all__ = ["Items", "bootstrap_drift", "cluster_resample_counts", "resample_counts", "shared_resamples"]
+__all__ = ["Items", "bootstrap_drift", "cluster_resample_counts", "drift_ci", "resample_counts", "shared_resamples"]
 
 # (variant, task, metric) -> (base values, variant values) per paired item, in item order.
 Items = dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
@@ -134,3 +136,26 @@ def bootstrap_drift(items: Items, n_resamples: int, seed: int,
             for i, key in enumerate(keys):
                 out[key] = relative_drift_array(means[:, 2 * i], means[:, 2 * i + 1])
     return out
+
+
+def drift_ci(base: NDArray[np.float64], variant: NDArray[np.float64], samples: NDArray[np.float64] | None, level: float,
+             clustered: bool = False) -> tuple[float, float, float]:
+    """The CI of one (task, metric)'s relative drift and the share of bootstrap resamples that had none.
+
+    Paired 0/1 outcomes without clusters get the adjusted log-ratio interval (captrack.analysis.intervals
+    .ratio_interval), which keeps its coverage where the base got few items right (a percentile bootstrap there is
+    often missing, or of width zero). Other metrics, and clustered items, get the percentile bootstrap of
+    `samples`; where some resamples had a base mean of 0 (no relative drift) the CI is withheld (NaN) rather than
+    taken from the others, and their share is returned for a warning.
+    """
+    if (not clustered and base.size and bool(np.isin(base, (0.0, 1.0)).all())
+            and bool(np.isin(variant, (0.0, 1.0)).all())):
+        low, high = ratio_interval(base, variant, level)
+        return low, high, 0.0
+    if samples is None or not len(samples):
+        return math.nan, math.nan, 0.0
+    dropped = float(np.mean(~np.isfinite(samples)))
+    if dropped > 0:
+        return math.nan, math.nan, dropped
+    low, high = percentile_ci(samples, level)
+    return low, high, 0.0

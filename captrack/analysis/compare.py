@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from captrack.analysis.bootstrap import Items, bootstrap_drift, shared_resamples
+from captrack.analysis.bootstrap import Items, bootstrap_drift, drift_ci, shared_resamples
 from captrack.analysis.by_field import field_table, join_field_tables
 from captrack.analysis.churn import CHURN_COLUMNS
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
@@ -27,11 +27,10 @@ from captrack.analysis.drift import (
     oriented_drift,
     with_membership,
 )
-from captrack.analysis.intervals import ratio_interval
 from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
-from captrack.analysis.stats import bh_qvalues, percentile_ci
+from captrack.analysis.stats import bh_qvalues
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
 from captrack.analysis.variant_part import PAIR_DELTA_COLUMNS, PartOptions, variant_part
 from captrack.analysis.verdict_tables import (
@@ -151,6 +150,7 @@ class _Gathered:
     drift: list[dict[str, Any]] = field(default_factory=list)
     items: Items = field(default_factory=dict)
     clusters: Clusters = field(default_factory=dict)
+    sources: Clusters = field(default_factory=dict)
     counts: dict[str, Any] = field(default_factory=dict)
     replicates: list[pd.DataFrame] = field(default_factory=list)
     pair_deltas: dict[str, pd.DataFrame | None] = field(default_factory=dict)
@@ -175,6 +175,7 @@ class _Gathered:
         self.warnings += [*pair.warnings, *part.warnings]
         self.items |= part.items
         self.clusters |= part.clusters
+        self.sources |= part.sources
         self.transitions += part.transitions
         self.drift += part.drift
         self.replicates.append(part.per_replicate.assign(variant=variant.name))
@@ -213,7 +214,7 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
     power = power_table(items, options.assume_discordance)
     with_rates = _with_rates(drift_df, transitions_df, power)
     capabilities = capability_verdicts(aggregate_capabilities(with_rates, taxonomy, boot=boot), drift_df, items,
-                                       taxonomy, options.margin, clusters)
+                                       taxonomy, options.margin, clusters, got.sources or None)
     rep_df = pd.concat(got.replicates, ignore_index=True)[REPLICATE_COLUMNS] if got.replicates else pd.DataFrame(columns=REPLICATE_COLUMNS)
     dist_items, dist = got.distribution_items, _joined_summaries(got.summaries)
     calib = calibration_table(got.calibration, n_resamples=options.bootstrap, seed=options.seed) if got.calibration else pd.DataFrame()
@@ -301,36 +302,21 @@ def _finish_transitions(frame: pd.DataFrame, drift: pd.DataFrame, taxonomy: Taxo
 
 def _fill_cis(rows: list[dict[str, Any]], boot: dict[tuple[str, str, str], Any], level: float, items: Items,
               clusters: Clusters | None) -> list[str]:
-    """Set each drift row's CI of relative drift; return warnings for bootstrap resamples that had no drift.
-
-    A 0/1 metric without clusters gets the adjusted log-ratio interval of paired proportions
-    (captrack.analysis.intervals.ratio_interval), which keeps its coverage where the base got few items right
-    (a percentile bootstrap there is missing or of width zero). Other metrics get the percentile bootstrap; a
-    resample whose base mean is 0 has no relative drift: the CI is then withheld and the share said.
-    """
+    """Set each drift row's CI of relative drift (captrack.analysis.bootstrap.drift_ci); a warning names the rows
+    whose CI was withheld because some bootstrap resamples had a base mean of 0."""
     dropped: list[str] = []
+    empty = (np.empty(0), np.empty(0))
     for row in rows:
         key = (row["variant"], row["task"], row["metric"])
-        base, variant = items.get(key, (None, None))
-        if base is not None and variant is not None and base.size and not (clusters and key in clusters) \
-                and _is_binary(base, variant):
-            row["ci_low"], row["ci_high"] = ratio_interval(base, variant, level)
-            continue
-        samples = boot.get(key)
-        row["ci_low"], row["ci_high"] = percentile_ci(samples, level) if samples is not None else (math.nan, math.nan)
-        if samples is not None and len(samples):
-            share = float(np.mean(~np.isfinite(samples)))
-            if share > 0:
-                row["ci_low"], row["ci_high"] = math.nan, math.nan
-                dropped.append(f"{row['variant']}: {row['task']}/{row['metric']} ({100 * share:.1f}%)")
+        base, variant = items.get(key, empty)
+        row["ci_low"], row["ci_high"], share = drift_ci(base, variant, boot.get(key), level,
+                                                        bool(clusters and key in clusters))
+        if share > 0:
+            dropped.append(f"{row['variant']}: {row['task']}/{row['metric']} ({100 * share:.1f}%)")
     if dropped:
         return ["relative drift CI withheld where bootstrap resamples had a base mean of 0 (no relative drift; the "
                 "share of such resamples in brackets): " + ", ".join(dropped)]
     return []
-
-
-def _is_binary(base: Any, variant: Any) -> bool:
-    return bool(np.isin(base, (0.0, 1.0)).all() and np.isin(variant, (0.0, 1.0)).all())
 
 
 def _finish_drift(rows: list[dict[str, Any]], taxonomy: Taxonomy) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from captrack.analysis.bootstrap import Items, bootstrap_drift
+from captrack.analysis.bootstrap import Items, bootstrap_drift, drift_ci
 from captrack.analysis.curve_stats import (
     CHURN_ITEM_COLUMNS,
     STEP_FLIP_COLUMNS,
@@ -29,7 +29,6 @@ from captrack.analysis.curve_stats import (
 )
 from captrack.analysis.drift import aggregate_capabilities, relative_drift, with_membership
 from captrack.analysis.power import power_table
-from captrack.analysis.stats import percentile_ci
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
@@ -167,7 +166,7 @@ def _task_row(trajectory: Trajectory, task: str, metric: str, frame: pd.DataFram
     base, variant = items.get(key, (np.empty(0), np.empty(0)))
     base_value = float(base.mean()) if base.size else math.nan
     value = float(variant.mean()) if variant.size else math.nan
-    low, high = percentile_ci(boot[key], level) if key in boot else (math.nan, math.nan)
+    low, high, _ = drift_ci(base, variant, boot.get(key), level)  # as drift.csv's (compare warns of a withheld CI)
     row: dict[str, object] = {
         "variant": trajectory.variant, "algorithm": trajectory.algorithm, "task": task, "metric": metric,
         "n_items": int(base.size), "base_value": base_value, "value": value,

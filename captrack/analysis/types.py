@@ -51,6 +51,7 @@ class VariantPart:
     counts: dict[str, Any]
     warnings: list[str]
     pair_deltas: pd.DataFrame | None = None
+    sources: dict[Any, Any] = field(default_factory=dict)  # (variant, task, metric) -> each item's source id
 
 
 @dataclass
@@ -64,6 +65,8 @@ class PairInput:
     ``item_texts``: (run, task) -> doc_id -> texts of the flipped items drill-down pages show (with
     ``options.drill_limit``); ``texts_unavailable``: why some could not be read.
     ``fields``: doc field -> its value per row of ``paired.items`` (same index), for --by and --cluster.
+    ``source_ids``: doc field ``id`` per row of ``paired.items`` for the tasks the taxonomy says share source
+    items (None elsewhere), for the covariance of capability members that are forms of the same items.
     ``steps``: for a variant evaluated at several training steps, each step's items paired with the
     base (``paired`` is then the last step, the end point); empty otherwise.
     ``warnings``: what reading found (pairing, unreadable files, skipped items), in reading order.
@@ -78,6 +81,7 @@ class PairInput:
     item_texts: dict[RunTask, ItemTexts] = field(default_factory=dict)
     texts_unavailable: list[str] = field(default_factory=list)
     fields: dict[str, pd.Series] = field(default_factory=dict)
+    source_ids: pd.Series | None = None
     steps: dict[int, PairedItems] = field(default_factory=dict)  # a trajectory: training step -> items paired with the base
     part: VariantPart | None = None  # computed where the pair was read (a worker), else by analyse
 

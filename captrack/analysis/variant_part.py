@@ -25,7 +25,7 @@ from captrack.analysis.drift import relative_drift
 from captrack.analysis.stats import mcnemar_exact
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.analysis.types import PairInput, VariantPart, VariantSpec
-from captrack.analysis.verdict_tables import item_clusters
+from captrack.analysis.verdict_tables import item_clusters, item_labels
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems
@@ -52,6 +52,7 @@ def variant_part(pair: PairInput, options: PartOptions) -> VariantPart:
     warnings: list[str] = []
     per_rep, items = _per_replicate(paired), item_means(paired)
     clusters = item_clusters(paired, pair.fields[options.cluster], options.cluster, warnings) if options.cluster else {}
+    sources = item_labels(paired, pair.source_ids) if pair.source_ids is not None else {}
     t_rows, d_rows, counts = _variant_rows(variant, per_rep, items, warnings)
     _add_noise_floor(t_rows, paired)
     _add_flip_decomposition(t_rows, pair, options.churn, warnings)
@@ -59,7 +60,7 @@ def variant_part(pair: PairInput, options: PartOptions) -> VariantPart:
     if options.pair_deltas and t_rows:  # the variant's tracked (task, metric)s: each change with its bootstrap CI
         deltas = group_table(paired.items, variant, n_resamples=options.bootstrap, seed=options.seed)[PAIR_DELTA_COLUMNS]
     return VariantPart(per_replicate=per_rep, items=items, clusters=clusters, transitions=t_rows, drift=d_rows,
-                       counts=counts, warnings=warnings, pair_deltas=deltas)
+                       counts=counts, warnings=warnings, pair_deltas=deltas, sources=sources)
 
 
 def _add_noise_floor(rows: list[dict[str, Any]], paired: PairedItems) -> None:

@@ -25,8 +25,8 @@ from captrack.taxonomy import Taxonomy
 if TYPE_CHECKING:
     from captrack.results.pairing import PairedItems
 
-__all__ = ["Clusters", "capability_verdicts",
-           "drift_verdicts", "item_clusters", "metric_kind"]
+__all__ = ["MIN_CLUSTERS", "Clusters", "capability_verdicts", "drift_verdicts", "item_clusters", "item_labels",
+           "metric_kind"]
 
 MIN_CLUSTERS = 20
 """Below this many clusters a task's cluster-robust interval comes with a warning."""
@@ -66,7 +66,7 @@ def drift_verdicts(drift: pd.DataFrame, items: Items, margin: float, clusters: C
 
 
 def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: Items, taxonomy: Taxonomy,
-                        margin: float, clusters: Clusters | None = None) -> pd.DataFrame:
+                        margin: float, clusters: Clusters | None = None, sources: Clusters | None = None) -> pd.DataFrame:
     """`capabilities` with each row's oriented mean drift, its own paired change, CIs and verdict.
 
     A capability's change is the mean of its members' oriented changes; a group's, the mean over the
@@ -86,13 +86,16 @@ def capability_verdicts(capabilities: pd.DataFrame, drift: pd.DataFrame, items: 
         members = {name: [column[i] for i in at] for name, column in columns.items()}
         spec = []
         task_clusters: dict[str, Sequence[object]] = {}
+        task_sources: dict[str, Sequence[object]] = {}
         for task, metric, direction in zip(members["task"], members["metric"], members["direction"], strict=True):
             ikey = (str(variant), str(task), str(metric))
             base, var = items.get(ikey, empty)
             spec.append((str(task), base, var, metric_kind(str(metric), base), str(direction)))
             if clusters and ikey in clusters:
                 task_clusters[str(task)] = clusters[ikey]
-        change = combine_changes(spec, margin, task_clusters or None)
+            if sources and ikey in sources:
+                task_sources[str(task)] = sources[ikey]
+        change = combine_changes(spec, margin, task_clusters or None, task_sources or None)
         oriented = [oriented_drift(r, d) for r, d in zip(members["rel_drift_pct"], members["direction"], strict=True)
                     if d != "neutral" and not math.isnan(r)]
         rows.append({"oriented_drift_pct": float(np.mean(oriented)) if oriented else math.nan} | _columns(change))
@@ -114,33 +117,42 @@ def _members(rows: pd.DataFrame, level: str) -> dict[tuple[Any, Any], tuple[dict
     return {key: (columns, list(at)) for key, at in rows.groupby(["variant", level], sort=False).indices.items()}
 
 
+def item_labels(paired: PairedItems, values: pd.Series) -> Clusters:
+    """Each paired item's value of a doc field (`values`: per row of ``paired.items``), aligned with
+    captrack.analysis.compare's Items; an item without it gets a label of its own."""
+    frame = paired.items.assign(_label=values.astype(object))
+    own = "\x1f" + frame["doc_hash"].astype(str) + "\x1f" + frame["occ"].astype(str)
+    frame["_label"] = frame["_label"].map(lambda v: None if v is None or v != v else str(v)).fillna(own)
+    grouped = frame.groupby(["task", "metric", "doc_hash", "occ"], sort=True)
+    labels = grouped["_label"].first()[grouped.size() == len(paired.replicates)]
+    return {(paired.variant, str(task), str(metric)): list(series.to_numpy())
+            for (task, metric), series in labels.groupby(level=["task", "metric"], sort=True)}
+
+
 def item_clusters(paired: PairedItems, values: pd.Series, field: str, warnings: list[str]) -> Clusters:
     """Cluster labels (`values`: doc field `field` per row of ``paired.items``) of each paired item, aligned
     with captrack.analysis.compare's Items.
 
     An item without the field is a cluster of its own (and a warning names the tasks).
+
+    Raises:
+        InputError: a (task, metric) has fewer than 2 clusters.
     """
-    frame = paired.items.assign(_cluster=values.astype(object))
-    missing = sorted(set(frame.loc[frame["_cluster"].isna(), "task"]))
+    missing = sorted(set(paired.items.loc[values.isna(), "task"]))
     if missing:
         warnings.append(f"{paired.variant}: items without doc field {field!r} are clusters of one in --cluster "
                         f"(tasks {', '.join(missing)})")
-    own = "\x1f" + frame["doc_hash"].astype(str) + "\x1f" + frame["occ"].astype(str)
-    frame["_cluster"] = frame["_cluster"].map(lambda v: None if v is None or v != v else str(v)).fillna(own)
-    n_replicates = len(paired.replicates)
-    grouped = frame.groupby(["task", "metric", "doc_hash", "occ"], sort=True)
-    labels = grouped["_cluster"].first()[grouped.size() == n_replicates]
     out: Clusters = {}
     few: list[str] = []
-    for (task, metric), series in labels.groupby(level=["task", "metric"], sort=True):
-        groups = series.nunique()
+    for key, labels in item_labels(paired, values).items():
+        groups = len(set(labels))
         if groups < 2:
-            raise InputError(f"--cluster {field}: {task}/{metric} has {groups} distinct value(s) of {field!r} among its "
-                             f"{len(series)} items; a cluster-robust interval needs at least 2 clusters (and about "
+            raise InputError(f"--cluster {field}: {key[1]}/{key[2]} has {groups} distinct value(s) of {field!r} among its "
+                             f"{len(labels)} items; a cluster-robust interval needs at least 2 clusters (and about "
                              "20 to be reliable): choose a field with more values, or drop --cluster")
         if groups < MIN_CLUSTERS:
-            few.append(f"{task}/{metric} ({groups})")
-        out[(paired.variant, str(task), str(metric))] = list(series.to_numpy())
+            few.append(f"{key[1]}/{key[2]} ({groups})")
+        out[key] = labels
     if few:
         warnings.append(f"{paired.variant}: --cluster {field}: fewer than {MIN_CLUSTERS} clusters in "
                         f"{', '.join(few)}: their intervals use t(G − 1) quantiles and are never narrower than without "

@@ -60,7 +60,9 @@ def _values(folder: Path, task: str, metric: str) -> pd.Series:
 
 
 def _expected(root: Path, seed: int = 0, n_resamples: int = 200) -> pd.DataFrame:
-    """curves.csv's task rows computed from the samples files: means, drift, F, BT, F_adj/BT_adj, bootstrap CI."""
+    """curves.csv's task rows computed from the samples files: means, drift, F, BT, F_adj/BT_adj, and the CI of
+    a 0/1 metric's relative drift: the adjusted log-ratio interval, (B + 1)/(A + 1) with
+    var(log) = (n10 + n01 + 2)/((A + 1)(B + 1))."""
     rows = []
     for step in STEPS:
         for task, metric, k in ((FACTS, "acc", 4), (SKILLS, "exact_match", None)):
@@ -69,9 +71,10 @@ def _expected(root: Path, seed: int = 0, n_resamples: int = 200) -> pd.DataFrame
             f = float(((base == 1) & (post == 0)).mean())
             bt = float(((base == 0) & (post == 1)).mean())
             chance = (1 - pre_acc) * (1 - post_acc) / (k - 1) if k else 0.0
-            counts = resample_counts(task, len(base), n_resamples, seed).astype(float)
-            drifts = 100 * (counts @ post.to_numpy() - counts @ base.to_numpy()) / (counts @ base.to_numpy())
-            low, high = np.percentile(drifts, [2.5, 97.5])
+            right_before, right_after, flipped = base.sum(), post.sum(), float((base != post).sum())
+            log_ratio = np.log((right_after + 1) / (right_before + 1))
+            half = 1.959963984540054 * np.sqrt((flipped + 2) / ((right_before + 1) * (right_after + 1)))
+            low, high = 100 * np.expm1(log_ratio - half), 100 * np.expm1(log_ratio + half)
             rows.append({"step": step, "key": task, "metric": metric, "n_items": len(base), "base_value": pre_acc,
                          "value": post_acc, "drift_pct": 100 * (post_acc - pre_acc) / pre_acc, "ci_low": low,
                          "ci_high": high, "forgetting": f, "backward_transfer": bt,
