@@ -253,24 +253,26 @@ def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.floa
                        clusters: dict[str, Sequence[object]] | None, sources: dict[str, Sequence[object]] | None) -> float:
     """m² times the variance of the members' mean change (see combine_changes)."""
     total = 0.0
-    keyed = []
+    shares: list[pd.Series | NDArray[np.float64]] = []  # a member's centred changes over n: keyed, or by position
     for (task, _, _, kind, _), d in zip(used, changes, strict=True):
-        labels = (clusters or {}).get(task)
+        labels, ids = (clusters or {}).get(task), (sources or {}).get(task)
         total += _variance_terms(d, kind != "count", labels)[1]
-        ids = (sources or {}).get(task)
+        centred = (d - d.mean()) / d.size
         if labels is not None:  # a cluster's items are summed first: the cluster is what two members share
-            keys = [f"{task}\x1fcluster\x1f{c}" for c in labels]
+            shares.append(pd.Series(centred, index=[f"{task}\x1fcluster\x1f{c}" for c in labels]).groupby(level=0).sum())
         elif ids is not None and len(ids) == d.size:
-            keys = [str(s) for s in ids]
+            shares.append(pd.Series(centred, index=[str(s) for s in ids]).groupby(level=0).sum())
         else:
-            keys = [f"{task}\x1f{i}" for i in range(d.size)]
-        keyed.append(pd.Series(d - d.mean(), index=keys).groupby(level=0, sort=False).sum() / d.size)
-    for i in range(len(keyed)):
-        for j in range(i + 1, len(keyed)):
-            a, b = keyed[i].align(keyed[j], join="inner")
-            if len(a):
-                factor = _cr1(len(a)) if clusters and used[i][0] in clusters and used[j][0] in clusters else 1.0
-                total += 2.0 * factor * float((a.to_numpy() * b.to_numpy()).sum())
+            shares.append(centred)
+    for i in range(len(shares)):
+        for j in range(i + 1, len(shares)):
+            a, b = shares[i], shares[j]
+            if isinstance(a, pd.Series) and isinstance(b, pd.Series):
+                a, b = (x.to_numpy() for x in a.align(b, join="inner"))
+            elif isinstance(a, pd.Series) or isinstance(b, pd.Series) or used[i][0] != used[j][0] or a.size != b.size:
+                continue  # keyed against positional, or two tasks without source ids: no item in common
+            factor = _cr1(a.size) if clusters and used[i][0] in clusters and used[j][0] in clusters else 1.0
+            total += 2.0 * factor * float(np.dot(a, b))
     return max(total, 0.0)
 
 

@@ -143,8 +143,8 @@ def test_capability_change_is_the_mean_of_oriented_members() -> None:
 def test_cluster_flag_resamples_clusters_and_widens_the_cis(tmp_path: Path) -> None:
     """40 items in 4 clusters of 10; the variant flips whole clusters: items are not independent."""
     docs = {i: {"question": f"q{i}", "src": f"source-{i // 10}"} for i in range(40)}
-    base = [1] * 20 + [0] * 20
-    variant = [0] * 10 + [1] * 10 + [1] * 10 + [0] * 10  # cluster 0 forgotten, cluster 2 gained
+    base = ([1] * 7 + [0] * 3) * 4  # every cluster has a right answer: no resample of clusters has a base of 0
+    variant = [0] * 10 + base[10:20] + [1] * 10 + base[30:]  # cluster 0 forgotten, cluster 2 gained
     write_run(tmp_path / "base", "base", [FakeTask(FACTS, {"acc": base}, docs=docs)])
     write_run(tmp_path / "v", "v", [FakeTask(FACTS, {"acc": variant}, docs=docs)])
     widths = {}
