@@ -54,3 +54,23 @@ def test_several_seeds_report_the_pooled_and_the_all_seeds_agree_counts(tmp_path
     row = pd.read_csv(tmp_path / "out" / "transitions.csv").iloc[0]
     assert (row["n"], row["n_10"], row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"]) == (16, 3, 2, 1, 0)
     assert "3 / 0 / 0 (all 2 seeds: 1 / 0)" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_two_base_seeds_give_the_noise_floor_beside_f_and_bt(tmp_path: Path) -> None:
+    """The base's seed 1 gets items 0 and 6 otherwise than its seed 0 (item 0 right, item 6 wrong): between its
+    own two runs 1 of 8 items goes 1→0 each way, so F and BT of a variant are read against a floor of 1/8."""
+    base_seed1 = dict(BASE) | {0: f"Answer: {GOLD[0]}", 6: f"Answer: {GOLD[6] + 9}"}
+    for seed, base in ((0, BASE), (1, base_seed1)):
+        stamp = f"2026-01-01T00-00-0{seed}.000000"
+        write_run(tmp_path / "base_runs" / f"s{seed}", "base", [_task(base)], seed=seed, date_id=stamp)
+        write_run(tmp_path / "var_runs" / f"s{seed}", "v", [_task(BASE)], seed=seed, date_id=stamp)
+    assert main(["compare", "--base", str(tmp_path / "base_runs"), "--variant", f"v={tmp_path / 'var_runs'}",
+                 "--out", str(tmp_path / "out"), "--bootstrap", "0"]) == 0
+    row = pd.read_csv(tmp_path / "out" / "transitions.csv").iloc[0]
+    assert (row["floor_forgetting"], row["floor_backward_transfer"]) == (1 / 8, 1 / 8)
+    one_seed = tmp_path / "one"
+    write_run(one_seed / "base", "base", [_task(BASE)])
+    write_run(one_seed / "v", "v", [_task(BASE)])
+    assert main(["compare", "--base", str(one_seed / "base"), "--variant", f"v={one_seed / 'v'}",
+                 "--out", str(one_seed / "out"), "--bootstrap", "0"]) == 0
+    assert pd.isna(pd.read_csv(one_seed / "out" / "transitions.csv").iloc[0]["floor_forgetting"])  # no floor from one run

@@ -126,3 +126,19 @@ def test_generated_answer_letters_are_chance_adjusted_with_each_items_k(tmp_path
     assert (row["n"], row["n_10"], row["n_01"], row["k"]) == (8, 2, 2, 4)  # k reported: the most common
     assert row["forgetting_adj"] == pytest.approx(5 / 36) and row["backward_transfer_adj"] == pytest.approx(5 / 36)
     assert any("items have 2 to 10 options" in w for w in comparison.warnings)
+
+
+def test_forgetting_excess_by_hand() -> None:
+    """8 items, k = 4: n11 = 2, n10 = 1, n01 = 1, n00 = 4. E₀₀ = n00/(N(k − 1)) = 4/24 = 1/6, so F − E₀₀ =
+    1/8 − 1/6 = −1/24 (unclipped: fewer flips than guessing on the items both got wrong would make), while
+    the published F_adj = max(1/8 − (5/8)(5/8)/3, 0) = 0. Per-item terms 1[1→0] − 1[0→0]/3: one 1, four −1/3,
+    three 0; their mean −1/24 and second moment (1 + 4/9)/8 give the Wald half-width."""
+    t = Transitions(2, 1, 1, 4, k=4)
+    estimate, low, high = t.forgetting_excess
+    assert estimate == pytest.approx(-1 / 24)
+    half = 1.959963984540054 * math.sqrt(((1 + 4 / 9) / 8 - (1 / 24) ** 2) / 8)
+    assert (low, high) == pytest.approx((-1 / 24 - half, -1 / 24 + half))
+    assert t.forgetting_adj == 0.0
+    assert t.backward_transfer_excess[0] == pytest.approx(-1 / 24)
+    free_form = Transitions(2, 1, 1, 4)  # no options: no chance term, the excess is F itself
+    assert free_form.forgetting_excess[0] == pytest.approx(1 / 8)
