@@ -178,7 +178,7 @@ def test_an_evaluation_is_judged_after_the_training_it_needs(tmp_path: Path, mon
 
     weights, evaluated, recipe = tmp_path / "weights.txt", tmp_path / "evaluated.txt", {"lr": 1}
 
-    def stages(experiment: object, console: object) -> list[runner.Stage]:
+    def stages(experiment: object, console: object, shown: object = None) -> list[runner.Stage]:
         train = runner.Stage("train v", tmp_path / "m-train.json", lambda: dict(recipe),
                              lambda: weights.write_text(f"weights for lr {recipe['lr']}"), side_by_side=True)
         evaluate = runner.Stage("evaluate v", tmp_path / "m-eval.json", lambda: {"weights": weights.read_text() if weights.exists() else ""},
