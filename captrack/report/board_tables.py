@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from captrack.report.numbers import is_significant
 from captrack.taxonomy import load_taxonomy
 
 __all__ = ["algorithm_summary", "checkpoint_rows"]
@@ -37,18 +38,23 @@ def algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.Da
 
 
 def checkpoint_rows(tables: dict[str, pd.DataFrame], variants: list[str]) -> pd.DataFrame:
-    """Per variant: its labels, group drifts (CAN, WILL, HOW), mean F_adj / BT_adj and how many tasks changed (q < 0.05)."""
+    """Per variant: its labels, group drifts (CAN, WILL, HOW; relative, %), mean F_adj / BT_adj, and how many of its
+    task metrics with a verdict are significant (verdict regressed, improved or changed: the 95% CI of Δ excludes 0)."""
     caps, trans = tables["capabilities"], tables["transitions"].drop_duplicates(["variant", "task", "metric"])
+    drift = tables["drift"].drop_duplicates(["variant", "task", "metric"])
+    verdicts = drift["verdict"] if "verdict" in drift else pd.Series("", index=drift.index, dtype=object)
+    judged = drift.assign(verdict=verdicts)[verdicts.map(lambda v: isinstance(v, str) and v != "")]
     out = []
     for name in variants:
         lab = tables["labels"].set_index("variant").loc[name]
         groups = caps[(caps["variant"] == name) & (caps["level"] == "group")].set_index("key")["mean_rel_drift_pct"]
         t = trans[trans["variant"] == name]
+        mine = judged[judged["variant"] == name]
         algorithm = caps.loc[caps["variant"] == name, "algorithm"].iloc[0]
         out.append({"variant": name, "base": lab["base"], "family": lab["family"], "size": lab["size"],
                     "algorithm": algorithm, "data": lab["data"],
                     **{g: groups.get(g, math.nan) for g in ("CAN", "WILL", "HOW")},
                     "forgetting_adj": t["forgetting_adj"].astype(float).mean() if len(t) else math.nan,
                     "backward_transfer_adj": t["backward_transfer_adj"].astype(float).mean() if len(t) else math.nan,
-                    "significant_tasks": int((t["q_value"].astype(float) < 0.05).sum()), "tasks": len(t)})
+                    "significant_tasks": int(sum(is_significant(v) for v in mine["verdict"])), "tasks": len(mine)})
     return pd.DataFrame(out)

@@ -16,7 +16,7 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
 from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
-from captrack.report.html import esc, page
+from captrack.report.html import esc, page, table
 from captrack.results.samples import ItemText
 
 if TYPE_CHECKING:
@@ -91,8 +91,9 @@ class DrillRow:
 
 
 def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
-               transitions: pd.DataFrame, scoring: pd.DataFrame) -> dict[str, str]:
-    """One HTML page per task with transitions: file name -> page text."""
+               transitions: pd.DataFrame, scoring: pd.DataFrame, drift: pd.DataFrame | None = None) -> dict[str, str]:
+    """One HTML page per task with transitions: file name -> page text, each headed by its change per variant and
+    metric as drift.csv gives it (base, variant, Δ with its 95% CI and verdict)."""
     from captrack.analysis.transitions import flipped_by_key
     from captrack.metrics.registry import get_metric
 
@@ -121,7 +122,8 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
             rows += _item_rows(variant, metric, items, lost, str(task), texts, kinds_of_task.get(str(task), ""))
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
         how = scoring[scoring["task"] == task]
-        pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how)
+        changes = _change_table(spec, drift[drift["task"] == task] if drift is not None else None, frame)
+        pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how, changes)
     unavailable = sorted({reason for comparison, _ in comparisons for reason in comparison.texts_unavailable})
     if unavailable:  # said once for the whole board, not per item
         shown = unavailable
@@ -187,8 +189,33 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, lost: list[str], 
     return out
 
 
+def _change_table(spec: LeaderboardSpec, drift: pd.DataFrame | None, transitions: pd.DataFrame) -> str:
+    """The task's change per variant and metric, as on the index page: base, variant, Δ [95% CI] → verdict, `*`,
+    and the items that went 1→0 and 0→1 ("" without drift rows)."""
+    from captrack.report.numbers import missing, verdict_text
+    from captrack.report.verdict_cells import SIGNIFICANCE, mark
+
+    if drift is None or drift.empty or "verdict" not in drift:
+        return ""
+    flips = {(str(v), str(m)): (n10, n01) for v, m, n10, n01 in zip(
+        transitions["variant"], transitions["metric"], transitions["n_10"], transitions["n_01"], strict=True)}
+    rows = []
+    for r in drift.drop_duplicates(["variant", "metric"]).sort_values(["variant", "metric"]).to_dict("records"):
+        said = verdict_text(r["oriented_change"], r["change_ci_low"], r["change_ci_high"], str(r.get("change_unit") or "points"),
+                            r["verdict"], spec.margin)
+        lost, won = flips.get((str(r["variant"]), str(r["metric"])), (None, None))
+        rows.append([f"<td>{esc(r['variant'])}</td>", f"<td>{esc(r['metric'])}</td>",
+                     *(f'<td class="num">{"n/a" if missing(x) else f"{float(x):.4g}"}</td>' for x in (r["base_value"], r["variant_value"])),
+                     f'<td class="verdict v-{esc(r["verdict"])}">{esc(said)}</td>', f"<td>{mark(r['verdict'])}</td>",
+                     *(f'<td class="num">{"n/a" if missing(x) else int(x)}</td>' for x in (lost, won))])
+    header = ["variant", "metric", "base", "variant score", f"Δ (+ better) [95% CI] → verdict at ±{spec.margin:g}", "*",
+              "items 1→0", "items 0→1"]
+    return (f'<h2 id="change">Change</h2><p class="muted">{esc(SIGNIFICANCE)} Method and verdict rule: the leaderboard\'s '
+            "note.</p>" + table(header, rows, "change-table"))
+
+
 def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list[DrillRow], total: int,
-               scoring: pd.DataFrame) -> str:
+               scoring: pd.DataFrame, changes: str = "") -> str:
     options = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in variants)
     filters = (f'<div class="filters"><label>variant <select data-filter="variant"><option value="">all</option>{options}</select></label>'
                '<label>change <select data-filter="change"><option value="">all</option><option value="forgotten">forgotten (1→0)</option>'
@@ -214,4 +241,4 @@ def _task_page(spec: LeaderboardSpec, task: str, variants: list[str], rows: list
                  "probability and lost a near tie; the mixture paper's sense, not the relative drift % of the "
                  "leaderboard), <b>shift</b> (otherwise).</p>")
     nav = '<nav><a href="../index.html">&larr; leaderboard</a></nav>'
-    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{scored}{note}{filters}{tbl}", nav, wide=True)
+    return page(f"{task} — {spec.title}", f"<h1>{esc(task)}</h1>{changes}{scored}{note}{filters}{tbl}", nav, wide=True)

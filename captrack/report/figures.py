@@ -12,7 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["algorithm_colors", "algorithm_summary_figure", "f_vs_bt_figure", "heatmap_figure"]
+from captrack.report.numbers import signed
+from captrack.report.verdict_cells import VERDICT_MARKS
+
+__all__ = ["VERDICT_MARKS", "algorithm_colors", "algorithm_summary_figure", "f_vs_bt_figure", "heatmap_figure"]
 
 GROUP_COLORS = {"CAN": "#1b6ca8", "WILL": "#b8860b", "HOW": "#2e8b57"}
 _PALETTE = ["#d1495b", "#00798c", "#edae49", "#66a182", "#8d96a3", "#6a4c93", "#f28482", "#2e4057"]
@@ -52,23 +55,23 @@ def _empty_figure(out: Path, stem: str, message: str) -> list[Path]:
     return _save(fig, out, stem)
 
 
-VERDICT_MARKS = {"regressed": "▼", "improved": "▲", "equivalent": "≈", "inconclusive": "?", "changed": "•"}
-
-
 def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, color_cap: float = 15.0,
                    with_cis: bool = True, colors: pd.DataFrame | None = None,
-                   verdicts: pd.DataFrame | None = None) -> list[Path]:
-    """CapTrack-style heatmap: rows capabilities (and group means), columns variants, values in %.
+                   verdicts: pd.DataFrame | None = None, unit: str = "") -> list[Path]:
+    """CapTrack-style heatmap: rows capabilities (and group means), columns variants.
 
     Args:
-        matrix: drift in percent (printed in each cell), index = row labels (e.g. ``C1 Parametric
-            knowledge``), columns = variants.
-        significant: same shape, True where the bootstrap CI excludes 0 (marked with ``*``).
+        matrix: the value printed in each cell, index = row labels (e.g. ``C1 Parametric knowledge``),
+            columns = variants: the verdict's change Δ (``unit`` given) or relative drift in % (aggregate
+            scores, which have no verdict).
+        significant: same shape, True where a cell is significant (marked with ``*`` without `verdicts`).
         with_cis: False for aggregate scores: no marks anywhere and the title says there are no CIs.
-        colors: same shape, the oriented drift that sets each cell's colour (+ better: blue, − worse:
-            red; NaN, a capability without a better side: white); default the printed drift.
+        colors: same shape, the value that sets each cell's colour, + better: blue, − worse: red (NaN, a
+            capability without a better side: white); default the printed value.
         verdicts: same shape, each cell's verdict, marked ▼ regressed, ▲ improved, ≈ equivalent,
             ? inconclusive, • changed (replacing ``*``).
+        unit: the unit of Δ as the colour bar says it ("points", or "points; count metrics % of base");
+            empty: the cells are relative drift in %.
     """
     import seaborn as sns
 
@@ -89,12 +92,11 @@ def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, c
     width = min(2.0 + 0.55 * data.shape[1], 40.0)
     height = min(1.2 + 0.32 * data.shape[0], 80.0)
     fig, ax = plt.subplots(figsize=(max(width, 6.0), max(height, 3.0)))
-    labels = np.vectorize(lambda v, s: "" if np.isnan(v) else f"{v:+.1f}{s}")(data.to_numpy(dtype=float), suffix)
+    labels = np.vectorize(lambda v, s: "" if np.isnan(v) else f"{signed(v)}{s}")(data.to_numpy(dtype=float), suffix)
     sns.heatmap(
         shade, ax=ax, cmap="RdBu", center=0.0, vmin=-color_cap, vmax=color_cap,
         annot=labels if data.size <= 1200 else False, fmt="", linewidths=0.5, linecolor="white",
-        cbar_kws={"label": "oriented drift (%): + better, − worse" if colors is not None else "relative drift (%)",
-                  "shrink": 0.6},
+        cbar_kws={"label": _scale(unit, colors is not None), "shrink": 0.6},
     )
     ax.set_xlabel("")
     ax.set_ylabel("")
@@ -108,8 +110,16 @@ def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, c
     else:
         title = "* = 95% CI excludes 0"
     shading = "colour: + better blue, − worse red; " if colors is not None else ""
-    ax.set_title(f"Capability drift vs base (%; {shading}{title})", loc="left")
+    what = f"Capability change Δ vs base ({unit}" if unit else "Capability drift vs base (%"
+    ax.set_title(f"{what}; {shading}{title})", loc="left")
     return _save(fig, out, "heatmap")
+
+
+def _scale(unit: str, oriented: bool) -> str:
+    """The colour bar's label: what the colour measures, in its unit."""
+    if unit:
+        return f"Δ vs base, + better ({unit})"
+    return "oriented drift (% of base): + better, − worse" if oriented else "relative drift (% of base)"
 
 
 def algorithm_summary_figure(summary: pd.DataFrame, colors: dict[str, str], out: Path) -> list[Path]:
@@ -131,7 +141,7 @@ def algorithm_summary_figure(summary: pd.DataFrame, colors: dict[str, str], out:
     ax.invert_yaxis()
     ax.set_xlabel("mean relative drift across variants (%), 95% CI")
     ax.legend(loc="lower right", fontsize=8, frameon=False)
-    ax.set_title("Drift per capability by post-training algorithm", loc="left")
+    ax.set_title("Relative drift per capability by post-training algorithm (% of base)", loc="left")
     return _save(fig, out, "algorithms")
 
 

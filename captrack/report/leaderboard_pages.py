@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,9 +15,10 @@ from captrack.files import write_atomic
 from captrack.report import figures
 from captrack.report.board_tables import algorithm_summary, checkpoint_rows
 from captrack.report.escape import md_text
-from captrack.report.figures import VERDICT_MARKS
-from captrack.report.findings import findings, target_sentences, verdict_sentences
+from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
+from captrack.report.numbers import ci_text, is_significant, missing, plain, verdict_text
+from captrack.report.numbers import signed as fmt_signed
 from captrack.report.over_training import (
     STEPS_PAGE,
     over_training_sections,
@@ -25,7 +26,16 @@ from captrack.report.over_training import (
     steps_page,
 )
 from captrack.report.power_section import power_sections
-from captrack.report.verdict_cells import VERDICT_NOTE, group_side, oriented_task, verdict_td
+from captrack.report.verdict_cells import (
+    COLOUR_NOTE,
+    SIGNIFICANCE,
+    VERDICT_MARKS,
+    VERDICT_RULE,
+    capability_units,
+    mark,
+    oriented_task,
+    verdict_td,
+)
 from captrack.report.writer import write_contract_tables
 from captrack.taxonomy import load_taxonomy
 
@@ -37,12 +47,14 @@ __all__ = ["AGGREGATE_NOTE", "write_pages"]
 
 def _num(value: float, pct: bool = True, signed: bool = True, oriented: float | None = None) -> str:
     """A number cell; signed cells are coloured by `oriented` (+ better: blue, − worse: red) where given,
-    uncoloured where the metric has no better side (oriented NaN), else by the value's own sign."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    uncoloured where the metric has no better side (oriented NaN), else by the value's own sign. A value that
+    rounds to zero prints 0.0, uncoloured."""
+    if missing(value):
         return '<td class="num" data-sort="">n/a</td>'
-    side = value if oriented is None else (0.0 if math.isnan(oriented) else oriented)
-    cls = ("pos" if side > 0 else "neg" if side < 0 else "") if signed else ""
-    text = (f"{value:+.1f}" if signed else f"{value:.1f}") + ("%" if pct else "")
+    side = value if oriented is None else (0.0 if missing(oriented) else oriented)
+    suffix = "%" if pct else ""
+    text = fmt_signed(value, suffix=suffix) if signed else plain(value, suffix=suffix)
+    cls = ("pos" if side > 0 else "neg" if side < 0 else "") if signed and text != plain(0.0, suffix=suffix) else ""
     return f'<td class="num {cls}" data-sort="{value:.6g}">{esc(text)}</td>'
 
 
@@ -65,9 +77,25 @@ def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> d
             "contrasts": contrasts}
 
 
-def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]
-                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Raw drift (printed), oriented drift (the colour), CI-excludes-0 marks and verdicts, per row label and variant."""
+@dataclass(frozen=True)
+class Cells:
+    """The capability × variant grid of the heatmap and the tables beside it: one frame per quantity, row labels
+    (``C1 Parametric knowledge & skills``, ``CAN (mean)``) by variants."""
+
+    value: pd.DataFrame  # printed: the verdict's change Δ (boards with verdicts) or relative drift in % (aggregate)
+    colour: pd.DataFrame  # the colour side, + better: Δ (NaN without a better side), or oriented relative drift
+    significant: pd.DataFrame  # verdict regressed, improved or changed (the 95% CI of Δ excludes 0)
+    verdict: pd.DataFrame
+    low: pd.DataFrame  # the 95% CI of Δ
+    high: pd.DataFrame
+    unit: pd.DataFrame  # the unit of Δ: points, % of base, or both
+    with_verdicts: bool
+
+
+def _cells(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...], with_verdicts: bool,
+           units: dict[tuple[str, str], str]) -> Cells:
+    """Each capability's (and group's) Δ, its CI and verdict, per variant, read from capabilities.csv's columns;
+    without verdicts (aggregate scores) the relative drift instead."""
     taxonomy = load_taxonomy()
     rows: list[tuple[str, str, str]] = []
     for group in taxonomy.groups:
@@ -77,25 +105,47 @@ def _heatmap_data(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...]
     present = set(zip(shown["level"], shown["key"], strict=True))
     rows = [r for r in rows if (r[0], r[1]) in present and (not keys or r[1] in keys or r[0] == "group")]
     labels, columns = [r[2] for r in rows], {v: j for j, v in enumerate(variants)}
-    printed = np.full((len(rows), len(variants)), np.nan)
-    shade, marked = printed.copy(), np.zeros(printed.shape, dtype=bool)
-    said = np.full(printed.shape, "", dtype=object)
     at = {(level, key): i for i, (level, key, _) in enumerate(rows)}
-    oriented = caps["oriented_drift_pct"] if "oriented_drift_pct" in caps else caps["mean_rel_drift_pct"]
-    verdict = caps["verdict"] if "verdict" in caps else pd.Series(None, index=caps.index, dtype=object)
-    for level, key, variant, mean, colour, low, high, found in zip(
-            caps["level"], caps["key"], caps["variant"], caps["mean_rel_drift_pct"], oriented, caps["ci_low"],
-            caps["ci_high"], verdict, strict=True):
+    shape = (len(rows), len(variants))
+    value, colour, low, high = (np.full(shape, np.nan) for _ in range(4))
+    verdict, unit = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
+    relative = caps["oriented_drift_pct"] if "oriented_drift_pct" in caps else caps["mean_rel_drift_pct"]
+    nan = pd.Series(math.nan, index=caps.index)
+    change = caps["oriented_change"] if "oriented_change" in caps else nan
+    ci_low = caps["change_ci_low"] if "change_ci_low" in caps else nan
+    ci_high = caps["change_ci_high"] if "change_ci_high" in caps else nan
+    said = caps["verdict"] if "verdict" in caps else pd.Series(None, index=caps.index, dtype=object)
+    for level, key, variant, drift, side, delta, lo, hi, found in zip(
+            caps["level"], caps["key"], caps["variant"], caps["mean_rel_drift_pct"], relative, change, ci_low, ci_high,
+            said, strict=True):
         i, j = at.get((level, key)), columns.get(variant)
         if i is None or j is None:
             continue
-        printed[i, j], shade[i, j], marked[i, j] = mean, colour, bool(low > 0 or high < 0)
-        said[i, j] = found if isinstance(found, str) else ""
-    matrix = pd.DataFrame(printed, index=labels, columns=variants, dtype=float)
-    colors = pd.DataFrame(shade, index=labels, columns=variants, dtype=float)
-    marks = pd.DataFrame(marked, index=labels, columns=variants)
-    verdicts = pd.DataFrame(said, index=labels, columns=variants, dtype=object)
-    return matrix, colors, marks, verdicts
+        if with_verdicts:  # the colour: Δ itself, white where the capability has no better side
+            value[i, j], colour[i, j] = delta, (math.nan if missing(side) else delta)
+            low[i, j], high[i, j] = lo, hi
+            verdict[i, j] = found if isinstance(found, str) else ""
+            unit[i, j] = units.get((str(variant), str(key)), "points")
+        else:
+            value[i, j], colour[i, j] = drift, side
+
+    def frame(data: np.ndarray, kind: type) -> pd.DataFrame:
+        return pd.DataFrame(data, index=labels, columns=variants, dtype=kind)
+
+    significant = pd.DataFrame(np.vectorize(is_significant, otypes=[bool])(verdict) if verdict.size else
+                               np.zeros(shape, dtype=bool), index=labels, columns=variants)
+    return Cells(frame(value, float), frame(colour, float), significant, frame(verdict, object), frame(low, float),
+                 frame(high, float), frame(unit, object), with_verdicts)
+
+
+def _scale(cells: Cells) -> str:
+    """The unit of the grid's Δ, as the heatmap's colour bar and the README's heading say it."""
+    units = {str(u) for u in cells.unit.to_numpy().ravel() if u}
+    if units <= {"points"}:
+        return "points"
+    if units == {"% of base"}:
+        return "% of base"
+    return "points; count metrics % of base"
 
 
 @dataclass(frozen=True)
@@ -103,7 +153,7 @@ class Board:
     """Everything the index page and README of a leaderboard show."""
 
     spec: LeaderboardSpec
-    matrix: pd.DataFrame
+    cells: Cells
     summary: pd.DataFrame
     checkpoints: pd.DataFrame
     capabilities: pd.DataFrame
@@ -113,18 +163,15 @@ class Board:
     aggregate_only: bool
     html_sections: list[str] = field(default_factory=list)  # extra sections (base → variant pairs, per-field tables)
     md_sections: list[str] = field(default_factory=list)
-    oriented: pd.DataFrame = field(default_factory=pd.DataFrame)  # like matrix: the colour side (+ better)
-    verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)  # like matrix: each cell's verdict
 
 
 AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so no confidence intervals, no item "
                   "transitions (F/BT), no minimum detectable effects, no ranking of algorithms and no drill-down can be "
                   "computed. None of these drifts can be told apart from noise: every number is a point estimate of unknown precision.")
-NOISE_NOTE = ("A drift is beyond noise (marked *) only where its 95% paired bootstrap CI exists and excludes 0. "
-              "MDE: the smallest relative drift the items detect with 80% power (two-sided α = 0.05, paired; "
-              "planned from n and the base rate). Drift is the relative change of a metric's value, so \"rose\" and \"fell\" "
-              "say which way the value moved: for a lower-is-better metric (W2's overreach, for one) a rise is a change for "
-              "the worse; drift.csv's oriented_drift_pct gives every metric's change with + meaning better.")
+NOISE_NOTE = (f"{VERDICT_RULE} {SIGNIFICANCE} Relative drift is CapTrack's number, 100 × (variant − base) / base, shown "
+              "in its own column and deciding nothing; \"rose\" and \"fell\" say which way a value moved, so for a "
+              "lower-is-better metric (W2's overreach, for one) a rise is a change for the worse. MDE: the smallest "
+              "relative drift the items detect with 80% power (two-sided α = 0.05, paired; planned from n and the base rate).")
 
 
 def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -133,7 +180,7 @@ def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     power = tables["power"][["variant", "task", "metric", "n", "mde_pct"]]
     merged = drift.merge(power, on=["variant", "task", "metric"], how="left")
     columns = ["variant", "task", "metric", "base_value", "variant_value", "n", "rel_drift_pct", "ci_low", "ci_high", "mde_pct",
-               "direction", "verdict", "oriented_change", "change_ci_low", "change_ci_high"]
+               "direction", "verdict", "oriented_change", "change_ci_low", "change_ci_high", "change_unit"]
     return merged.reindex(columns=columns).sort_values(["variant", "task", "metric"]).reset_index(drop=True)
 
 
@@ -160,11 +207,13 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     aggregate_only = all(c.aggregate_only for c, _ in comparisons)
     variants = [v.name for c, _ in comparisons for v in c.variants]
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
-    matrix, oriented, marks, verdicts = _heatmap_data(tables["capabilities"], variants, spec.capabilities)
+    units = capability_units(tables["drift"])
+    cells = _cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
     summary = algorithm_summary(tables["capabilities"], aggregate_only)
     checkpoints = checkpoint_rows(tables, variants)
-    written = figures.heatmap_figure(matrix, marks, folder / "figures", with_cis=not aggregate_only, colors=oriented,
-                                     verdicts=verdicts)
+    written = figures.heatmap_figure(cells.value, cells.significant, folder / "figures", with_cis=not aggregate_only,
+                                     colors=cells.colour, verdicts=cells.verdict if cells.with_verdicts else None,
+                                     unit=_scale(cells) if cells.with_verdicts else "")
     if not summary.empty:
         written += figures.algorithm_summary_figure(summary, colors, folder / "figures")
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
@@ -185,7 +234,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
         html_sections, md_sections = [power_html, *html_sections], [power_md, *md_sections]
     written += write_contract_tables(folder, extra_tables)
     scoring = scoring_table(spec, comparisons)
-    pages = task_pages(spec, comparisons, tables["transitions"], scoring) if spec.store is not None else {}
+    pages = task_pages(spec, comparisons, tables["transitions"], scoring, tables["drift"]) if spec.store is not None else {}
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
@@ -197,11 +246,12 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     for stale in sorted((folder / "tasks").glob("*.html")) if (folder / "tasks").is_dir() else []:
         if stale.name not in pages:  # a task no longer on the board: its old page would mislead
             stale.unlink()
-    said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only)
-    said += target_sentences(tables["drift"], spec.target) if spec.target else []
-    said += [] if aggregate_only else verdict_sentences(tables["capabilities"], spec.margin)
-    board = Board(spec, matrix, summary, checkpoints, _capability_rows(tables), _per_task(tables), scoring, said, aggregate_only,
-                  html_sections, md_sections, oriented, verdicts)
+    said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only, spec.margin, units)
+    said += target_sentences(tables["drift"], spec.target, spec.margin) if spec.target else []
+    caps = _capability_rows(tables)
+    caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])
+    board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
+                  html_sections, md_sections)
     written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
     written.append(write_atomic(folder / "README.md", _readme(board)))
     return written
@@ -224,9 +274,10 @@ def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, di
     md: list[str] = []
     pairs = pair_table(comparisons)
     if not pairs.empty:
+        drift = pd.concat([c.drift for c, _ in comparisons], ignore_index=True)
         tables["pairs.csv"] = pairs
-        html.append(pairs_html(pairs))
-        md += pairs_markdown(pairs)
+        html.append(pairs_html(pairs, drift, spec.margin))
+        md += pairs_markdown(pairs, drift, spec.margin)
     for name in spec.by:
         frames = [c.by_field[name] for c, _ in comparisons if name in c.by_field]
         if frames:
@@ -238,56 +289,81 @@ def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, di
 
 
 def _ci_cells(low: float, high: float) -> str:
-    from captrack.report.markdown import ZERO_WIDTH, zero_width
-
-    if zero_width(low, high):  # never "+0.0%  +0.0%", which reads as certainty
-        said = f'title="{esc(ZERO_WIDTH)}"'
+    """Two cells, a CI's ends in %; a CI whose ends would print alike says so instead of reading as certainty."""
+    if missing(low) or missing(high):
+        return _num(low) + _num(high)
+    text = ci_text(low, high, suffix="%")
+    if text.startswith("("):  # never "+0.0%  +0.0%"
+        said = f'title="{esc(text.strip("()"))}"'
         return (f'<td class="num muted" data-sort="{low:.6g}" {said}>&mdash;</td>'
-                f'<td class="num muted" data-sort="{high:.6g}" {said}>no item changed</td>')
-    return _num(low) + _num(high)
+                f'<td class="num muted" data-sort="{high:.6g}" {said}>{esc(text.strip("()"))}</td>')
+    ends = text.strip("[]").split(", ")
+    return "".join(f'<td class="num" data-sort="{v:.6g}">{esc(e)}</td>' for v, e in zip((low, high), ends, strict=True))
 
 
-def _ci_text(low: float, high: float, fmt: Any) -> str:
-    """A CI in Markdown: "[low, high]", or what a width of 0 means."""
-    from captrack.report.markdown import ZERO_WIDTH, zero_width
+def _grid_td(board: Board, label: str, variant: str) -> str:
+    """One cell of the capability grid: Δ and its verdict's mark (the whole verdict on hover), or relative drift."""
+    cells = board.cells
+    value, side = cells.value.loc[label, variant], cells.colour.loc[label, variant]
+    if not cells.with_verdicts:
+        return _num(value, oriented=side)
+    found = str(cells.verdict.loc[label, variant])
+    if missing(value):
+        return '<td class="num" data-sort="">n/a</td>'
+    whole = verdict_text(value, cells.low.loc[label, variant], cells.high.loc[label, variant],
+                         str(cells.unit.loc[label, variant]), found, board.spec.margin)
+    cls = "" if missing(side) or fmt_signed(value) == "0.0" else ("pos" if side > 0 else "neg" if side < 0 else "")
+    text = f"{fmt_signed(value)} {VERDICT_MARKS.get(found, '')}".strip()
+    return f'<td class="num {cls}" data-sort="{value:.6g}" title="{esc(whole)}">{esc(text)}</td>'
 
-    return f"({ZERO_WIDTH})" if zero_width(low, high) else f"[{fmt(low)}, {fmt(high)}]"
+
+def _group_td(board: Board, group: str, variant: str, relative: float) -> str:
+    """A checkpoint's group cell: the group's Δ with its verdict's mark (relative drift for aggregate scores)."""
+    label = f"{group} (mean)"
+    if label in board.cells.value.index and variant in board.cells.value.columns:
+        return _grid_td(board, label, variant)
+    return _num(relative) if not board.cells.with_verdicts else '<td class="num" data-sort="">n/a</td>'
 
 
 def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
-    spec = board.spec
+    spec, cells = board.spec, board.cells
     parts = [f"<h1>{esc(spec.title)}</h1>", f"<p>{esc(spec.description)}</p>"]
     if spec.source_note:
         parts.append(f'<p class="note">Source: {esc(spec.source_note)}</p>')
     parts.append(f'<p class="note" id="precision">{esc(AGGREGATE_NOTE if board.aggregate_only else NOISE_NOTE)}</p>')
     if board.said:
-        parts.append('<h2 id="findings">What drifted</h2><ul id="findings-list">'
+        parts.append('<h2 id="findings">What changed</h2><ul id="findings-list">'
                      + "".join(f"<li>{esc(s)}</li>" for s in board.said) + "</ul>")
-    parts.append('<h2 id="heatmap">Capability drift</h2><figure><img src="figures/heatmap.png" alt="capability drift heatmap" width="900"></figure>')
-    header = ["capability", *board.matrix.columns]
-    rows = []
-    for label in board.matrix.index:
-        side = board.oriented.loc[label] if label in board.oriented.index else board.matrix.loc[label]
-        rows.append([_td(label), *(_num(v, oriented=o) for v, o in zip(board.matrix.loc[label], side, strict=True))])
-    parts.append(table(header, rows, "capability-table"))
+    if cells.with_verdicts:
+        heading = f"Capability change Δ vs base (+ better; {_scale(cells)})"
+        legend = (f'<p class="muted">Each cell: Δ and its verdict at ±{spec.margin:g} (▼ regressed, ▲ improved, ≈ equivalent, '
+                  "? inconclusive, • changed); hover for its 95% CI. Colour: Δ, + better blue, − worse red.</p>")
+    else:
+        heading, legend = "Capability drift (% of base)", ""
+    parts.append(f'<h2 id="heatmap">{esc(heading)}</h2><figure><img src="figures/heatmap.png" alt="capability heatmap" width="900"></figure>'
+                 + legend)
+    rows = [[_td(label), *(_grid_td(board, label, v) for v in cells.value.columns)] for label in cells.value.index]
+    parts.append(table(["capability", *cells.value.columns], rows, "capability-table"))
     parts += _detail_tables(board)
     if "algorithms.png" in names:
-        parts.append('<h2 id="algorithms">By post-training algorithm</h2><figure><img src="figures/algorithms.png" alt="drift by algorithm" width="700"></figure>')
+        parts.append('<h2 id="algorithms">By post-training algorithm</h2><figure><img src="figures/algorithms.png" alt="relative drift by algorithm" width="700"></figure>')
         rows = [[_td(r.algorithm), _td(r.key), f'<td class="num">{r.n_variants}</td>',
                  _num(r.mean_rel_drift_pct, oriented=r.oriented_drift_pct),
                  _ci_cells(r.ci_low, r.ci_high), _num(100 * r.forgetting, signed=False), _num(100 * r.backward_transfer, signed=False)]
                 for r in board.summary.itertuples()]
-        parts.append(table(["algorithm", "capability", "variants", "mean drift", "CI low", "CI high", "F", "BT"], rows, "algorithm-table"))
+        parts.append(table(["algorithm", "capability", "variants", "relative drift (mean over variants)", "CI low", "CI high",
+                            "F", "BT"], rows, "algorithm-table"))
     if "f_vs_bt.png" in names:
         parts.append('<h2 id="f-bt">Forgetting vs backward transfer</h2><figure><img src="figures/f_vs_bt.png" alt="forgetting vs backward transfer" width="560"></figure>')
+    groups = ("CAN Δ", "WILL Δ", "HOW Δ") if cells.with_verdicts else ("CAN", "WILL", "HOW")
     rows = [[_td(r.variant), _td(r.base), _td(r.family), _td(r.size), _td(r.algorithm), _td(r.data),
-             *(_num(getattr(r, g), oriented=group_side(board.oriented, g, r.variant)) for g in ("CAN", "WILL", "HOW")),
+             *(_group_td(board, g, r.variant, getattr(r, g)) for g in ("CAN", "WILL", "HOW")),
              _num(100 * r.forgetting_adj, signed=False),
              _num(100 * r.backward_transfer_adj, signed=False),
              f'<td class="num">{f"{r.significant_tasks} / {r.tasks}" if r.tasks else "n/a"}</td>']
             for r in board.checkpoints.itertuples()]
     parts.append('<h2 id="checkpoints">Checkpoints</h2><p class="muted">Click a column header to sort.</p>')
-    parts.append(table(["variant", "base", "family", "size", "algorithm", "data", "CAN", "WILL", "HOW", "F_adj",
+    parts.append(table(["variant", "base", "family", "size", "algorithm", "data", *groups, "F_adj",
                         "BT_adj", "significant tasks"], rows, "checkpoint-table"))
     parts.append(_scoring_html(board))
     parts += board.html_sections
@@ -308,87 +384,116 @@ def _scoring_html(board: Board) -> str:
     return '<h2 id="scoring">How each metric was scored</h2>' + table(["task", "metric", "scored by"], rows, "scoring-table")
 
 
+def _value_td(value: float) -> str:
+    return '<td class="num">n/a</td>' if missing(value) else f'<td class="num">{value:.4g}</td>'
+
+
 def _detail_tables(board: Board) -> list[str]:
-    """Capability and per-task drift with CI, MDE and item counts (aggregate-only: base, variant and drift only)."""
-    caps, tasks = board.capabilities, board.per_task
+    """Capability and per-task rows: base, variant, Δ with its 95% CI and verdict, `*`, relative drift, MDE and item counts
+    (aggregate-only: base, variant and relative drift only)."""
+    caps, tasks, margin = board.capabilities, board.per_task, board.spec.margin
     if board.aggregate_only:
         rows = [[_td(r.variant), _td(r.key), _num(r.mean_rel_drift_pct), f'<td class="num">{int(r.n_metrics)}</td>']
                 for r in caps.itertuples()]
-        task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), f'<td class="num">{r.base_value:.4g}</td>',
-                      f'<td class="num">{r.variant_value:.4g}</td>', '<td class="num">n/a</td>', _num(r.rel_drift_pct)]
+        task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), _value_td(r.base_value), _value_td(r.variant_value),
+                      '<td class="num">n/a</td>', _num(r.rel_drift_pct)]
                      for r in tasks.itertuples()]
-        return ['<h2 id="capability-details">Per capability</h2>', table(["variant", "capability", "drift", "metrics"], rows, "capability-details"),
+        return ['<h2 id="capability-details">Per capability</h2>',
+                table(["variant", "capability", "relative drift (% of base)", "metrics"], rows, "capability-details"),
                 '<h2 id="per-task">Per task: base, variant, n</h2>',
-                table(["variant", "task", "metric", "base", "variant score", "n", "drift"], task_rows, "task-table")]
-    rows = [[_td(r.variant), _td(r.key), _num(r.mean_rel_drift_pct, oriented=r.oriented_drift_pct),
-             _ci_cells(r.ci_low, r.ci_high), _td(_mark(r.ci_low, r.ci_high)), verdict_td(r.verdict),
-             _num(r.oriented_change, pct=False, oriented=r.oriented_change),
+                table(["variant", "task", "metric", "base", "variant score", "n", "relative drift (% of base)"], task_rows, "task-table")]
+    verdict = f"Δ (+ better) [95% CI] → verdict at ±{margin:g}"
+    rows = [[_td(r.variant), _td(r.key), _value_td(r.base_value), _value_td(r.variant_value),
+             verdict_td(r.oriented_change, r.change_ci_low, r.change_ci_high, r.change_unit, r.verdict, margin),
+             _td(mark(r.verdict)), _num(r.mean_rel_drift_pct, oriented=r.oriented_drift_pct),
              _num(r.mde_pct, signed=False), f'<td class="num">{int(r.n_metrics)}</td>', _count(r.items)] for r in caps.itertuples()]
-    task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), f'<td class="num">{r.base_value:.4g}</td>',
-                  f'<td class="num">{r.variant_value:.4g}</td>', _count(r.n),
-                  _num(r.rel_drift_pct, oriented=oriented_task(r.direction, r.rel_drift_pct)), _ci_cells(r.ci_low, r.ci_high),
-                  _td(_mark(r.ci_low, r.ci_high)), verdict_td(r.verdict),
-                  _num(r.oriented_change, pct=False, oriented=r.oriented_change if r.direction != "neutral" else math.nan),
+    task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), _value_td(r.base_value), _value_td(r.variant_value), _count(r.n),
+                  verdict_td(r.oriented_change, r.change_ci_low, r.change_ci_high, str(r.change_unit or "points"), r.verdict, margin),
+                  _td(mark(r.verdict)), _num(r.rel_drift_pct, oriented=oriented_task(r.direction, r.rel_drift_pct)),
                   _num(r.mde_pct, signed=False)] for r in tasks.itertuples()]
     return ['<h2 id="capability-details">Per capability</h2>',
-            f'<p class="muted">{esc(VERDICT_NOTE)}</p>',
-            table(["variant", "capability", "drift", "CI low", "CI high", "*", "verdict", "Δ (+ better)", "MDE", "metrics",
-                   "items"], rows, "capability-details"),
+            f'<p class="muted">{esc(COLOUR_NOTE)} Base and variant: the mean of the capability\'s metrics.</p>',
+            table(["variant", "capability", "base", "variant score", verdict, "*", "relative drift (% of base)",
+                   "MDE (% of base)", "metrics", "items"], rows, "capability-details"),
             '<h2 id="per-task">Per task: base, variant, n</h2>',
-            table(["variant", "task", "metric", "base", "variant score", "n", "drift", "CI low", "CI high", "*", "verdict",
-                   "Δ (+ better)", "MDE"], task_rows, "task-table")]
-
-
-def _mark(low: float, high: float) -> str:
-    """``*`` where a CI exists and excludes 0."""
-    return "*" if not (math.isnan(low) or math.isnan(high)) and (low > 0 or high < 0) else ""
+            table(["variant", "task", "metric", "base", "variant score", "n", verdict, "*", "relative drift (% of base)",
+                   "MDE (% of base)"], task_rows, "task-table")]
 
 
 def _count(value: float) -> str:
-    return '<td class="num">n/a</td>' if value is None or math.isnan(value) else f'<td class="num">{int(value)}</td>'
+    return '<td class="num">n/a</td>' if missing(value) else f'<td class="num">{int(value)}</td>'
+
+
+def _md_cell(board: Board, label: str, variant: str) -> str:
+    """A README grid cell: Δ [95% CI] and the verdict's mark and word, or relative drift for aggregate scores."""
+    cells = board.cells
+    value = cells.value.loc[label, variant]
+    if not cells.with_verdicts:
+        return fmt_signed(value, suffix="%")
+    found = str(cells.verdict.loc[label, variant])
+    text = f"{fmt_signed(value)} {ci_text(cells.low.loc[label, variant], cells.high.loc[label, variant])}" if not missing(value) else "n/a"
+    return f"{text} {VERDICT_MARKS[found]} {found}" if found in VERDICT_MARKS else text
 
 
 def _readme(board: Board) -> str:
-    def fmt(v: float, signed: bool = True) -> str:
-        return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else (f"{v:+.1f}%" if signed else f"{v:.1f}%")
+    def pct(v: float, with_sign: bool = True) -> str:
+        return fmt_signed(v, suffix="%") if with_sign else plain(v, suffix="%")
 
-    spec, matrix = board.spec, board.matrix
+    spec, cells = board.spec, board.cells
     lines = [f"# {md_text(spec.title, table=False)}", "", spec.description, ""]  # description and note: the author's Markdown
     if spec.source_note:
         lines += [f"Source: {spec.source_note}", ""]
     lines += [AGGREGATE_NOTE if board.aggregate_only else NOISE_NOTE, ""]
     if board.said:
-        lines += ["## What drifted", "", *(f"- {md_text(s, table=False)}" for s in board.said), ""]
-    lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
-    verdicts = board.verdicts if not board.verdicts.empty else pd.DataFrame("", index=matrix.index, columns=matrix.columns)
-    if not board.aggregate_only:
-        lines += [f"Each cell: the raw drift, then the verdict at margin ±{spec.margin:g} (▼ regressed, ▲ improved, "
+        lines += ["## What changed", "", *(f"- {md_text(s, table=False)}" for s in board.said), ""]
+    if cells.with_verdicts:
+        lines += ["![capability change](figures/heatmap.png)", "",
+                  f"## Capability change Δ vs base (+ better; {_scale(cells)})", "",
+                  f"Each cell: Δ, its 95% CI and the verdict at margin ±{spec.margin:g} (▼ regressed, ▲ improved, "
                   "≈ equivalent, ? inconclusive, • changed; see index.html's Per capability and README's Definitions).", ""]
+    else:
+        lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
+    matrix = cells.value
     lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
-    lines += [f"| {md_text(label)} | " + " | ".join(
-        (fmt(v) + (f" {VERDICT_MARKS[str(m)]} {m}" if str(m) in VERDICT_MARKS else "")).strip()
-        for v, m in zip(matrix.loc[label], verdicts.loc[label], strict=True)) + " |" for label in matrix.index]
+    lines += [f"| {md_text(label)} | " + " | ".join(_md_cell(board, label, v) for v in matrix.columns) + " |"
+              for label in matrix.index]
     lines += ["", "## Per task", ""]
     if board.aggregate_only:
-        lines += ["| variant | task | metric | base | variant score | n | drift |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {fmt(r.rel_drift_pct)} |"
+        lines += ["| variant | task | metric | base | variant score | n | relative drift |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {pct(r.rel_drift_pct)} |"
                   for r in board.per_task.itertuples()]
     else:
-        lines += ["| variant | task | metric | base | variant score | n | drift | 95% CI | MDE | verdict |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| variant | task | metric | base | variant score | n | Δ (+ better) [95% CI] → verdict at ±{spec.margin:g} | * | "
+                  "relative drift | MDE (% of base) |", "|---|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
-                  f"{'n/a' if math.isnan(r.n) else int(r.n)} | {fmt(r.rel_drift_pct)} | "
-                  f"{_ci_text(r.ci_low, r.ci_high, fmt)}{' *' if _mark(r.ci_low, r.ci_high) else ''} | {fmt(r.mde_pct, False)} | "
-                  f"{r.verdict if isinstance(r.verdict, str) else ''} |"
+                  f"{'n/a' if missing(r.n) else int(r.n)} | "
+                  f"{verdict_text(r.oriented_change, r.change_ci_low, r.change_ci_high, str(r.change_unit or 'points'), r.verdict, spec.margin)} | "
+                  f"{mark(r.verdict)} | {pct(r.rel_drift_pct)} | {pct(r.mde_pct, False)} |"
                   for r in board.per_task.itertuples()]
-    lines += ["", "## Checkpoints", "", "| variant | family | size | algorithm | CAN | WILL | HOW | F_adj | BT_adj |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {md_text(r.variant)} | {md_text(r.family)} | {md_text(r.size)} | {md_text(r.algorithm)} | {fmt(r.CAN)} | {fmt(r.WILL)} | {fmt(r.HOW)} | "
-              f"{fmt(100 * r.forgetting_adj, False)} | {fmt(100 * r.backward_transfer_adj, False)} |" for r in board.checkpoints.itertuples()]
+    groups = ("CAN Δ", "WILL Δ", "HOW Δ") if cells.with_verdicts else ("CAN", "WILL", "HOW")
+    lines += ["", "## Checkpoints", "", f"| variant | family | size | algorithm | {' | '.join(groups)} | F_adj | BT_adj | significant tasks |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {md_text(r.variant)} | {md_text(r.family)} | {md_text(r.size)} | {md_text(r.algorithm)} | "
+              + " | ".join(_md_group(board, g, r.variant, getattr(r, g)) for g in ("CAN", "WILL", "HOW")) + " | "
+              f"{pct(100 * r.forgetting_adj, False)} | {pct(100 * r.backward_transfer_adj, False)} | "
+              f"{f'{r.significant_tasks} / {r.tasks}' if r.tasks else 'n/a'} |" for r in board.checkpoints.itertuples()]
     if not board.summary.empty:
-        lines += ["", "## By algorithm (mean over variants)", "", "| algorithm | capability | variants | drift | 95% CI |", "|---|---|---|---|---|"]
-        lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {fmt(r.mean_rel_drift_pct)} | "
-                  + ("n/a" if board.aggregate_only else _ci_text(r.ci_low, r.ci_high, fmt)) + " |"
+        lines += ["", "## By algorithm (relative drift, mean over variants)", "", "| algorithm | capability | variants | relative drift | 95% CI |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {pct(r.mean_rel_drift_pct)} | "
+                  + ("n/a" if board.aggregate_only else ci_text(r.ci_low, r.ci_high, suffix="%")) + " |"
                   for r in board.summary.itertuples()]
     lines += ["", *board.md_sections] if board.md_sections else []
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]
     return "\n".join(lines)
+
+
+def _md_group(board: Board, group: str, variant: str, relative: float) -> str:
+    """A checkpoint's group cell in the README: the group's Δ with its verdict's mark (relative drift for aggregate scores)."""
+    label = f"{group} (mean)"
+    if not board.cells.with_verdicts:
+        return fmt_signed(relative, suffix="%")
+    if label not in board.cells.value.index:
+        return "n/a"
+    found = str(board.cells.verdict.loc[label, variant])
+    return f"{fmt_signed(board.cells.value.loc[label, variant])} {VERDICT_MARKS.get(found, '')}".strip()

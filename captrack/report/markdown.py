@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -12,9 +11,11 @@ from captrack.analysis.compare import Comparison
 from captrack.analysis.verdicts import VERDICTS
 from captrack.report.escape import md_code, md_text
 from captrack.report.findings import ranking_sentence
+from captrack.report.numbers import ci_text, is_significant, missing, plain, signed, verdict_text
+from captrack.report.verdict_cells import SIGNIFICANCE, VERDICT_RULE, capability_units, mark
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["AGGREGATE_ONLY", "ZERO_WIDTH", "md_text", "render_report", "zero_width"]
+__all__ = ["AGGREGATE_ONLY", "md_text", "render_report"]
 
 AGGREGATE_ONLY = ("Aggregate scores only: there is no per-item data, so no confidence intervals, no item "
                   "transitions (F/BT), no minimum detectable effects and no ranking of algorithms can be computed. "
@@ -27,34 +28,17 @@ def _fence(lines: list[str]) -> str:
     return "`" * max(3, max(runs, default=0) + 1)
 
 
-def _pct(value: Any, signed: bool = True) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:+.1f}%" if signed else f"{value:.1f}%"
+def _pct(value: Any, with_sign: bool = True) -> str:
+    return signed(value, suffix="%") if with_sign else plain(value, suffix="%")
 
 
 def _share(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{100 * value:.1f}%"
+    return "n/a" if missing(value) else plain(100 * float(value), suffix="%")
 
 
-ZERO_WIDTH = "no change in any item: a CI of width 0 is no certainty"
-"""Shown instead of "[+0.0, +0.0]": where no paired item changed, every bootstrap resample gives the same value."""
-
-
-def zero_width(low: Any, high: Any) -> bool:
-    """Whether a CI has no width (every resample gave one value, e.g. no item flipped)."""
-    return not any(isinstance(x, float) and math.isnan(x) for x in (low, high)) and low == high
-
-
-def _ci(low: Any, high: Any) -> str:
-    if any(isinstance(x, float) and math.isnan(x) for x in (low, high)):
-        return ""
-    if zero_width(low, high):
-        return f"({ZERO_WIDTH})"
-    mark = " *" if low > 0 or high < 0 else ""
-    return f"[{low:+.1f}, {high:+.1f}]{mark}"
+def _unit(row: Any) -> str:
+    found = row.get("change_unit") if hasattr(row, "get") else None
+    return str(found) if isinstance(found, str) and found else "points"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -66,23 +50,16 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, Any]) -> str:
     """Render the comparison as Markdown for people: summary first, details after."""
     lines = [f"# captrack comparison against {md_text(comparison.base, table=False)}", ""]
-    lines += [
-        "Relative drift is CapTrack's 100·(variant − base)/base per metric, averaged per capability "
-        "(± is the spread across member metrics).",
-        "",
-        AGGREGATE_ONLY if comparison.aggregate_only else
-        "CI: paired bootstrap over items; `*` marks a CI that excludes 0 (\"beyond noise\"), and nothing else is "
-        "called a change. MDE: the smallest relative drift this many items detect with 80% power (two-sided "
-        "α = 0.05, paired; planned from n and the base rate, see README's Definitions). "
-        "F = share of items forgotten (1→0), BT = share gained (0→1).",
-        "",
-        *([] if comparison.aggregate_only else [
-            f"Verdict (margin ±{comparison.margin:g}): the change Δ, oriented so that + is better (points for "
-            "binary and score metrics, % of the base mean for counts), is `regressed` where its 95% CI lies below 0, "
-            "`improved` where it lies above 0, `equivalent` where its 90% CI lies inside ±margin (two one-sided "
-            "tests), else `inconclusive`; neutral metrics are `changed` where the 95% CI excludes 0. CI: adjusted "
-            "Wald (Agresti–Min) on the paired items; see README's Definitions.", ""]),
-    ]
+    relative = ("Relative drift is CapTrack's 100·(variant − base)/base per metric, averaged per capability "
+                "(± is the spread across member metrics)")
+    if comparison.aggregate_only:
+        lines += [relative + ".", "", AGGREGATE_ONLY, ""]
+    else:
+        lines += [f"Margin ±{comparison.margin:g}. {VERDICT_RULE}", "", SIGNIFICANCE, "",
+                  f"{relative}: shown in its own column for comparison with CapTrack, it decides nothing. MDE: the "
+                  "smallest relative drift this many items detect with 80% power (two-sided α = 0.05, paired; planned "
+                  "from n and the base rate, see README's Definitions). F = share of items forgotten (1→0), BT = share "
+                  "gained (0→1).", ""]
     for variant in comparison.variants:
         lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)
     lines += _ranking_section(comparison)
@@ -140,20 +117,23 @@ def _judged_section(comparison: Comparison) -> list[str]:
 
 
 def _ci_plain(low: Any, high: Any) -> str:
-    if any(isinstance(x, float) and math.isnan(x) for x in (low, high)):
-        return "n/a"
-    return f"[{low:+.3f}, {high:+.3f}]"
+    return ci_text(low, high, digits=3)
 
 
 def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algorithm: str) -> list[str]:
     caps = comparison.capabilities[comparison.capabilities["variant"] == name]
     title = f"## {md_text(name, table=False)}" + (f" ({md_text(algorithm, table=False)})" if algorithm else "")
     lines = [title, ""]
-    lines += _headlines(comparison, taxonomy, name)
+    units = capability_units(comparison.drift)
+    lines += _headlines(comparison, taxonomy, name, units)
     groups = caps[caps["level"] == "group"].set_index("key")
-    lines.append(
-        "Groups: " + ", ".join(f"{g} {_pct(groups.loc[g, 'mean_rel_drift_pct'])}" for g in groups.index) + "."
-    )
+    if comparison.aggregate_only:
+        lines.append("Groups (relative drift): " + ", ".join(f"{g} {_pct(groups.loc[g, 'mean_rel_drift_pct'])}"
+                                                             for g in groups.index) + ".")
+    else:
+        shown = [f"{g} {_verdict_cell(groups.loc[g], comparison.margin, units.get((name, str(g)), 'points')) or 'n/a'}"
+                 for g in groups.index]
+        lines.append("Groups (Δ, + better): " + "; ".join(shown) + ".")
     lines.append("")
     lines += _verdict_lines(caps, comparison.margin)
     rows = []
@@ -165,18 +145,28 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
         row = by_key.loc[cap.key]
         if row["n_metrics"] == 0:
             continue
-        cells = [f"{cap.key} {cap.name}", _pct(row["mean_rel_drift_pct"]), _pct(row["std_rel_drift_pct"], signed=False)]
+        cells = [f"{cap.key} {cap.name}"]
         if not comparison.aggregate_only:
-            cells += [_ci(row["ci_low"], row["ci_high"]), _pct(row["mde_pct"], signed=False),
-                      _share(row["forgetting"]), _share(row["backward_transfer"]), _verdict_cell(row)]
+            cells += [_value(row["base_value"]), _value(row["variant_value"]),
+                      _verdict_cell(row, comparison.margin, units.get((name, cap.key), "points")), mark(row.get("verdict"))]
+        cells += [_pct(row["mean_rel_drift_pct"]), _pct(row["std_rel_drift_pct"], with_sign=False)]
+        if not comparison.aggregate_only:
+            cells += [_pct(row["mde_pct"], with_sign=False), _share(row["forgetting"]), _share(row["backward_transfer"])]
         rows.append([*cells, str(int(row["n_metrics"])), items.get(cap.key, "n/a")])
-    header = ["capability", "drift", "±"]
+    header = ["capability"]
     if not comparison.aggregate_only:
-        header += ["95% CI", "MDE", "F", "BT", "verdict: Δ [95% CI]"]
+        header += ["base", "variant", f"Δ (+ better) [95% CI] → verdict at ±{comparison.margin:g}", "*"]
+    header += ["relative drift", "±"]
+    if not comparison.aggregate_only:
+        header += ["MDE (% of base)", "F", "BT"]
     lines += [*_table([*header, "metrics", "items (n)"], rows), ""]
     lines += _task_table(comparison, name)
     lines += _unmapped_section(comparison, name)
     return lines
+
+
+def _value(value: Any) -> str:
+    return "n/a" if missing(value) else f"{float(value):.4g}"
 
 
 def _flips(r: Any) -> str:
@@ -191,12 +181,10 @@ def _flips(r: Any) -> str:
     return text
 
 
-def _verdict_cell(row: Any) -> str:
-    """'regressed: −4.2 [−6.1, −2.3]' (Δ oriented, + is better), or '' without a verdict."""
+def _verdict_cell(row: Any, margin: float, unit: str | None = None) -> str:
+    """'-4.2 points [-6.1, -2.3] → regressed at ±5' (Δ oriented, + is better), or '' without a verdict."""
     found = row.get("verdict") if hasattr(row, "get") else None
-    if not isinstance(found, str) or not found:
-        return ""
-    return f"{found}: {row['oriented_change']:+.1f} [{row['change_ci_low']:+.1f}, {row['change_ci_high']:+.1f}]"
+    return verdict_text(row["oriented_change"], row["change_ci_low"], row["change_ci_high"], unit or _unit(row), found, margin)
 
 
 def _verdict_lines(caps: pd.DataFrame, margin: float) -> list[str]:
@@ -219,17 +207,18 @@ def _capability_items(comparison: Comparison, name: str) -> dict[str, str]:
 
 
 def _ranking_section(comparison: Comparison) -> list[str]:
-    """Algorithms ranked by mean |capability drift| only where the paired bootstrap CI of the difference excludes 0."""
+    """Algorithms ranked by mean |relative drift| only where the paired bootstrap CI of the difference excludes 0."""
     if comparison.aggregate_only or comparison.contrasts.empty:
         return []
     rows, said = [], []
     for r in comparison.contrasts.itertuples():
         rows.append([f"{md_text(r.algorithm_a)} − {md_text(r.algorithm_b)}", f"{r.mean_abs_drift_a:.1f}% − {r.mean_abs_drift_b:.1f}%",
-                     _pct(r.difference), _ci(r.ci_low, r.ci_high) or "n/a", str(int(r.n_capabilities))])
+                     _pct(r.difference), ci_text(r.ci_low, r.ci_high), str(int(r.n_capabilities))])
         said.append(ranking_sentence(r.algorithm_a, r.algorithm_b, r.difference, r.ci_low, r.ci_high))
-    intro = ("Mean |capability drift| per algorithm (over its variants and the capabilities all variants have), "
-             "and the paired bootstrap 95% CI of the difference. An algorithm is said to drift more only where that CI excludes 0.")
-    header = ["algorithms", "mean |drift|", "difference", "95% CI", "capabilities"]
+    intro = ("Mean |relative drift| per algorithm (over its variants and the capabilities all variants have; rises and "
+             "falls alike, so it measures movement, not forgetting), and the paired bootstrap 95% CI of the difference. "
+             "An algorithm is said to move its capabilities more only where that CI excludes 0.")
+    header = ["algorithms", "mean \\|relative drift\\|", "difference", "95% CI", "capabilities"]
     return ["## Ranking algorithms", "", intro, "", *_table(header, rows), "", *(f"- {md_text(s, table=False)}" for s in said), ""]
 
 def _unmapped_section(comparison: Comparison, name: str) -> list[str]:
@@ -244,29 +233,30 @@ def _unmapped_section(comparison: Comparison, name: str) -> list[str]:
             "`captrack compare --taxonomy EXTRA.yaml` (the schema of taxonomy/captrack.yaml).", ""]
 
 
-def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str) -> list[str]:
-    """Two or three sentences: the largest capability drifts and the item-level evidence."""
+def _headlines(comparison: Comparison, taxonomy: Taxonomy, name: str, units: dict[tuple[str, str], str]) -> list[str]:
+    """Two or three sentences: the largest capability changes with their verdicts, and the item-level evidence."""
     caps = comparison.capabilities
     rows = caps[(caps["variant"] == name) & (caps["level"] == "capability") & caps["mean_rel_drift_pct"].notna()]
     if rows.empty:
         return ["No capability could be measured (no tracked metric with a non-zero base).", ""]
-    top = rows.reindex(rows["mean_rel_drift_pct"].abs().sort_values(ascending=False).index).head(3)
-    parts = []
-    for r in top.itertuples():
-        if math.isnan(r.ci_low) or math.isnan(r.ci_high):
-            sure = "no CI"
-        else:
-            sure = "CI excludes 0" if (r.ci_low > 0 or r.ci_high < 0) else "CI includes 0: within noise"
-        parts.append(f"{r.key} {taxonomy.capability(str(r.key)).name} {_pct(r.mean_rel_drift_pct)} ({sure})")
     if comparison.aggregate_only:
-        return ["Largest drifts: " + "; ".join(parts) + ".", ""]
+        top = rows.reindex(rows["mean_rel_drift_pct"].abs().sort_values(ascending=False).index).head(3)
+        parts = [f"{r.key} {taxonomy.capability(str(r.key)).name} {_pct(r.mean_rel_drift_pct)}" for r in top.itertuples()]
+        return ["Largest relative drifts (no CI: aggregate scores only): " + "; ".join(parts) + ".", ""]
+    judged = rows[rows["oriented_change"].notna()] if "oriented_change" in rows else rows[:0]
+    top = judged.reindex(judged["oriented_change"].abs().sort_values(ascending=False, kind="stable").index).head(3)
+    parts = [f"{r['key']} {taxonomy.capability(str(r['key'])).name} "
+             f"{_verdict_cell(r, comparison.margin, units.get((name, str(r['key'])), 'points')) or 'no verdict'}"
+             for _, r in top.iterrows()]
     trans = comparison.transitions[comparison.transitions["variant"] == name].drop_duplicates(["task", "metric"])
     forgotten, gained = int(trans["n_10"].sum()), int(trans["n_01"].sum())
-    significant = int((trans["q_value"] < 0.05).sum())
+    drift = comparison.drift[comparison.drift["variant"] == name].drop_duplicates(["task", "metric"])
+    verdicts = [v for v in drift["verdict"] if isinstance(v, str) and v] if "verdict" in drift else []
+    significant = sum(is_significant(v) for v in verdicts)
     return [
-        "Largest drifts: " + "; ".join(parts) + ".",
+        "Largest changes (Δ, + better): " + ("; ".join(parts) if parts else "none with a verdict") + ".",
         f"Items forgotten (1→0): {forgotten}; gained (0→1): {gained}; "
-        f"tasks with a significant change (McNemar, BH q < 0.05): {significant} of {len(trans)}.",
+        f"significant tasks (verdict regressed, improved or changed): {significant} of {len(verdicts)}.",
         "",
     ]
 
@@ -276,22 +266,22 @@ def _task_table(comparison: Comparison, name: str) -> list[str]:
     if comparison.aggregate_only:
         rows = [[str(r.task), str(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}", "n/a", _pct(r.rel_drift_pct)]
                 for r in drift.sort_values(["task", "metric"]).itertuples()]
-        return ["### Per task", "", *_table(["task", "metric", "base", "variant", "n", "drift"], rows), ""]
+        return ["### Per task", "", *_table(["task", "metric", "base", "variant", "n", "relative drift"], rows), ""]
     trans = comparison.transitions[comparison.transitions["variant"] == name].drop_duplicates(["task", "metric"])
     power = comparison.power[comparison.power["variant"] == name][["task", "metric", "n", "mde_pct"]]
     merged = drift.merge(trans, on=["task", "metric"], how="left", suffixes=("", "_t"))
     merged = merged.drop(columns=["n"], errors="ignore").merge(power, on=["task", "metric"], how="left")
     rows = []
     for r in merged.sort_values(["task", "metric"]).itertuples():
-        significant = "yes" if isinstance(r.q_value, float) and r.q_value < 0.05 else ""
+        row = r._asdict()
         rows.append([
             md_text(r.task), md_text(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}",
-            "n/a" if pd.isna(r.n) else str(int(r.n)), _pct(r.rel_drift_pct), _ci(r.ci_low, r.ci_high),
-            _pct(r.mde_pct, signed=False),
+            "n/a" if pd.isna(r.n) else str(int(r.n)), _verdict_cell(row, comparison.margin), mark(row.get("verdict")),
+            _pct(r.rel_drift_pct), _pct(r.mde_pct, with_sign=False),
             _flips(r),
             "" if pd.isna(r.forgetting_adj) else f"{_share(r.forgetting_adj)} / {_share(r.backward_transfer_adj)}",
-            "" if pd.isna(r.q_value) else f"{r.q_value:.3g}", significant, _verdict_cell(r._asdict()),
+            "" if pd.isna(r.q_value) else f"{r.q_value:.3g}",
         ])
-    header = ["task", "metric", "base", "variant", "n", "drift", "95% CI", "MDE", "harmful 1→0 / beneficial 0→1 / churn",
-              "F_adj / BT_adj", "q (McNemar, BH)", "q < 0.05", "verdict: Δ [95% CI]"]
+    header = ["task", "metric", "base", "variant", "n", f"Δ (+ better) [95% CI] → verdict at ±{comparison.margin:g}", "*",
+              "relative drift", "MDE (% of base)", "harmful 1→0 / beneficial 0→1 / churn", "F_adj / BT_adj", "q (McNemar, BH)"]
     return ["### Per task", "", *_table(header, rows), ""]

@@ -4,6 +4,10 @@
 change with its paired bootstrap CI, n11/n10/n01/n00, F, BT, k, F_adj, BT_adj, McNemar p and q
 (the counts, rates and q-values are transitions.csv's). ``by_<field>.csv``: the same per value of a
 doc field (`by:` in leaderboard.yaml), from captrack.analysis.by_field.
+
+On the pages, a pair's change is the verdict's (drift.csv's oriented_change with its 95% CI and verdict),
+as everywhere else on the board; a field value's change, which has no verdict, is its bootstrap delta in
+points, labelled so.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import pandas as pd
 from captrack.analysis.compare import Comparison
 from captrack.report.escape import md_row, md_text
 from captrack.report.html import esc, table
+from captrack.report.numbers import ci_text, signed, verdict_text
 
 if TYPE_CHECKING:
     from captrack.report.board_spec import VariantLabels
@@ -57,16 +62,36 @@ def _count(value: Any) -> str:
     return "n/a" if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else str(int(value))
 
 
-def _cells(r: Any) -> list[str]:
-    """Displayed statistics of one pairs / by-field row, in _STAT_HEADER's order."""
-    ci = f"{_fmt(r.delta, signed=True)} [{_fmt(r.delta_ci_low, signed=True)}, {_fmt(r.delta_ci_high, signed=True)}]"
-    return [_count(r.n), _fmt(r.base_value), _fmt(r.variant_value), ci, _count(r.n_11), _count(r.n_10), _count(r.n_01),
-            _count(r.n_00), _fmt(r.forgetting), _fmt(r.backward_transfer), _count(r.k), _fmt(r.forgetting_adj),
-            _fmt(r.backward_transfer_adj), _p(r.mcnemar_p), _p(r.q_value)]
+def _points(r: Any) -> str:
+    """A field value's bootstrap delta in points with its CI (no verdict is decided per field value)."""
+    if _fmt(r.delta) == "n/a":
+        return "n/a"
+    return f"{signed(100 * float(r.delta))} {ci_text(100 * float(r.delta_ci_low), 100 * float(r.delta_ci_high))}"
 
 
-_STAT_HEADER = ["n", "before", "after", "Δ [95% CI]", "n11", "n10", "n01", "n00", "F", "BT", "k", "F_adj", "BT_adj",
-                "McNemar p", "q"]
+def _cells(r: Any, change: str | None = None) -> list[str]:
+    """Displayed statistics of one pairs / by-field row, in _STAT_HEADER's order; `change`: the verdict's text for
+    the Δ column (a pair), else the row's bootstrap delta in points (a field value)."""
+    return [_count(r.n), _fmt(r.base_value), _fmt(r.variant_value), _points(r) if change is None else change, _count(r.n_11),
+            _count(r.n_10), _count(r.n_01), _count(r.n_00), _fmt(r.forgetting), _fmt(r.backward_transfer), _count(r.k),
+            _fmt(r.forgetting_adj), _fmt(r.backward_transfer_adj), _p(r.mcnemar_p), _p(r.q_value)]
+
+
+_STAT_HEADER = ["n", "before", "after", "Δ, points [bootstrap 95% CI]", "n11", "n10", "n01", "n00", "F", "BT", "k", "F_adj",
+                "BT_adj", "McNemar p", "q"]
+
+
+def _pair_header(margin: float) -> list[str]:
+    return [*_STAT_HEADER[:3], f"Δ (+ better) [95% CI] → verdict at ±{margin:g}", *_STAT_HEADER[4:]]
+
+
+def _verdicts(drift: pd.DataFrame | None, margin: float) -> dict[tuple[str, str, str], str]:
+    """(variant, task, metric) -> the verdict's text (drift.csv's Δ, 95% CI and verdict)."""
+    if drift is None or drift.empty or "verdict" not in drift:
+        return {}
+    return {(str(r["variant"]), str(r["task"]), str(r["metric"])):
+            verdict_text(r["oriented_change"], r["change_ci_low"], r["change_ci_high"], str(r.get("change_unit") or "points"),
+                         r["verdict"], margin) for r in drift.to_dict("records")}
 _FLIP_HEADER = ["churn", "every seed: n10 / n01"]
 
 
@@ -80,20 +105,23 @@ def _td(text: str, numeric: bool = True) -> str:
     return f'<td class="num">{esc(text)}</td>' if numeric else f"<td>{esc(text)}</td>"
 
 
-def pairs_html(pairs: pd.DataFrame) -> str:
-    """The "Base → variant" section of index.html (empty when there are no transitions)."""
+def pairs_html(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: float = 5.0) -> str:
+    """The "Base → variant" section of index.html (empty when there are no transitions); Δ is the verdict's, from
+    `drift` (drift.csv)."""
     if pairs.empty:
         return ""
+    said = _verdicts(drift, margin)
     rows = [[_td(f"{r.base} → {r.variant}", False), _td(f"{r.task} / {r.metric}", False),
-             *(_td(c) for c in [*_cells(r), *_flip_cells(r)])] for r in pairs.itertuples()]
-    note = ('<p class="muted">Before / after: the metric\'s mean over the paired items; Δ = after − before with a paired '
-            "bootstrap CI; F = n10/n, BT = n01/n; F_adj, BT_adj subtract the flips guessing among k options explains "
+             *(_td(c) for c in [*_cells(r, said.get((str(r.variant), str(r.task), str(r.metric)), "n/a")), *_flip_cells(r)])]
+            for r in pairs.itertuples()]
+    note = ('<p class="muted">Before / after: the metric\'s mean over the paired items; Δ, its 95% CI and verdict as in the '
+            "per-task table; F = n10/n, BT = n01/n; F_adj, BT_adj subtract the flips guessing among k options explains "
             "(= F, BT when k is unknown); q: Benjamini–Hochberg across the comparison's tests. n10 are the harmful flips "
             "(1→0), n01 the beneficial ones (0→1); churn: items whose scored answer changed while the score did not "
             "(a wrong answer replaced by another); every seed: the flips all seeds agree on (n10/n01 pool every seed's). "
             "Data: pairs.csv.</p>")
     return '<h2 id="pairs">Base → variant, item by item</h2>' + note + table(
-        ["pair", "task / metric", *_STAT_HEADER, *_FLIP_HEADER], rows, "pair-table")
+        ["pair", "task / metric", *_pair_header(margin), *_FLIP_HEADER], rows, "pair-table")
 
 
 def by_field_html(field: str, frame: pd.DataFrame, file_name: str) -> str:
@@ -112,13 +140,15 @@ def _md_row(labels: list[str], numbers: list[str] | None = None) -> str:
     return md_row([md_text(c) for c in labels] + [c.replace("|", "\\|") for c in numbers or []])
 
 
-def pairs_markdown(pairs: pd.DataFrame) -> list[str]:
-    """README lines of the pairs table (none when there are no transitions)."""
+def pairs_markdown(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: float = 5.0) -> list[str]:
+    """README lines of the pairs table (none when there are no transitions); Δ is the verdict's, from `drift`."""
     if pairs.empty:
         return []
-    lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric"], [*_STAT_HEADER, *_FLIP_HEADER]),
+    said = _verdicts(drift, margin)
+    lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric"], [*_pair_header(margin), *_FLIP_HEADER]),
              "|---" * (len(_STAT_HEADER) + len(_FLIP_HEADER) + 2) + "|"]
-    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}"], [*_cells(r), *_flip_cells(r)])
+    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}"],
+                      [*_cells(r, said.get((str(r.variant), str(r.task), str(r.metric)), "n/a")), *_flip_cells(r)])
               for r in pairs.itertuples()]
     return [*lines, ""]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -60,8 +61,9 @@ def test_files_and_byte_identical_regeneration(tmp_path: Path) -> None:
     build_leaderboard(board)
     assert _digest(board) == first
     readme = (board / "README.md").read_text()
-    assert "## What drifted" in readme and "- sft (SFT): mean |drift|" in readme and "- dpo (DPO): mean |drift|" in readme
-    # 8 and 6 items: the paired bootstrap CI of mean |drift| SFT − DPO includes 0, so no ranking is claimed.
+    assert "## What changed" in readme and "- sft (SFT), 2 capabilities at margin ±5: " in readme
+    assert "- dpo (DPO), 2 capabilities at margin ±5: " in readme
+    # 8 and 6 items: the paired bootstrap CI of mean |relative drift| SFT − DPO includes 0, so no ranking is claimed.
     assert "The data cannot rank DPO and SFT" in readme and "agrees with the published expectation" not in readme
     assert 'id="findings-list"' in (board / "index.html").read_text()
     page = (board / "tasks" / f"{IF}.html").read_text()
@@ -215,7 +217,8 @@ def test_drill_down_is_readable_in_a_real_browser(tmp_path: Path, browser) -> No
 
 
 def test_a_ci_of_width_zero_is_never_shown_as_certainty(tmp_path: Path) -> None:
-    """No item flipped: every bootstrap resample gives +0.0, and the pages say so instead of "[+0.0, +0.0]"."""
+    """No item flipped: every bootstrap resample of the relative drift gives 0, and the pages say so instead of
+    "[+0.0%, +0.0%]"; the verdict's own CI has a width, and its change prints 0.0, never -0.0 or +0.0."""
     runs = tmp_path / "runs"
     same = [1, 0, 1, 1, 0, 1]
     write_run(runs / "base", "base", [FakeTask(FACTS, {"acc": same})])
@@ -229,10 +232,13 @@ def test_a_ci_of_width_zero_is_never_shown_as_certainty(tmp_path: Path) -> None:
                                             "  - base: base\n    variants:\n      - {name: sft, algorithm: SFT}\n")
     build_leaderboard(board)
     readme, index = (board / "README.md").read_text(), (board / "index.html").read_text()
-    assert "[+0.0, +0.0]" not in readme and "a CI of width 0 is no certainty" in readme
-    assert "no item changed" in index
     out = tmp_path / "out"
     assert main(["compare", "--base", str(runs / "base"), "--variant", f"sft={runs / 'sft'}", "--out", str(out),
                  "--bootstrap", "100"]) == 0
     report = (out / "report.md").read_text()
-    assert "[+0.0, +0.0]" not in report and "a CI of width 0 is no certainty" in report
+    for text in (readme, index, report):
+        assert not re.search(r"\[\s*([-+]?\d+\.\d+%?),\s*\1\s*\]", text)  # no "[+0.0, +0.0]", with or without %
+        assert not re.search(r"[-+]0\.0+(?![0-9])", text)  # no "-0.0", no "+0.0"
+    assert "| C1 Parametric knowledge & skills | 0.0 [" in readme and "| 0.0% | (no spread: a CI of width 0 is no certainty) |" in readme
+    assert "no spread: a CI of width 0 is no certainty" in index
+    assert "| sft | captrack_probe_c1_facts | acc | 0.6667 | 0.6667 | 6 | 0.0 points [" in readme
