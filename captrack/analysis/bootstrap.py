@@ -142,20 +142,23 @@ def drift_ci(base: NDArray[np.float64], variant: NDArray[np.float64], samples: N
              clustered: bool = False) -> tuple[float, float, float]:
     """The CI of one (task, metric)'s relative drift and the share of bootstrap resamples that had none.
 
-    Paired 0/1 outcomes without clusters get the adjusted log-ratio interval (captrack.analysis.intervals
-    .ratio_interval), which keeps its coverage where the base got few items right (a percentile bootstrap there is
-    often missing, or of width zero). Other metrics, and clustered items, get the percentile bootstrap of
-    `samples`; where some resamples had a base mean of 0 (no relative drift) the CI is withheld (NaN) rather than
-    taken from the others, and their share is returned for a warning.
+    Paired 0/1 outcomes get the adjusted log-ratio interval (captrack.analysis.intervals.ratio_interval), which
+    keeps its coverage where the base got few items right (a percentile bootstrap there is often missing, or of
+    width zero); clustered, the hull of it and the percentile bootstrap of whole clusters (`samples`), so clusters
+    never narrow it. Other metrics get the percentile bootstrap of `samples`; where some resamples had a base mean
+    of 0 (no relative drift) the CI is withheld (NaN) rather than taken from the others, and their share is
+    returned for a warning.
     """
-    if (not clustered and base.size and bool(np.isin(base, (0.0, 1.0)).all())
-            and bool(np.isin(variant, (0.0, 1.0)).all())):
-        low, high = ratio_interval(base, variant, level)
-        return low, high, 0.0
+    binary = bool(base.size) and bool(np.isin(base, (0.0, 1.0)).all()) and bool(np.isin(variant, (0.0, 1.0)).all())
+    ratio = ratio_interval(base, variant, level) if binary else None
+    if ratio is not None and not clustered:
+        return ratio[0], ratio[1], 0.0
     if samples is None or not len(samples):
-        return math.nan, math.nan, 0.0
+        return (ratio[0], ratio[1], 0.0) if ratio is not None else (math.nan, math.nan, 0.0)
     dropped = float(np.mean(~np.isfinite(samples)))
     if dropped > 0:
         return math.nan, math.nan, dropped
     low, high = percentile_ci(samples, level)
+    if ratio is not None:
+        low, high = min(low, ratio[0]), max(high, ratio[1])
     return low, high, 0.0

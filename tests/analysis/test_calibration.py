@@ -135,3 +135,26 @@ def test_the_flag_is_the_verdict_and_stays_quiet_at_small_n_p0() -> None:
         mc = BENCH.mc_binary(np.random.default_rng(5), 400, n, p0, h, h)
         assert mc["regressed"][0] + mc["improved"][0] <= 5.0  # 12.1%, 8.8%, 10.6% with the bootstrap flag
         assert mc["ratio_coverage"][0] >= 93.0
+
+
+def test_three_clusters_widen_both_intervals_and_say_so(tmp_path: Path) -> None:
+    """Issue 40: the same 400 items with a field of 3 values went from `equivalent [−5.19, +0.22]` to
+    `regressed [−2.98, −2.00]` under --cluster; clusters may only widen the intervals, and few are warned about."""
+    rng = np.random.default_rng(4)
+    base = (rng.random(400) < 0.6).astype(int)
+    variant = np.where(rng.random(400) < 0.06, 1 - base, base)
+    variant[:8] = 0
+    docs = {i: {"question": f"q{i}", "src": f"s{i % 3}"} for i in range(400)}
+    write_run(tmp_path / "base", "base", [FakeTask("captrack_probe_c1_facts", {"acc": base.tolist()}, docs=docs)])
+    write_run(tmp_path / "v", "v", [FakeTask("captrack_probe_c1_facts", {"acc": variant.tolist()}, docs=docs)])
+    rows = {}
+    for name, extra in (("plain", []), ("clustered", ["--cluster", "src"])):
+        assert main(["compare", "--base", str(tmp_path / "base"), "--variant", f"v={tmp_path / 'v'}", "--out",
+                     str(tmp_path / name), "--bootstrap", "300", *extra]) == 0
+        rows[name] = pd.read_csv(tmp_path / name / "drift.csv").iloc[0]
+    plain, clustered = rows["plain"], rows["clustered"]
+    for low, high in (("change_ci_low", "change_ci_high"), ("ci_low", "ci_high")):
+        assert clustered[low] <= plain[low] and clustered[high] >= plain[high], low
+    assert clustered["change_method"] == "score+cluster-robust"
+    summary = (tmp_path / "clustered" / "summary.json").read_text()
+    assert "fewer than 20 clusters" in summary
