@@ -228,7 +228,8 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
         distribution_items=dist_items, distribution=dist, calibration=calib,
         judged=data.judged, output_types=data.output_types, paired=got.paired, power=power,
         contrasts=_contrasts(with_rates, boot, taxonomy, options, data.base, variants, items, transitions_df, dist_items),
-        curves=curve_tables(got.trajectories, taxonomy, options.bootstrap, options.seed, options.level) if got.trajectories else None,
+        curves=curve_tables(got.trajectories, taxonomy, options.bootstrap, options.seed, options.level, options.margin)
+        if got.trajectories else None,
         item_texts=got.item_texts, texts_unavailable=sorted(got.texts_unavailable),
     )
     for name in options.by:

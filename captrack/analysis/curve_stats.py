@@ -1,7 +1,7 @@
-"""Per-capability statistics of a trajectory: first step beyond noise, trend over steps, item churn.
+"""Per-capability statistics of a trajectory: first significant step, trend over steps, item churn.
 
-- *First step beyond noise*: the earliest step whose capability drift CI (paired bootstrap, as for an
-  end point) excludes 0.
+- *First significant step*: the earliest step whose capability verdict is regressed or improved (the 95% CI of
+  its change excludes 0: the one meaning of significant, as for an end point's capabilities.csv).
 - *Trend*: the least-squares slope of the capability's drift (percent) over steps, with a CI from the
   same bootstrap resamples at every step (items drawn once per resample and reused across steps), so
   the CI is paired over items.
@@ -29,7 +29,7 @@ __all__ = ["CHURN_ITEM_COLUMNS", "STEP_FLIP_COLUMNS", "SUMMARY_COLUMNS", "capabi
            "trend_slopes"]
 
 SUMMARY_COLUMNS = [
-    "variant", "algorithm", "capability", "group", "n_steps", "first_step_beyond_noise", "final_step",
+    "variant", "algorithm", "capability", "group", "n_steps", "first_step_significant", "final_step",
     "final_drift_pct", "trend_pct_per_step", "trend_ci_low", "trend_ci_high", "forgotten_regained", "gained_lost",
 ]
 CHURN_ITEM_COLUMNS = ["variant", "algorithm", "task", "metric", "doc_id", "doc_hash", "pattern", "first_step", "later_step"]
@@ -60,7 +60,7 @@ def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.D
             drifts = np.array([_capability_value(per_step[s], cap.key, "drift_pct") for s in steps])
             if np.isnan(drifts).all():
                 continue
-            beyond = [s for s in steps if _excludes_zero(per_step[s], cap.key)]
+            beyond = [s for s in steps if _capability_verdict(per_step[s], cap.key) in ("regressed", "improved")]
             members = [(variant, m.task, m.metric) for m in cap.members]
             scored = [i for i, d in enumerate(drifts) if not math.isnan(d)]
             x = np.array([steps[i] for i in scored], dtype=float)
@@ -69,14 +69,14 @@ def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.D
             low, high = percentile_ci(trend_slopes(x, samples), level) if samples is not None else (math.nan, math.nan)
             rows.append({
                 "variant": variant, "algorithm": algorithm, "capability": cap.key, "group": group.key,
-                "n_steps": len(scored), "first_step_beyond_noise": beyond[0] if beyond else None,
+                "n_steps": len(scored), "first_step_significant": beyond[0] if beyond else None,
                 "final_step": steps[scored[-1]], "final_drift_pct": float(drifts[scored[-1]]),
                 "trend_pct_per_step": slope, "trend_ci_low": low, "trend_ci_high": high,
                 "forgotten_regained": counts.get((cap.key, "forgotten_regained"), 0),
                 "gained_lost": counts.get((cap.key, "gained_lost"), 0),
             })
     frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-    frame["first_step_beyond_noise"] = frame["first_step_beyond_noise"].astype("Int64")
+    frame["first_step_significant"] = frame["first_step_significant"].astype("Int64")
     return frame
 
 
@@ -85,9 +85,9 @@ def _capability_value(frame: pd.DataFrame, key: str, column: str) -> float:
     return float(row[column].iloc[0]) if len(row) else math.nan
 
 
-def _excludes_zero(frame: pd.DataFrame, key: str) -> bool:
-    low, high = _capability_value(frame, key, "ci_low"), _capability_value(frame, key, "ci_high")
-    return (not math.isnan(low) and low > 0) or (not math.isnan(high) and high < 0)
+def _capability_verdict(frame: pd.DataFrame, key: str) -> str:
+    row = frame[(frame["level"] == "capability") & (frame["key"] == key)]
+    return str(row["verdict"].iloc[0]) if len(row) else ""
 
 
 def _capability_samples(boots: list[Boot], members: list[tuple[str, str, str]]) -> NDArray[np.float64] | None:

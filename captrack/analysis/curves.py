@@ -3,8 +3,8 @@
 A *trajectory* is a variant evaluated at several training steps; each step's items are paired with the
 base's exactly as an end point's are (captrack.results.pairing), and this module turns the paired items
 into ``curves.csv``: one row per (variant, algorithm, step, level, key, metric) with the same numbers an
-end-point comparison reports (drift with a paired bootstrap CI, F, BT and their chance-adjusted forms).
-Per capability, captrack.analysis.curve_stats adds the first step beyond noise, a trend with a paired
+end-point comparison reports (drift with its CI, F, BT and their chance-adjusted forms, and each row's change,
+CI and verdict). Per capability, captrack.analysis.curve_stats adds the first significant step, a trend with a paired
 bootstrap CI and item churn. Pure functions on paired items: nothing here reads the store.
 """
 
@@ -30,6 +30,8 @@ from captrack.analysis.curve_stats import (
 from captrack.analysis.drift import aggregate_capabilities, relative_drift, with_membership
 from captrack.analysis.power import power_table
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.analysis.verdict_tables import capability_verdicts, drift_verdicts
+from captrack.analysis.verdicts import DEFAULT_MARGIN
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems
@@ -40,6 +42,7 @@ __all__ = ["CURVE_COLUMNS", "Curves", "Trajectory", "curve_tables", "item_means"
 CURVE_COLUMNS = [
     "variant", "algorithm", "step", "level", "key", "metric", "n_items", "base_value", "value", "drift_pct",
     "ci_low", "ci_high", "forgetting", "backward_transfer", "forgetting_adj", "backward_transfer_adj", "mde_pct",
+    "oriented_change", "change_ci_low", "change_ci_high", "verdict",
 ]
 _RATES = ("forgetting", "backward_transfer", "forgetting_adj", "backward_transfer_adj")
 
@@ -65,7 +68,7 @@ class Curves:
 
 
 def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resamples: int = 1000, seed: int = 0,
-                 level: float = 0.95) -> Curves:
+                 level: float = 0.95, margin: float = DEFAULT_MARGIN) -> Curves:
     """Curves, capability summary and item churn of every trajectory (bootstrap as `captrack compare`'s).
 
     Items are resampled per task with the same draws at every step (they depend on seed, task and the
@@ -82,7 +85,7 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
         for step, paired in sorted(trajectory.steps.items()):
             means[step] = item_means(paired)
             boots[step] = bootstrap_drift(means[step], n_resamples, seed)
-            per_step[step] = _step_rows(trajectory, step, paired, means[step], boots[step], taxonomy, level)
+            per_step[step] = _step_rows(trajectory, step, paired, means[step], boots[step], taxonomy, level, margin)
         frames += per_step.values()
         binary, lower = _binary_items(trajectory, per_step), _lower_is_better(means)
         churn = item_churn(trajectory.variant, trajectory.algorithm, binary, lower)
@@ -108,6 +111,11 @@ def item_means(paired: PairedItems) -> Items:
         out[(paired.variant, str(task), str(metric))] = (
             frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float))
     return out
+
+
+def _direction(metric: str) -> str:
+    spec = _spec(metric)
+    return spec.direction if spec is not None else "higher"
 
 
 def _spec(metric: str) -> MetricSpec | None:
@@ -138,8 +146,10 @@ def _lower_is_better(means: Mapping[int, Items]) -> dict[tuple[str, str], bool]:
 
 
 def _step_rows(trajectory: Trajectory, step: int, paired: PairedItems, items: Items,
-               boot: Mapping[tuple[str, str, str], NDArray[np.float64]], taxonomy: Taxonomy, level: float) -> pd.DataFrame:
-    """Task, capability and group rows of one step."""
+               boot: Mapping[tuple[str, str, str], NDArray[np.float64]], taxonomy: Taxonomy, level: float,
+               margin: float) -> pd.DataFrame:
+    """Task, capability and group rows of one step, each with its verdict (as drift.csv's and capabilities.csv's:
+    the same change, CI and rule, so a step is significant in one sense only)."""
     tasks = [_task_row(trajectory, task, metric, frame, items, boot, level)
              for (task, metric), frame in paired.items.groupby(["task", "metric"], sort=True)]
     task_frame = pd.DataFrame(tasks)
@@ -147,7 +157,10 @@ def _step_rows(trajectory: Trajectory, step: int, paired: PairedItems, items: It
     task_frame = task_frame.merge(power, on=["task", "metric"], how="left")
     member = with_membership(task_frame.rename(columns={"value": "variant_value", "drift_pct": "rel_drift_pct",
                                                         "n_items": "n"}), taxonomy)
-    drifts = aggregate_capabilities(member, taxonomy, boot=dict(boot))
+    member["direction"] = member["direction"].fillna(member["metric"].map(lambda m: _direction(str(m))))
+    task_frame = drift_verdicts(task_frame.assign(direction=task_frame["metric"].map(lambda m: _direction(str(m)))),
+                                items, margin)
+    drifts = capability_verdicts(aggregate_capabilities(member, taxonomy, boot=dict(boot)), member, items, taxonomy, margin)
     adjusted = aggregate_capabilities(member.assign(forgetting=member["forgetting_adj"],
                                                     backward_transfer=member["backward_transfer_adj"]), taxonomy)
     measured = drifts["n_items"].notna().to_numpy()  # capabilities and groups with paired items at this step

@@ -12,7 +12,13 @@ from captrack.analysis.verdicts import VERDICTS
 from captrack.report.escape import md_code, md_text
 from captrack.report.findings import ranking_sentence
 from captrack.report.numbers import ci_text, is_significant, missing, plain, signed, verdict_text
-from captrack.report.verdict_cells import SIGNIFICANCE, VERDICT_RULE, capability_units, mark
+from captrack.report.verdict_cells import (
+    GATE_RULE,
+    SIGNIFICANCE,
+    VERDICT_RULE,
+    capability_units,
+    mark,
+)
 from captrack.taxonomy import Taxonomy
 
 __all__ = ["AGGREGATE_ONLY", "md_text", "render_report"]
@@ -55,10 +61,11 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
     if comparison.aggregate_only:
         lines += [relative + ".", "", AGGREGATE_ONLY, ""]
     else:
-        lines += [f"Margin ±{comparison.margin:g}. {VERDICT_RULE}", "", SIGNIFICANCE, "",
+        lines += [f"Margin ±{comparison.margin:g}. {VERDICT_RULE}", "", SIGNIFICANCE, "", GATE_RULE, "",
                   f"{relative}: shown in its own column for comparison with CapTrack, it decides nothing. MDE: the "
-                  "smallest relative drift this many items detect with 80% power (two-sided α = 0.05, paired; planned "
-                  "from n and the base rate, see README's Definitions). F = share of items forgotten (1→0), BT = share "
+                  "smallest relative drift this many items detect with 80% power, planned with the verdict's own test "
+                  "from n and the base rate under independent outcomes (a worst case; see power.csv and README's "
+                  "Definitions). F = share of items forgotten (1→0), BT = share "
                   "gained (0→1).", ""]
     for variant in comparison.variants:
         lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)

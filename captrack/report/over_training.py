@@ -1,6 +1,6 @@
 """Drift over training, for people: small multiples of drift vs step per capability (one line per variant,
 coloured by algorithm, its 95% CI as a band, the MDE band shaded around 0), F_adj / BT_adj vs step, and the
-per-capability summary (first step beyond noise, trend with its CI, item churn) as HTML and Markdown."""
+per-capability summary (first significant step, trend with its CI, item churn) as HTML and Markdown."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ DRIFT_FIGURE, RATES_FIGURE = "drift_over_training", "rates_over_training"
 STEPS_PAGE = "steps.html"  # the items that flipped at each step, one anchor per (variant, step, capability)
 INTRO = ("Every saved step of a trajectory is compared with the base exactly like an end point. Lines: drift "
          "(% of the base) per capability at each step; band: its 95% paired-bootstrap CI; grey: the MDE band "
-         "(changes inside it go undetected with 80% power). First step beyond noise: the earliest step whose CI "
-         "excludes 0. Trend: least-squares slope of drift over steps, CI from the same item resamples "
+         "(changes inside it go undetected with 80% power). First significant step: the earliest step whose verdict "
+         "is regressed or improved (the 95% CI of its change excludes 0). Trend: least-squares slope of drift over steps, CI from the same item resamples "
          "at every step. Churn: items forgotten at a step and right again later, and gained then lost.")
 FLIPS_INTRO = ("Items that flipped at each step, against the step evaluated before it (the base before the first): "
                "forgotten (right before, wrong now) / gained. Each count, and each point of the drift figure, leads "
@@ -107,7 +107,7 @@ def _trend_unit(summary: pd.DataFrame) -> int:
 
 
 def _summary_cells(row: Any, unit: int) -> list[str]:
-    first = "not yet" if pd.isna(row.first_step_beyond_noise) else f"{int(row.first_step_beyond_noise)}"
+    first = "not yet" if pd.isna(row.first_step_significant) else f"{int(row.first_step_significant)}"
     trend = "n/a" if pd.isna(row.trend_pct_per_step) else (
         f"{unit * row.trend_pct_per_step:+.2f} [{unit * row.trend_ci_low:+.2f}, {unit * row.trend_ci_high:+.2f}]"
         if not pd.isna(row.trend_ci_low) else f"{unit * row.trend_pct_per_step:+.2f}")
@@ -117,7 +117,7 @@ def _summary_cells(row: Any, unit: int) -> list[str]:
 
 
 def _header(unit: int) -> list[str]:
-    return ["variant", "algorithm", "capability", "first step beyond noise", "final drift",
+    return ["variant", "algorithm", "capability", "first significant step", "final drift",
             f"trend, drift % per {unit:,} step{'s' if unit > 1 else ''} [95% CI]", "forgotten → regained", "gained → lost"]
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from captrack.report.html import esc
 from captrack.report.numbers import MIXED_UNITS, is_significant, missing, verdict_text
 
-__all__ = ["CI_METHOD", "COLOUR_NOTE", "SIGNIFICANCE", "VERDICT_MARKS", "VERDICT_RULE", "capability_units", "mark",
+__all__ = ["CI_METHOD", "COLOUR_NOTE", "GATE_RULE", "SIGNIFICANCE", "VERDICT_MARKS", "VERDICT_RULE", "capability_units", "mark",
            "oriented_task", "verdict_td"]
 
 CI_METHOD = "95% score CI of the paired change (Tango 1998) for binary metrics; adjusted Wald otherwise"
@@ -23,6 +23,10 @@ VERDICT_RULE = ("Δ is the observed change, variant − base, oriented so that +
                 "the 95% CI lies below 0, improved where it lies above 0, equivalent where the 90% CI lies inside ± the "
                 "margin, else inconclusive (too few items to tell); a metric without a better side is changed where its "
                 f"95% CI excludes 0. CI: {CI_METHOD} (README's Definitions).")
+GATE_RULE = ("The gate (`--fail-on regressed`) checks, per variant, its capabilities and its (task, metric)s outside the "
+             "taxonomy, and fails the cells whose regression Holm's step-down test rejects at a family-wise error of "
+             "2.5% (one-sided p-values of the verdicts' own tests): an unchanged variant fails it at most 2.5% of the "
+             "time, however many capabilities it has.")
 SIGNIFICANCE = ("Significant (marked *, counted in \"significant tasks\") means one thing: the verdict is regressed, "
                 "improved or changed, i.e. the 95% CI of Δ excludes 0.")
 COLOUR_NOTE = ("Colours say better (blue) or worse (red) whatever the metric's direction. Relative drift (% of the base "

@@ -117,13 +117,17 @@ def test_curves_equal_a_computation_from_the_samples_files(trajectory: Path, tmp
     last = tasks[tasks["step"] == STEPS[-1]].set_index("key")
     assert np.allclose(drift.loc[last.index, "rel_drift_pct"], last["drift_pct"])
     assert np.allclose(drift.loc[last.index, "ci_low"], last["ci_low"])
+    for column in ("oriented_change", "change_ci_low", "change_ci_high"):  # the end point's verdict, step by step
+        assert np.allclose(drift.loc[last.index, column], last[column]), column
+    assert list(drift.loc[last.index, "verdict"]) == list(last["verdict"])
 
 
 def _check_summary(summary: pd.DataFrame, caps: pd.DataFrame, root: Path, items: pd.DataFrame) -> None:
     row = summary.set_index("capability").loc["C1"]
-    beyond = [s for s in STEPS if caps.loc[s, "ci_high"] < 0 or caps.loc[s, "ci_low"] > 0]
+    beyond = [s for s in STEPS if caps.loc[s, "change_ci_high"] < 0 or caps.loc[s, "change_ci_low"] > 0]
     assert beyond, "the fixture's facts decay should leave noise"
-    assert row["first_step_beyond_noise"] == beyond[0]
+    assert all((caps.loc[s, "verdict"] in ("regressed", "improved")) == (s in beyond) for s in STEPS)
+    assert row["first_step_significant"] == beyond[0]
     assert np.isclose(row["trend_pct_per_step"], np.polyfit(STEPS, caps["drift_pct"].to_numpy(), 1)[0])
     assert row["trend_ci_low"] <= row["trend_pct_per_step"] <= row["trend_ci_high"]
     # Churn from the files: right in the base, wrong at a step, right again later (and the reverse).
