@@ -13,6 +13,17 @@ from captrack import __version__
 from captrack.cli_parser import CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
 from captrack.gate import gate
+from captrack.schemas import (
+    MAX_BOOTSTRAP,
+    Bootstrap,
+    Count,
+    DocField,
+    Epoch,
+    Margin,
+    Seed,
+    Step,
+    cli_type,
+)
 
 __all__ = ["main"]
 
@@ -94,9 +105,10 @@ def _add_results_parsers(sub: Any) -> None:
     ingest.add_argument("--name", help="model name to file the runs under (default: lm-eval's model name)")
     ingest.add_argument("--algorithm", default="", help="post-training algorithm label (SFT, DPO, RL, ...)")
     ingest.add_argument("--family", default="", help="model family label")
-    ingest.add_argument("--replicate", type=int, help="replicate number (default: the run's --seed)")
-    ingest.add_argument("--step", type=int, help="training step of the checkpoint (default: its trainer_state.json's)")
-    ingest.add_argument("--epoch", type=float, help="training epoch of the checkpoint (with --step)")
+    ingest.add_argument("--replicate", type=cli_type(Seed, int), help="replicate number (default: the run's --seed)")
+    ingest.add_argument("--step", type=cli_type(Step, int),
+                        help="training step of the checkpoint (default: its trainer_state.json's)")
+    ingest.add_argument("--epoch", type=cli_type(Epoch, float), help="training epoch of the checkpoint (with --step)")
     ingest.add_argument("--rename", action="store_true",
                         help="a run already stored under another model name moves to --name (default: refused)")
     ingest.set_defaults(func=_cmd_ingest)
@@ -109,19 +121,21 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--store", help="read base and variants from this DuckDB store")
     compare.add_argument("--scores", help="tidy CSV of aggregated scores (model, task, metric, value, base)")
     compare.add_argument("--out", required=True, help="output folder")
-    compare.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
-    compare.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    compare.add_argument("--bootstrap", type=cli_type(Bootstrap, int), default=1000,
+                         help=f"bootstrap resamples for CIs (0: none; at most {MAX_BOOTSTRAP:,})")
+    compare.add_argument("--seed", type=cli_type(Seed, int), default=0, help="bootstrap seed")
     compare.add_argument("--allow-partial", action="store_true", help="analyse the intersection of mismatched runs")
-    compare.add_argument("--margin", type=float, metavar="M", help="verdicts' equivalence margin (points; default 5)")
+    compare.add_argument("--margin", type=cli_type(Margin, float), metavar="M",
+                         help="verdicts' equivalence margin (points in (0, 100]; default 5)")
     compare.add_argument("--assume-discordance", type=_share, metavar="PSI", dest="assume_discordance",
                          help="power.csv also plans each binary MDE with this share of items flipping either way "
                               "(e.g. 0.1 from an earlier run), beside the independent-outcomes worst case")
     compare.add_argument("--fail-on", choices=["regressed", "inconclusive"],
                          help="exit 3 naming the capability cells with this verdict (inconclusive: or regressed)")
-    compare.add_argument("--cluster", metavar="FIELD", help="doc field of non-independent items: clustered CIs")
+    compare.add_argument("--cluster", type=cli_type(DocField), metavar="FIELD", help="doc field of non-independent items: clustered CIs")
     compare.add_argument("--strict", action="store_true",
                          help="refuse (exit 1) when base and variant were evaluated with different settings")
-    compare.add_argument("--by", action="append", default=[], metavar="FIELD",
+    compare.add_argument("--by", action="append", default=[], metavar="FIELD", type=cli_type(DocField),
                          help="also break transitions and drift down by this doc field (e.g. category) into by_FIELD.csv; repeatable")
     compare.add_argument("--taxonomy", metavar="EXTRA.yaml",
                          help="add your own lm-eval tasks to CapTrack's capabilities (schema of taxonomy/captrack.yaml)")
@@ -134,14 +148,16 @@ def _add_results_parsers(sub: Any) -> None:
 
 def _add_plan_parser(sub: Any) -> None:
     """`plan-memory`."""
+    from captrack.backends.memory_plan import gpu_memory_arg
+
     plan = sub.add_parser("plan-memory", help="per-GPU memory of each captrack-ds mode, from a model's config")
     plan.add_argument("--model", required=True, metavar="PATH_OR_CONFIG", help="checkpoint folder or config.json")
-    plan.add_argument("--gpus", type=int, default=1, help="GPUs in the launch, all nodes together (default 1)")
-    plan.add_argument("--gpu-mem", default="80GB", help="memory of one GPU, e.g. 80GB, 141GB, 24GiB (default 80GB)")
+    plan.add_argument("--gpus", type=cli_type(Count, int), default=1, help="GPUs in the launch, all nodes together (default 1)")
+    plan.add_argument("--gpu-mem", default="80GB", type=gpu_memory_arg, help="memory of one GPU, e.g. 80GB, 141GB, 24GiB (default 80GB)")
     plan.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
-    plan.add_argument("--seq-len", type=int, default=4096, help="longest sequence in a batch (default 4096)")
-    plan.add_argument("--batch-size", type=int, default=8, help="lm-eval --batch_size (default 8)")
-    plan.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: min(--gpus, 8))")
+    plan.add_argument("--seq-len", type=cli_type(Count, int), default=4096, help="longest sequence in a batch (default 4096)")
+    plan.add_argument("--batch-size", type=cli_type(Count, int), default=8, help="lm-eval --batch_size (default 8)")
+    plan.add_argument("--gpus-per-node", type=cli_type(Count, int), help="GPUs per node (default: min(--gpus, 8))")
     plan.set_defaults(func=_cmd_plan_memory)
 
 
@@ -165,9 +181,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     runs = [run for path in args.runs for run in discover_runs(path)]
-    if (args.step is not None and args.step < 0) or (args.epoch is not None and args.step is None):
-        raise InputError(f"--step {args.step}, --epoch {args.epoch}: a step is a whole number ≥ 0, and --epoch goes "
-                         "with --step (nothing was ingested)")
+    if args.epoch is not None and args.step is None:
+        raise InputError(f"--epoch {args.epoch}: --epoch goes with --step (nothing was ingested)")
     labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate,
                     step=args.step, epoch=args.epoch)
     with Store(args.store) as store:
@@ -329,11 +344,11 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan_memory(args: argparse.Namespace) -> int:
-    from captrack.backends.memory_plan import load_config, parse_size
+    from captrack.backends.memory_plan import load_config
     from captrack.backends.plan_table import plan_lines
 
     config = load_config(args.model)
-    print("\n".join(plan_lines(config, args.gpus, parse_size(args.gpu_mem), args.dtype, args.seq_len,
+    print("\n".join(plan_lines(config, args.gpus, args.gpu_mem, args.dtype, args.seq_len,
                                args.batch_size, args.gpus_per_node)))
     return 0
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["CaptrackError", "DataUnavailableError", "InputError", "MismatchError", "UnknownNameError", "close_matches"]
+__all__ = ["FILE_NOTE", "CaptrackError", "DataUnavailableError", "InputError", "MismatchError", "UnknownNameError",
+           "close_matches"]
+
+FILE_NOTE = "captrack file: "
+"""The start of the note (``exc.add_note``) that names the file an error of a library (DuckDB) was about."""
 
 
 class CaptrackError(Exception):

@@ -1,6 +1,7 @@
 """One-line messages for the failures a user can cause or meet (a full disk, a missing or unreadable
-file, bytes that are not UTF-8, a zip that is no zip, a malformed CSV or Parquet file): `captrack`
-prints these instead of a traceback. Anything else is a bug and keeps its traceback.
+file, bytes that are not UTF-8, a zip that is no zip, a malformed CSV or Parquet file, any DuckDB
+error, input nested too deeply): `captrack` prints these instead of a traceback. Anything else is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import csv
 import errno
 import zipfile
+
+from captrack.errors import FILE_NOTE
 
 __all__ = ["failure_message"]
 
@@ -41,14 +44,26 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+def _named_file(chain: list[BaseException]) -> str:
+    """``FILE: `` for the file a note on the error names (captrack.errors.FILE_NOTE), else empty."""
+    for item in chain:
+        for note in getattr(item, "__notes__", ()):
+            if isinstance(note, str) and note.startswith(FILE_NOTE):
+                return note[len(FILE_NOTE):] + ": "
+    return ""
+
+
 def failure_message(exc: BaseException) -> str | None:
     """The one-line message for `exc`, or None when it is not a failure a user can act on (a bug)."""
     chain = _chain(exc)
     for item in chain:  # the file an OSError names is the most useful thing to say
         if isinstance(item, OSError) and item.filename is not None:
             return _os_message(item)
-    module = type(exc).__module__.split(".")[0]
-    text = " ".join(str(exc).split())
+    module = type(exc).__module__.split(".")[0].lstrip("_")  # DuckDB's errors live in `_duckdb`
+    text = " ".join(str(exc).split())[:500]
+    where = _named_file(chain)
+    if isinstance(exc, RecursionError):
+        return f"{where}the input is nested too deeply to read ({text}); check that it is the right file"
     if isinstance(exc, UnicodeError):
         return f"a file is not UTF-8 text ({text}); convert it to UTF-8 or check that it is the right file"
     if isinstance(exc, zipfile.BadZipFile):
@@ -58,7 +73,8 @@ def failure_message(exc: BaseException) -> str | None:
     if module == "pyarrow":
         return f"a Parquet/Arrow file could not be read ({text}); check that it is complete"
     if module == "duckdb":
-        return f"the DuckDB store failed ({text}); if the disk is full, free space and run the command again"
+        return (f"{where or 'the DuckDB store: '}DuckDB failed ({text}); if the disk is full, free space and run the "
+                "command again; if the store is damaged, restore it or ingest the runs into a new store")
     if isinstance(exc, OSError):
         return _os_message(exc)
     return None

@@ -1,13 +1,18 @@
-"""The schemas of captrack's config files (pydantic), one declaration per file kind.
+"""The schemas of captrack's config files (pydantic), one declaration per file kind, and the value types
+they share with the command line.
 
 `parse_config` validates a loaded YAML document against one of them and turns every problem into one
-InputError that names the file, the key, the value found and what is allowed there.
+InputError that names the file, the key, the value found and what is allowed there. A value that can be
+given both in a file and on the command line (`margin`, `bootstrap`, a seed, a step, a doc field) is one
+annotated type here; `cli_type` turns it into argparse's ``type=`` so both places apply the same rules.
 """
 
 from __future__ import annotations
 
+import argparse
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union
 
@@ -18,15 +23,108 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    TypeAdapter,
     ValidationError,
 )
 
 from captrack.errors import InputError
 
-__all__ = ["CheckpointEntry", "ComparisonEntry", "ExperimentFile", "LeaderboardFile", "ReferenceEntry", "VariantEntry",
-           "parse_config"]
+__all__ = [
+    "MAX_BOOTSTRAP",
+    "MAX_MARGIN",
+    "MAX_STEP",
+    "Bootstrap",
+    "CheckpointEntry",
+    "ComparisonEntry",
+    "Concurrency",
+    "Count",
+    "DocField",
+    "Epoch",
+    "Every",
+    "ExperimentFile",
+    "LeaderboardFile",
+    "Margin",
+    "ReferenceEntry",
+    "Requests",
+    "Retries",
+    "Seconds",
+    "Seed",
+    "Step",
+    "VariantEntry",
+    "check_value",
+    "cli_type",
+    "parse_config",
+]
 
 M = TypeVar("M", bound=BaseModel)
+
+MAX_STEP = 2**63 - 1
+"""The largest training step a store holds (a signed 64-bit integer)."""
+MAX_MARGIN = 100.0
+"""The widest equivalence margin, in points: a wider one calls any change on a 0..100 scale equivalent."""
+MAX_BOOTSTRAP = 100_000
+"""The most bootstrap resamples (memory grows with resamples x items; 10,000 already gives stable 95% bounds)."""
+MAX_SEED = 2**31 - 1
+"""The largest seed (a store's replicate column is a signed 32-bit integer)."""
+
+Margin = Annotated[StrictFloat | StrictInt, Field(gt=0, le=MAX_MARGIN, description=(
+    f"a number in (0, {MAX_MARGIN:g}]: the verdicts' equivalence margin in points (percent of the base mean for "
+    "count metrics)"))]
+Bootstrap = Annotated[StrictInt, Field(ge=0, le=MAX_BOOTSTRAP, description=(
+    f"a whole number of bootstrap resamples in 0..{MAX_BOOTSTRAP:,} (0: none)"))]
+Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED, description=f"a whole number in 0..{MAX_SEED}")]
+Step = Annotated[StrictInt, Field(ge=0, le=MAX_STEP, description=f"a training step: a whole number in 0..{MAX_STEP}")]
+Epoch = Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False, description="a finite number ≥ 0")]
+Every = Annotated[StrictInt, Field(ge=1, description="a whole number of optimizer steps ≥ 1 (not text, not a fraction)")]
+Count = Annotated[StrictInt, Field(ge=1, le=10**9, description="a whole number in 1..1,000,000,000")]
+Retries = Annotated[StrictInt, Field(ge=0, le=100, description="a whole number in 0..100")]
+Requests = Annotated[StrictInt, Field(ge=0, le=10**12, description="a whole number of requests ≥ 0")]
+Concurrency = Annotated[StrictInt, Field(ge=1, le=1024, description="a whole number of requests in flight in 1..1024")]
+Seconds = Annotated[StrictFloat | StrictInt, Field(gt=0, le=86_400, allow_inf_nan=False, description=(
+    "a number of seconds in (0, 86400]"))]
+DocField = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^/\\]*[^\s/\\][^/\\]*$", description=(
+    "a doc field name (text, not blank, without slashes), e.g. category"))]
+
+
+def check_value(kind: Any, value: Any, where: str) -> Any:
+    """`value` validated as `kind` (one of the annotated types above); returns it.
+
+    Raises:
+        InputError: ``<where>: <value> is not allowed: <why>; expected <what>``.
+    """
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except ValidationError as exc:
+        raise InputError(f"{where}: {_show(value)} is not allowed: {_why(exc)}; expected {_described(kind)}") from None
+
+
+def cli_type(kind: Any, parse: Callable[[str], Any] = str) -> Callable[[str], Any]:
+    """argparse's ``type=`` for one of the annotated types above: text parsed (`parse`: int, float or str), then
+    validated by the same rules as in a file."""
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {_described(kind)}") from None
+        try:
+            return TypeAdapter(kind).validate_python(value)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed: {_why(exc)}; expected {_described(kind)}") from None
+
+    return convert
+
+
+def _why(exc: ValidationError) -> str:
+    said = ("it is blank or holds a slash" if err["type"] == "string_pattern_mismatch" else str(err["msg"]).lower()
+            for err in exc.errors())
+    return "; ".join(dict.fromkeys(said))
+
+
+def _described(kind: Any) -> str:
+    for meta in typing.get_args(kind)[1:]:
+        if getattr(meta, "description", None):
+            return str(meta.description)
+    return "a valid value"
 
 
 class _Config(BaseModel):
@@ -76,8 +174,9 @@ class ExperimentFile(_Config):
     items: dict[str, Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=dict, description=(
         "a mapping task name -> whole number ≥ 1: the first N items of that task (lm-eval --samples); "
         "not with limit"))
-    seeds: list[StrictInt] = Field([0], min_length=1, description=(
-        "a list of whole numbers, one evaluation replicate per seed: e.g. [0] (one run) or [0, 1, 2] (three)"))
+    seeds: list[Seed] = Field([0], min_length=1, description=(
+        f"a list of whole numbers in 0..{MAX_SEED}, one evaluation replicate per seed: e.g. [0] (one run) or "
+        "[0, 1, 2] (three)"))
     apply_chat_template: StrictBool = Field(True, description="true or false")
     batch_size: StrictInt = Field(8, ge=1, description=(
         "a whole number ≥ 1 (a fixed batch size, so replicates and ranks see the same batches; "
@@ -86,11 +185,11 @@ class ExperimentFile(_Config):
     base: CheckpointEntry | list[CheckpointEntry] = Field(description=(
         "a mapping with at least name and model_args.pretrained (or import), or a list of such mappings"))
     data: dict[str, Any] | None = Field(None, description="a mapping {sources: DIR, configs: [...]} or {dir: MIRROR}")
-    by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
+    by: list[DocField] = Field(default_factory=list, description=(
+        "a list of doc fields to break results down by, e.g. [category]"))
     source_note: Text = ""
     target: Text = Field("", description="the task the post-training aims at (text), e.g. captrack_probe_c2_word_problems")
-    margin: Annotated[StrictFloat | StrictInt, Field(gt=0)] = Field(5.0, description=(
-        "a number > 0: the verdicts' equivalence margin in points (percent of the base mean for count metrics)"))
+    margin: Margin = 5.0
     variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
 
 
@@ -132,12 +231,12 @@ class LeaderboardFile(_Config):
     comparisons: list[ComparisonEntry] = Field(default_factory=list, description=(
         "a list of mappings {base: NAME, variants: [{name: ...}, ...]}"))
     capabilities: list[str] = Field(default_factory=list, description="a list of capability keys, e.g. [C1, W3a]")
-    bootstrap: StrictInt = Field(1000, ge=0, description="a whole number of bootstrap resamples ≥ 0")
-    seed: StrictInt = Field(0, description="a whole number")
-    by: list[str] = Field(default_factory=list, description="a list of doc fields to break results down by, e.g. [category]")
+    bootstrap: Bootstrap = 1000
+    seed: Seed = 0
+    by: list[DocField] = Field(default_factory=list, description=(
+        "a list of doc fields to break results down by, e.g. [category]"))
     target: Text = Field("", description="the task the post-training aims at (text): the page states its change per variant")
-    margin: Annotated[StrictFloat | StrictInt, Field(gt=0)] = Field(5.0, description=(
-        "a number > 0: the verdicts' equivalence margin in points (percent of the base mean for count metrics)"))
+    margin: Margin = 5.0
 
 
 # -- validation with messages people can act on --------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["ModePlan", "ModelShape", "load_config", "model_shape", "parse_size", "plan_memory"]
+__all__ = ["ModePlan", "ModelShape", "gpu_memory_arg", "load_config", "model_shape", "parse_size", "plan_memory"]
 
 GB = 10**9
 RESERVE_BYTES = 3 * GB  # CUDA context, NCCL buffers, allocator fragmentation
@@ -63,14 +63,32 @@ class ModePlan:
 
 
 def parse_size(text: str) -> int:
-    """'80GB' -> 80e9 bytes, '80GiB' -> 80 * 2**30; also MB/MiB, TB/TiB and plain bytes."""
-    match = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]i?B)?\s*", text, flags=re.IGNORECASE)
+    """'80GB' -> 80e9 bytes, '80GiB' -> 80 * 2**30; also MB/MiB, TB/TiB and plain bytes.
+
+    Raises:
+        InputError: not a number and a unit, or a size outside 1 MB .. 1 PB (no GPU has less or more).
+    """
+    match = re.fullmatch(r"\s*([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGT]i?B)?\s*", text, flags=re.IGNORECASE)
     if not match:
         raise InputError(f"--gpu-mem {text!r}: expected a size such as 80GB or 141GiB")
     unit = (match.group(2) or "B").upper()
     scale = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
              "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[unit]
-    return int(float(match.group(1)) * scale)
+    size = int(float(match.group(1)) * scale)
+    if not 10**6 <= size <= 10**15:
+        raise InputError(f"--gpu-mem {text!r}: {size:,} bytes is not a GPU's memory; expected a size between 1MB and 1000TB, "
+                         "e.g. 80GB")
+    return size
+
+
+def gpu_memory_arg(text: str) -> int:
+    """argparse's ``type=`` of ``--gpu-mem``: `parse_size`, its refusal as argparse's usage error."""
+    import argparse
+
+    try:
+        return parse_size(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--gpu-mem {text!r}: ")) from None
 
 
 def load_config(path: str | Path) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from captrack.errors import InputError
+from captrack.schemas import Concurrency, Count, Requests, Retries, Seconds, cli_type
 
 __all__ = ["add_judge_parser"]
 
@@ -18,17 +19,17 @@ def add_judge_parser(sub: Any) -> None:
     judge.add_argument("--judge", required=True, metavar="KIND:NAME",
                        help="openai:MODEL (server from CAPTRACK_JUDGE_URL, key from CAPTRACK_JUDGE_API_KEY) or hf:PATH_OR_ALIAS")
     judge.add_argument("--tasks", action="append", default=[], metavar="GLOB", help="only these tasks (repeatable)")
-    judge.add_argument("--judge-budget", type=int, metavar="N",
+    judge.add_argument("--judge-budget", type=cli_type(Requests, int), metavar="N",
                        help="send at most N requests (retries count); items past it are NaN with reason 'budget'")
     judge.add_argument("--judge-cache", metavar="FILE", help="SQLite reply cache (default: $CAPTRACK_JUDGE_CACHE or ~/.cache/captrack/judges.sqlite)")
-    judge.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (HTTP judges)")
-    judge.add_argument("--timeout", type=float, default=60.0,
+    judge.add_argument("--concurrency", type=cli_type(Concurrency, int), default=4, help="requests in flight at once (HTTP judges)")
+    judge.add_argument("--timeout", type=cli_type(Seconds, float), default=60.0,
                        help="seconds per attempt, all of it (connect, headers and body); retries get their own")
-    judge.add_argument("--max-reply-bytes", type=int, default=1_000_000, metavar="N",
+    judge.add_argument("--max-reply-bytes", type=cli_type(Count, int), default=1_000_000, metavar="N",
                        help="refuse HTTP replies longer than N bytes unread (NaN, reason too_large; default 1 MB)")
-    judge.add_argument("--retries", type=int, default=4, help="retries of transport errors, timeouts, 429 and 5xx")
-    judge.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles, full jitter)")
-    judge.add_argument("--max-tokens", type=int, default=64, help="longest judge reply, in tokens")
+    judge.add_argument("--retries", type=cli_type(Retries, int), default=4, help="retries of transport errors, timeouts, 429 and 5xx")
+    judge.add_argument("--backoff", type=cli_type(Seconds, float), default=1.0, help="first retry wait in seconds (doubles, full jitter)")
+    judge.add_argument("--max-tokens", type=cli_type(Count, int), default=64, help="longest judge reply, in tokens")
     judge.add_argument("--store", metavar="FILE",
                        help="also re-ingest the judged runs into this DuckDB store (they must be ingested already; labels are kept)")
     judge.add_argument("--calibrate", action="store_true",
@@ -41,10 +42,6 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
     from captrack.judges import Budget, JudgeCache, JudgeOptions, calibrate, judge_runs, make_judge
 
-    if args.judge_budget is not None and args.judge_budget < 0:
-        raise InputError("--judge-budget must be 0 or more")
-    if args.max_reply_bytes < 1 or args.timeout <= 0:
-        raise InputError(f"--max-reply-bytes ({args.max_reply_bytes}) and --timeout ({args.timeout:g}) must be positive")
     if not args.calibrate and not args.runs:
         raise InputError("captrack judge needs RUN_DIR(s), or --calibrate")
     options = JudgeOptions(max_tokens=args.max_tokens, timeout=args.timeout, max_reply_bytes=args.max_reply_bytes,

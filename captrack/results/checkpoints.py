@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captrack.errors import InputError
+from captrack.schemas import MAX_STEP
 
 __all__ = ["Checkpoint", "TrainingPosition", "find_checkpoints", "has_weights", "run_position", "tag_run_folder",
            "training_position"]
@@ -65,12 +66,20 @@ def training_position(folder: str | Path, from_name: bool = False) -> TrainingPo
         except (OSError, ValueError) as exc:
             raise InputError(f"{state}: not a readable trainer state ({exc}); fix or delete it, or give --step") from exc
         step = data.get("global_step") if isinstance(data, dict) else None
-        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise InputError(f"{state}: global_step is {step!r}, not a whole number ≥ 0; fix the file or give --step")
+        if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MAX_STEP:
+            raise InputError(f"{state}: global_step is {_shown(step)}, not a whole number in 0..{MAX_STEP}; fix the file "
+                             "or give --step")
         epoch = data.get("epoch")
         return TrainingPosition(step, float(epoch) if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) else None)
     named = _STEP_IN_NAME.search(path.name) if from_name else None
+    if named and int(named.group(1)) > MAX_STEP:
+        raise InputError(f"{path}: step {_shown(int(named.group(1)))} in the folder's name is past {MAX_STEP}; rename it")
     return TrainingPosition(int(named.group(1)) if named else None, None)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def run_position(checkpoint: str, run_folder: Path) -> TrainingPosition:

@@ -14,9 +14,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from captrack.errors import InputError
+from captrack.errors import FILE_NOTE, InputError
 from captrack.results.checkpoints import run_position
-from captrack.results.connect import connect
+from captrack.results.connect import check_intact, connect
 from captrack.results.ingest_sql import ReadAgain, SamplesRead, samples_insert_sql
 from captrack.results.runfiles import (
     Run,
@@ -122,10 +122,17 @@ class Store:
         self.path, self.read_only = str(path), read_only
         if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path != ":memory:" and Path(self.path).exists()
         self.con = connect(self.path, read_only)
         self._columns: dict[tuple[str, str], bool] = {}  # (table, column) -> present (a store's columns only grow by _SCHEMA)
         self._threads: int | None = None  # use_threads: kept when the connection is opened again
         if not read_only:
+            if existed:
+                try:  # never write into a damaged store: the write would "succeed" and leave it corrupt
+                    check_intact(self.con, self.path)
+                except BaseException:
+                    self.con.close()
+                    raise
             self.con.execute(_SCHEMA)
 
     def close(self) -> None:
@@ -144,7 +151,9 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, trace: object) -> None:
+        if isinstance(exc, duckdb.Error):  # the CLI's one-line message names the store (captrack.failures)
+            exc.add_note(f"{FILE_NOTE}{self.path}")
         self.close()
 
     def ingest(

@@ -70,8 +70,7 @@ class CapTrackCallback(TrainerCallback):
         self.options = CallbackOptions(tasks=tuple(tasks), **options)
         if not self.options.tasks:
             raise InputError("CapTrackCallback: tasks is empty; name the lm-eval tasks to evaluate (e.g. captrack_probe_c2_logic)")
-        if self.options.every is not None and self.options.every < 1:
-            raise InputError(f"CapTrackCallback: every={self.options.every}; give a whole number of steps ≥ 1 (or None)")
+        _check_options(self.options)
         self.base_folder: Path | None = Path(self.options.base_run) if self.options.base_run else None
         self.evaluated: dict[int, Path] = {}  # step -> run folder
         self.logged: dict[int, dict[str, float]] = {}  # step -> what was logged
@@ -157,6 +156,22 @@ class CapTrackCallback(TrainerCallback):
                 if value is not None and not math.isnan(float(value)):
                     logs[f"captrack/{key}/{measure}"] = float(value)
         return logs
+
+
+def _check_options(options: CallbackOptions) -> None:
+    """The options by the rules the experiment file's keys follow (captrack.schemas): "2", 1.5 or True are no step count.
+
+    Raises:
+        InputError: ``CapTrackCallback: every: '2' (str) is not allowed: ...``.
+    """
+    from captrack.schemas import Count, Every, Seed, check_value
+
+    if options.every is not None:
+        check_value(Every, options.every, "CapTrackCallback: every")
+    check_value(Count, options.batch_size, "CapTrackCallback: batch_size")
+    check_value(Seed, options.seed, "CapTrackCallback: seed")
+    if not isinstance(options.on_save, bool) or not isinstance(options.apply_chat_template, bool):
+        raise InputError("CapTrackCallback: on_save and apply_chat_template are true or false")
 
 
 @contextmanager
