@@ -55,12 +55,13 @@ def _lock_wait() -> float:
         raise InputError(f"{LOCK_WAIT_ENV}={raw!r}: expected a number of seconds, e.g. 5") from exc
 
 
-def connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Connect to a store file (or ``:memory:``); a lock held elsewhere is retried for a few seconds.
+def connect(path: str, read_only: bool, check: bool = True) -> duckdb.DuckDBPyConnection:
+    """Connect to a store file (or ``:memory:``); a lock held elsewhere is retried for a few seconds; an existing
+    store opened for writing is read whole first (`check_intact`; not with `check`, for a store just checked).
 
     Raises:
-        InputError: not a DuckDB file, a read-only store that does not exist, or a lock still held
-            by another process after waiting (its PID named).
+        InputError: not a DuckDB file, a read-only store that does not exist, a truncated or corrupted store,
+            or a lock still held by another process after waiting (its PID named).
     """
     if path == ":memory:":
         return duckdb.connect(path, config=dict(_CONFIG))
@@ -68,11 +69,24 @@ def connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     check_duckdb_file(file)
     if read_only and not file.exists():
         raise InputError(f"{file}: no such store; create it with `captrack ingest RUN_DIR --store {file}`")
+    existed = file.exists()
+    con = _open(file, read_only)
+    if existed and not read_only and check:
+        try:  # never write into a damaged store: the write would "succeed" and leave it corrupt
+            check_intact(con, path)
+        except BaseException:
+            con.close()
+            raise
+    return con
+
+
+def _open(file: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, a lock held elsewhere retried for a few seconds."""
     wait = _lock_wait()
     deadline = time.monotonic() + wait
     while True:
         try:
-            return duckdb.connect(path, read_only=read_only, config=dict(_CONFIG))
+            return duckdb.connect(str(file), read_only=read_only, config=dict(_CONFIG))
         except duckdb.IOException as exc:
             held = _PID.search(str(exc))
             if held is None and "lock" not in str(exc).lower():

@@ -16,7 +16,7 @@ import pandas as pd
 
 from captrack.errors import FILE_NOTE, InputError
 from captrack.results.checkpoints import run_position
-from captrack.results.connect import check_intact, connect
+from captrack.results.connect import connect
 from captrack.results.ingest_sql import ReadAgain, SamplesRead, samples_insert_sql
 from captrack.results.runfiles import (
     Run,
@@ -122,17 +122,10 @@ class Store:
         self.path, self.read_only = str(path), read_only
         if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        existed = self.path != ":memory:" and Path(self.path).exists()
         self.con = connect(self.path, read_only)
         self._columns: dict[tuple[str, str], bool] = {}  # (table, column) -> present (a store's columns only grow by _SCHEMA)
         self._threads: int | None = None  # use_threads: kept when the connection is opened again
         if not read_only:
-            if existed:
-                try:  # never write into a damaged store: the write would "succeed" and leave it corrupt
-                    check_intact(self.con, self.path)
-                except BaseException:
-                    self.con.close()
-                    raise
             self.con.execute(_SCHEMA)
 
     def close(self) -> None:
@@ -144,7 +137,7 @@ class Store:
         closes): a store file is closed and opened again; an in-memory store is left as it is."""
         if self.path != ":memory:":
             self.con.close()
-            self.con = connect(self.path, self.read_only)
+            self.con = connect(self.path, self.read_only, check=False)
             if self._threads is not None:
                 self.con.execute(f"SET threads = {self._threads}")
 
@@ -162,9 +155,8 @@ class Store:
     ) -> list[IngestResult]:
         """Add runs to the store in one transaction; re-ingesting a run replaces its rows.
 
-        A run is its results file's content: the same run under another model name is refused
-        unless `rename` (then it moves to the new name). ``progress`` is called after each run (its
-        samples files and rows), e.g. to advance a progress bar.
+        A run is its results file's content: the same run under another model name is refused unless `rename`
+        (then it moves to the new name). ``progress`` is called after each run, e.g. to advance a progress bar.
 
         Raises:
             InputError: a corrupt, truncated or inconsistent samples file (file and line named: not
