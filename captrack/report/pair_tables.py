@@ -30,7 +30,9 @@ __all__ = ["PAIR_COLUMNS", "by_field_html", "by_field_markdown", "pair_table", "
 PAIR_COLUMNS = [
     "variant", "base", "task", "metric", "n", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high",
     "n_11", "n_10", "n_01", "n_00", "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj",
-    "mcnemar_p", "q_value", "answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds",
+    "mcnemar_p", "q_value", "answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds", "forgetting_excess",
+    "forgetting_excess_ci_low", "forgetting_excess_ci_high", "backward_transfer_excess", "backward_transfer_excess_ci_low",
+    "backward_transfer_excess_ci_high", "floor_forgetting", "floor_backward_transfer",
 ]
 
 
@@ -92,13 +94,24 @@ def _verdicts(drift: pd.DataFrame | None, margin: float) -> dict[tuple[str, str,
     return {(str(r["variant"]), str(r["task"]), str(r["metric"])):
             verdict_text(r["oriented_change"], r["change_ci_low"], r["change_ci_high"], str(r.get("change_unit") or "points"),
                          r["verdict"], margin) for r in drift.to_dict("records")}
-_FLIP_HEADER = ["churn", "every seed: n10 / n01"]
+_FLIP_HEADER = ["churn", "every seed: n10 / n01", "F − E₀₀ [95% CI]", "BT − E₀₀ [95% CI]", "floor: F / BT between base seeds"]
 
 
 def _flip_cells(r: Any) -> list[str]:
-    """Answer churn (n/a where the metric reads no answer) and the flips every seed agrees on."""
+    """Answer churn (n/a where the metric reads no answer), the flips every seed agrees on, F and BT beyond the
+    chance flips the items both got wrong explain (unclipped, with CIs), and the base's own seed-to-seed flips."""
     agree = f"{_count(r.n_10_all_seeds)} / {_count(r.n_01_all_seeds)} of {_count(r.n_replicates)}"
-    return [_count(r.answer_churn), agree]
+    floor = "n/a (one base run)" if _fmt(r.floor_forgetting) == "n/a" else (
+        f"{_fmt(r.floor_forgetting)} / {_fmt(r.floor_backward_transfer)}")
+    return [_count(r.answer_churn), agree, _excess(r.forgetting_excess, r.forgetting_excess_ci_low, r.forgetting_excess_ci_high),
+            _excess(r.backward_transfer_excess, r.backward_transfer_excess_ci_low, r.backward_transfer_excess_ci_high), floor]
+
+
+def _excess(value: Any, low: Any, high: Any) -> str:
+    """A share beyond chance in points with its CI (n/a where it was not computed)."""
+    if _fmt(value) == "n/a":
+        return "n/a"
+    return f"{signed(100 * float(value))} {ci_text(100 * float(low), 100 * float(high))}"
 
 
 def _td(text: str, numeric: bool = True) -> str:
@@ -119,6 +132,9 @@ def pairs_html(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: f
             "(= F, BT when k is unknown); q: Benjamini–Hochberg across the comparison's tests. n10 are the harmful flips "
             "(1→0), n01 the beneficial ones (0→1); churn: items whose scored answer changed while the score did not "
             "(a wrong answer replaced by another); every seed: the flips all seeds agree on (n10/n01 pool every seed's). "
+            "F_adj and BT_adj are the published, clipped forms (biased upward); F − E₀₀ and BT − E₀₀ subtract the chance "
+            "flips estimated from the items both got wrong, n00/(N(k − 1)), unclipped, in points with a 95% CI (0 when "
+            "nothing was forgotten beyond guessing); floor: the shares that flip between two of the base's own seeds. "
             "Data: pairs.csv.</p>")
     return '<h2 id="pairs">Base → variant, item by item</h2>' + note + table(
         ["pair", "task / metric", *_pair_header(margin), *_FLIP_HEADER], rows, "pair-table")

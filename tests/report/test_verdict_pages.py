@@ -189,3 +189,16 @@ def test_headlines_count_no_improvement_as_drift_and_name_only_the_boards_algori
     assert "drifts more than" not in said and "mean |drift|" not in said
     sft = next(line for line in said.splitlines() if line.startswith("- sft (SFT)"))
     assert "regressed W2" in sft and "improved C1" in sft and "fell" not in sft and "drift" not in sft
+
+
+def test_the_pairs_table_shows_forgetting_beyond_chance_with_its_ci_beside_the_published_form(built: dict[str, Any]) -> None:
+    pairs = pd.read_csv(built["board"] / "pairs.csv")
+    transitions = pd.read_csv(built["out"] / "transitions.csv")
+    row = pairs[(pairs["variant"] == "sft") & (pairs["task"] == FACTS)].iloc[0]
+    same = transitions[(transitions["variant"] == "sft") & (transitions["task"] == FACTS)].iloc[0]
+    assert row["forgetting_excess"] == pytest.approx(same["forgetting_excess"])  # read, never recomputed
+    assert row["forgetting_excess_ci_low"] < row["forgetting_excess"] < row["forgetting_excess_ci_high"]
+    index = html.unescape((built["board"] / "index.html").read_text())
+    shown = f"{100 * row['forgetting_excess']:+.1f} [{100 * row['forgetting_excess_ci_low']:+.1f}, "
+    assert "F − E₀₀ [95% CI]" in index and shown in index
+    assert "n/a (one base run)" in index  # no floor without a second base seed, and the page says why
