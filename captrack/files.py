@@ -10,13 +10,14 @@ kill leaves the old file (or none), never an empty or truncated one.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from captrack.bounded import load_json
 
 __all__ = ["current_umask", "default_mode", "file_mode", "fsync_folder", "read_json_or_none", "share_like_umask",
            "staged_folder", "write_atomic"]
@@ -105,7 +106,7 @@ def write_atomic(path: Path, data: str | bytes | Iterator[str]) -> Path:
 def read_json_or_none(path: Path) -> Any:
     """The JSON in `path`, or None when it is missing, unreadable, empty or not JSON (e.g. cut short by a full disk)."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return load_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import json
 import logging
 import os
 from pathlib import Path
@@ -30,6 +29,7 @@ from captrack.backends.options import (
 )
 from captrack.backends.placement import Placed, place_model, resolve_dtype
 from captrack.backends.plan_table import DTYPE_BYTES
+from captrack.bounded import load_json
 
 __all__ = ["DeepSpeedLM", "resolve_auto"]
 
@@ -161,7 +161,7 @@ def _config_dict(pretrained: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The checkpoint's config.json as a dict (read from the folder, else through transformers)."""
     local = Path(pretrained) / "config.json"
     if local.is_file():
-        return dict(json.loads(local.read_text()))
+        return dict(load_json(local.read_text()))
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(pretrained, trust_remote_code=bool(kwargs.get("trust_remote_code")))

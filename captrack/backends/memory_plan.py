@@ -8,13 +8,13 @@ activations and the reserve stay under the GPU's memory.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from captrack.bounded import load_json
 from captrack.errors import InputError
 
 __all__ = ["ModePlan", "ModelShape", "gpu_memory_arg", "load_config", "model_shape", "parse_size", "plan_memory"]
@@ -98,7 +98,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         target = target / "config.json"
     if not target.is_file():
         raise InputError(f"{path}: no config.json there; give a checkpoint folder or a config.json file")
-    config = json.loads(target.read_text())
+    config = load_json(target.read_text())
     return dict(config.get("text_config") or config)
 
 

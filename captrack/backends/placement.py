@@ -6,7 +6,6 @@ place) plus whatever must stay alive while it is used; lm-eval's HFLM then drive
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from captrack.backends.buffers import BufferSnapshot, keep_buffer_dtypes, snapshot_buffers
 from captrack.backends.launch import remove_cpu_allreduce_buffer_at_exit
 from captrack.backends.options import DSOptions
+from captrack.bounded import load_json
 from captrack.errors import InputError
 
 __all__ = ["Placed", "place_model", "resolve_dtype", "safetensors_shards"]
@@ -57,7 +57,7 @@ def safetensors_shards(folder: Path) -> list[str]:
     """The safetensors files of a checkpoint folder, in index order (empty when there are none)."""
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        return sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return sorted(set(load_json(index.read_text())["weight_map"].values()))
     return ["model.safetensors"] if (folder / "model.safetensors").is_file() else []
 
 

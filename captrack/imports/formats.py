@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.backends.replay import ReplayRecord
+from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
 from captrack.imports.reading import (
     decode,
@@ -105,8 +105,8 @@ def _mmlu_pro_items(src: Path) -> tuple[list[dict[str, Any]], str]:
     source = read_zip_member(src, ".json")[0] if src.suffix == ".zip" else read_bytes(src)
     text = decode(source)
     try:
-        items = json.loads(text)
-    except json.JSONDecodeError as exc:
+        items = load_json(text)
+    except ValueError as exc:
         raise InputError(f"{source.where}: not JSON ({exc}); expected MMLU-Pro's model_outputs list") from exc
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise InputError(f"{source.where}: expected a JSON list of objects (MMLU-Pro's model_outputs file)")

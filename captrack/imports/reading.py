@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from captrack.bounded import load_json
 from captrack.errors import InputError
 
 __all__ = ["MAX_SOURCE_BYTES", "SourceBytes", "doc_index", "max_source_bytes", "read_bytes", "read_zip_member",
@@ -140,10 +141,10 @@ def _json_lines(source: SourceBytes) -> Iterator[tuple[str, dict[str, Any]]]:
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw.decode("utf-8-sig" if line_no == 1 else "utf-8"))
+            row = load_json(raw.decode("utf-8-sig" if line_no == 1 else "utf-8"))
         except UnicodeDecodeError as exc:
             raise InputError(f"{source.where}:{line_no}: not UTF-8 text ({exc.reason}); save the file as UTF-8") from exc
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # not JSON, or nested past captrack.bounded's limit
             raise InputError(f"{source.where}:{line_no}: not JSON ({exc})") from exc
         if not isinstance(row, dict):
             raise InputError(f"{source.where}:{line_no}: expected a JSON object, got {type(row).__name__}")

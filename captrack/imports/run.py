@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.backends.replay import ReplayRecord, missing_message, write_replay
+from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
 from captrack.files import current_umask, write_atomic
 from captrack.imports.formats import Source, read_source
@@ -259,7 +260,7 @@ def clean_stale_imports(target: Path) -> list[Path]:
 
 def _record_import(results: Path, work: Path, target: Path, provenance: dict[str, Any], matched: list[Matched]) -> None:
     """Say in the results file that its responses were imported, and from what (atomic rewrite)."""
-    data = json.loads(results.read_text(encoding="utf-8"))
+    data = load_json(results.read_text(encoding="utf-8"))
     args = data.setdefault("config", {}).setdefault("model_args", {})
     if isinstance(args, dict):
         args["responses"] = str(target / REPLAY_FILE)  # where the replay file lands after the rename

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from captrack.bounded import load_yaml
 from captrack.errors import InputError
 from captrack.judges.base import Judge, JudgeError
 from captrack.judges.cache import JudgeCache, cache_key
@@ -50,7 +49,7 @@ def calibrate(judge: Judge, cache: JudgeCache, budget: Budget | None = None, pat
     from sklearn.metrics import cohen_kappa_score
 
     budget = budget or Budget()
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = load_yaml(path.read_text(encoding="utf-8"))
     results = []
     for name, body in (raw.get("sets") or {}).items():
         spec = _spec(path, name, body)

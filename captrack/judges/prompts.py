@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from captrack.bounded import load_yaml
 from captrack.errors import InputError, UnknownNameError
 from captrack.judges.base import Message
 
@@ -68,7 +69,7 @@ def load_prompt(name: str) -> Prompt:
     if not path.is_file():
         raise UnknownNameError("judge prompt", name, [p.stem for p in PROMPTS_DIR.glob("*.yaml")])
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict) or not {"name", "version", "fields", "user"} <= set(raw):

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from captrack.bounded import load_yaml
 from captrack.errors import InputError
 from captrack.metrics import text
 from captrack.metrics.registry import scorer
@@ -60,7 +61,7 @@ def _structured(body: str, fmt: str) -> Any:
     if fmt == "json":
         return text.find_json_value(body)
     try:
-        return yaml.safe_load(text.strip_fence(body))
+        return load_yaml(text.strip_fence(body))
     except yaml.YAMLError as exc:
         raise ValueError(str(exc)) from exc
 

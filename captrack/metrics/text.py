@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from captrack.bounded import load_json
+
 __all__ = [
     "bullet_lines",
     "contains_phrase",
@@ -93,7 +95,7 @@ def parse_json_block(text: str) -> Any:
     fenced = _FENCE.match(stripped)
     if fenced:
         stripped = fenced.group(1).strip()
-    return json.loads(stripped)
+    return load_json(stripped)
 
 
 def normalize(text: str) -> str:
@@ -143,4 +145,6 @@ def find_json_value(text: str) -> Any:
                 return decoder.raw_decode(body, start)[0]
             except json.JSONDecodeError:
                 continue
+            except RecursionError:  # a reply nested past the stack: no value a scorer can use
+                raise ValueError("the response's JSON is nested too deeply") from None
     raise ValueError("no JSON object or array in the response")

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from captrack.bounded import load_json
 from captrack.errors import InputError
 from captrack.files import write_atomic
 
@@ -131,7 +132,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = load_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc}); rebuild the mirror") from exc
     return manifest

@@ -50,6 +50,7 @@ from typing import Any
 
 import yaml
 
+from captrack.bounded import load_yaml
 from captrack.errors import InputError, UnknownNameError
 from captrack.paths import expand_path
 from captrack.pipeline.layout import WorkFolder, default_workdir
@@ -266,7 +267,7 @@ def load_experiment(path: str | Path) -> Experiment:
     """
     source = Path(path).resolve()
     try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+        raw = load_yaml(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{source}: cannot read the experiment: {exc}") from exc
     where = str(source)

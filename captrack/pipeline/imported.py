@@ -7,7 +7,6 @@ revisions, so a changed file or a rebuilt mirror imports again and anything else
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
 from captrack.official.mirror import DATA_DIR_ENV, config_path
 from captrack.pipeline.experiment import Checkpoint, Experiment
@@ -96,7 +96,7 @@ def _source_sha(path: Path) -> str:
 def _mirror_state(root: Path | None) -> Any:
     """The mirror's per-config revisions (a rebuilt mirror imports again)."""
     manifest = (root or Path(os.environ.get(DATA_DIR_ENV, "-"))) / "manifest.json"
-    return json.loads(manifest.read_text(encoding="utf-8")).get("configs", {}) if manifest.is_file() else None
+    return load_json(manifest.read_text(encoding="utf-8")).get("configs", {}) if manifest.is_file() else None
 
 
 @contextmanager

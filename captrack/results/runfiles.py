@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from captrack.bounded import load_json
 from captrack.errors import InputError
 
 __all__ = [
@@ -142,7 +143,7 @@ def discover_runs(path: str | Path) -> list[Run]:
 def _read_run(results_path: Path) -> Run:
     try:
         raw_bytes = results_path.read_bytes()
-        data = json.loads(raw_bytes)
+        data = load_json(raw_bytes)
     except (OSError, ValueError) as exc:  # ValueError: invalid JSON or bytes that are not UTF-8
         raise InputError(f"{results_path}: not a readable lm-eval results file: {exc}") from exc
     if not isinstance(data, dict):
@@ -229,7 +230,7 @@ def first_bad_line(path: Path, proportions: Mapping[str, bool] | None = None) ->
                 continue
             problem = _line_problem(line, proportions or {})
             if problem is None:
-                value = json.loads(line)
+                value = load_json(line)
                 key = (value.get("doc_id"), value.get("filter"))
                 if key in seen:
                     problem = (f"doc_id {key[0]!r} (filter {key[1]!r}) appears again (first on line {seen[key]}); "
@@ -243,9 +244,11 @@ def first_bad_line(path: Path, proportions: Mapping[str, bool] | None = None) ->
 def _line_problem(line: str, proportions: Mapping[str, bool]) -> str | None:
     """What is wrong with one line's JSON or its logged metric values (None: nothing)."""
     try:
-        value = json.loads(line)
+        value = load_json(line)
     except json.JSONDecodeError as exc:
         return f"invalid JSON ({exc.msg} at column {exc.colno})"
+    except ValueError as exc:  # nested past captrack.bounded's limit
+        return f"invalid JSON ({exc})"
     if not isinstance(value, dict):
         return "not a JSON object"
     for metric, proportion in proportions.items():

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pandas as pd
 
+from captrack.bounded import load_json
 from captrack.errors import InputError
 from captrack.results.runfiles import file_digest, file_sha256
 from captrack.results.store import SamplesFile, Store
@@ -122,7 +123,7 @@ def _wanted_lines(path: Path, ids: set[int]) -> dict[int, dict[str, Any]]:
             if head is None and not raw.strip():
                 continue
             try:
-                line = json.loads(raw)
+                line = load_json(raw)
             except ValueError as exc:  # not JSON, or not UTF-8 (a file damaged after a store without fingerprints)
                 raise InputError(f"{path}, line {number}: not a JSON line ({exc}); the samples file is damaged: "
                                  "restore it or re-run the evaluation, then ingest again") from exc
@@ -169,7 +170,7 @@ def option_list(value: Any) -> tuple[str, ...]:
         if not text.startswith("["):
             return ()
         try:
-            value = json.loads(text)
+            value = load_json(text)
         except ValueError:
             try:
                 value = ast.literal_eval(text)

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from captrack.bounded import load_json
 from captrack.results.store import Store
 
 __all__ = ["run_settings", "setting_warnings"]
@@ -71,9 +72,9 @@ def run_settings(store: Store, model: str) -> dict[str, set[str]]:
     for results_path, version, config in rows:
         path = Path(str(results_path))
         if path.is_file():
-            settings = _from_results(json.loads(path.read_text(encoding="utf-8")))
+            settings = _from_results(load_json(path.read_text(encoding="utf-8")))
         else:  # results file moved since ingest: what the store kept
-            kept = json.loads(config) if isinstance(config, str) else (config or {})
+            kept = load_json(config) if isinstance(config, str) else (config or {})
             settings = {"lm-eval version": str(version or "unknown"),
                         "generation kwargs": json.dumps({"--gen_kwargs": kept.get("gen_kwargs")}, sort_keys=True, default=str)}
         for key, value in settings.items():

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from captrack.bounded import load_json
 from captrack.errors import InputError
 from captrack.files import share_like_umask
 
@@ -258,7 +259,7 @@ def _load_record(out_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        record = json.loads(path.read_text())
+        record = load_json(path.read_text())
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
