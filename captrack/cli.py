@@ -262,8 +262,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.scores:
         from captrack.analysis.scores import compare_scores, read_scores
 
-        if args.by:
-            raise InputError("--by needs per-item results (run folders or --store); --scores holds aggregates only")
+        if args.by or args.fail_on:
+            raise InputError(f"{'--by' if args.by else '--fail-on'} needs per-item results (run folders or --store); "
+                             "--scores holds aggregates only, which give no verdicts to gate on (nothing was written)")
 
         comparison = compare_scores(read_scores(args.scores, taxonomy), taxonomy)
         inputs: dict[str, Any] = {"scores": str(Path(args.scores).resolve())}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "LOCAL_HF", "register_backends"]
+__all__ = ["BACKENDS", "LOCAL_HF", "check_model_name", "register_backends"]
 
 # lm-eval model name -> "module:class", registered lazily: deepspeed is imported on first use only.
 BACKENDS = {
@@ -28,3 +28,22 @@ def register_backends() -> list[str]:
         if name not in model_registry:  # a second call finds the class already materialised
             model_registry.register(name, target=target)
     return list(BACKENDS)
+
+
+def check_model_name(name: str, what: str) -> None:
+    """Refuse a model type that neither lm-eval nor captrack registers, before any work (a typo such as
+    ``captrack_hf`` would otherwise fail only when that checkpoint's evaluation starts).
+
+    Raises:
+        UnknownNameError: ``unknown <what> 'captrack_hf'; did you mean 'captrack-hf'?``
+    """
+    if name in BACKENDS:
+        return
+    import lm_eval.models  # noqa: F401  (fills lm-eval's registry; its model classes load lazily)
+    from lm_eval.api.registry import model_registry
+
+    known = [*model_registry, *BACKENDS]
+    if name not in known:
+        from captrack.errors import UnknownNameError
+
+        raise UnknownNameError(what, name, known)

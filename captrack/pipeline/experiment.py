@@ -50,6 +50,7 @@ from typing import Any
 
 import yaml
 
+from captrack.backends import check_model_name
 from captrack.bounded import load_yaml
 from captrack.errors import InputError, UnknownNameError
 from captrack.paths import expand_path
@@ -163,6 +164,7 @@ def _import_spec(raw: Any, name: str, where: str, folder: Path) -> dict[str, Any
 
 
 def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
+    check_model_name(entry.model, f"lm-eval model type of checkpoint {entry.name!r} in {where}")
     if entry.checkpoints is not None:
         return _replay(entry, where, folder)
     train = dict(entry.train)
