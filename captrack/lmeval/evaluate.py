@@ -10,7 +10,7 @@ from typing import Any
 
 from captrack.errors import InputError
 
-__all__ = ["EvalSpec", "evaluate_checkpoint", "evaluate_model"]
+__all__ = ["EvalSpec", "evaluate_checkpoint", "evaluate_model", "match_tasks"]
 
 
 @dataclass(frozen=True)
@@ -65,23 +65,39 @@ def evaluate_model(model: Any, tokenizer: Any, spec: EvalSpec, output_path: Path
     return _evaluate(lm, spec, output_path, None)
 
 
+def match_tasks(patterns: Sequence[str], metadata: dict[str, Any] | None = None, each: bool = False) -> tuple[Any, list[str]]:
+    """lm-eval's TaskManager (captrack's tasks on its path) and the task names `patterns` select.
+
+    Raises:
+        UnknownNameError: with `each`, a pattern that selects no task (close names offered).
+        InputError: no pattern selects a task.
+    """
+    from captrack.errors import UnknownNameError
+    from captrack.lmeval import task_manager
+    from captrack.paths import full_task_names
+
+    # Indexing lm-eval's thousands of built-in tasks costs ~10 s per process: skip it when only ours are asked for.
+    only_ours = all(str(t).startswith("captrack") for t in patterns)
+    # The opt-in full-size tasks join only when named exactly (a glob never selects them).
+    full = bool(full_task_names() & {str(t) for t in patterns})
+    manager = task_manager(metadata=metadata or None, include_defaults=not only_ours, full=full)
+    for pattern in patterns if each else ():
+        if not manager.match_tasks([pattern]):
+            raise UnknownNameError("task", str(pattern), manager.all_subtasks)
+    names = manager.match_tasks(list(patterns))
+    if not names:
+        raise InputError(f"no lm-eval task matches {list(patterns)}; see `captrack tasks`")
+    return manager, names
+
+
 def _evaluate(model: Any, spec: EvalSpec, output_path: Path, cache_path: Path | None) -> Path:
     """simple_evaluate on `model` (a backend name, or an lm-eval LM instance) with per-sample logs; save like the CLI."""
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
 
-    from captrack.lmeval import task_manager
     from captrack.lmeval.preflight import check_task_data
-    from captrack.paths import full_task_names
 
-    # Indexing lm-eval's thousands of built-in tasks costs ~10 s per process: skip it when only ours are asked for.
-    only_ours = all(str(t).startswith("captrack") for t in spec.tasks)
-    # The opt-in full-size tasks join only when named exactly (a glob never selects them).
-    full = bool(full_task_names() & {str(t) for t in spec.tasks})
-    manager = task_manager(metadata=spec.metadata or None, include_defaults=not only_ours, full=full)
-    names = manager.match_tasks(list(spec.tasks))
-    if not names:
-        raise InputError(f"no lm-eval task matches {list(spec.tasks)}; see `captrack tasks`")
+    manager, names = match_tasks(spec.tasks, spec.metadata)
     check_task_data(manager, names, spec.metadata)  # before the model loads: official tasks without data
     tracker = EvaluationTracker(output_path=str(output_path))
     device = spec.device or _default_device()

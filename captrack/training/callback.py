@@ -16,6 +16,7 @@ the final weights are bitwise those of a run without the callback (tests/test_tr
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import random
 from collections.abc import Sequence
@@ -27,10 +28,12 @@ from typing import Any
 from transformers import TrainerCallback
 
 from captrack.errors import InputError
+from captrack.training.resume import Resumed, check_writable, clear_run_folder, recorded_resume
 
 __all__ = ["CallbackOptions", "CapTrackCallback"]
 
 LOGGED = ("drift", "forgetting_adj", "backward_transfer_adj")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class CapTrackCallback(TrainerCallback):
         _check_options(self.options)
         self.base_folder: Path | None = Path(self.options.base_run) if self.options.base_run else None
         self.evaluated: dict[int, Path] = {}  # step -> run folder
+        self.resumed = Resumed()  # what an earlier launch into the same folder recorded (on_train_begin)
         self.logged: dict[int, dict[str, float]] = {}  # step -> what was logged
 
     @property
@@ -81,12 +85,28 @@ class CapTrackCallback(TrainerCallback):
         return Path(self.options.output_dir or Path(self.trainer.args.output_dir) / "captrack")
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        """Evaluate the starting weights as the base (unless a base run was given)."""
-        if self.base_folder is not None or not state.is_world_process_zero:
+        """Check the tasks and the output folder, pick up what a launch before this one recorded, then evaluate
+        the starting weights as the base (unless a base run was given or training resumes)."""
+        if not state.is_world_process_zero:
             return
-        if state.global_step > 0:
-            raise InputError(f"CapTrackCallback: training resumes at step {state.global_step}, so the weights at hand "
-                             "are not the base; pass base_run=<the base's lm-eval run folder>")
+        from captrack.lmeval.evaluate import match_tasks
+
+        match_tasks(self.options.tasks, self.options.metadata, each=True)  # a typo fails now, not at the first evaluation
+        check_writable(self.output_dir)
+        start = int(state.global_step)
+        self.resumed = recorded_resume(self.output_dir, start)
+        self.evaluated.update({step: self.output_dir / f"step-{step}" for step in self.resumed.kept})
+        if self.resumed.kept or self.resumed.replaced:
+            logger.warning("CapTrackCallback: %s", self.resumed.describe(self.output_dir))
+        if self.base_folder is not None:
+            return
+        if start > 0:
+            if not self.resumed.base:
+                raise InputError(f"CapTrackCallback: training resumes at step {start}, so the weights at hand are not "
+                                 f"the base, and {self.output_dir / 'base'} holds no base run; pass base_run=<the base's "
+                                 "lm-eval run folder>")
+            self.base_folder = self.output_dir / "base"  # the base the first launch evaluated
+            return
         self.base_folder = self._evaluate(kwargs["model"], kwargs.get("processing_class"), "base", None, None)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -124,6 +144,7 @@ class CapTrackCallback(TrainerCallback):
                         batch_size=options.batch_size, seed=options.seed, apply_chat_template=options.apply_chat_template,
                         gen_kwargs=options.gen_kwargs, metadata=dict(options.metadata))
         tokenizer = copy.deepcopy(tokenizer if tokenizer is not None else self.trainer.processing_class)
+        clear_run_folder(self.output_dir / name)  # a launch before this one evaluated other weights under this name
         with _training_state_kept(model):
             results = evaluate_model(model, tokenizer, spec, self.output_dir / name)
         if step is not None:
