@@ -290,5 +290,5 @@ def _task_table(comparison: Comparison, name: str) -> list[str]:
             "" if pd.isna(r.q_value) else f"{r.q_value:.3g}",
         ])
     header = ["task", "metric", "base", "variant", "n", f"Δ (+ better) [95% CI] → verdict at ±{comparison.margin:g}", "*",
-              "relative drift", "MDE (% of base)", "harmful 1→0 / beneficial 0→1 / churn", "F_adj / BT_adj", "q (McNemar, BH)"]
+              "relative drift", "MDE (% of base)", "harmful 1→0 / beneficial 0→1 / churn", "F_adj / BT_adj", "q (BH over the verdicts' p)"]
     return ["### Per task", "", *_table(header, rows), ""]

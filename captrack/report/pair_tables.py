@@ -1,7 +1,7 @@
 """Leaderboard tables per base → variant pair and per document field (HTML and Markdown).
 
 ``pairs.csv``: one row per (variant, task, metric) with transitions: accuracy before and after, the
-change with its paired bootstrap CI, n11/n10/n01/n00, F, BT, k, F_adj, BT_adj, McNemar p and q
+change with its CI and verdict, n11/n10/n01/n00, F, BT, k, F_adj, BT_adj, McNemar p and q
 (the counts, rates and q-values are transitions.csv's). ``by_<field>.csv``: the same per value of a
 doc field (`by:` in leaderboard.yaml), from captrack.analysis.by_field.
 
@@ -129,7 +129,8 @@ def pairs_html(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: f
             for r in pairs.itertuples()]
     note = ('<p class="muted">Before / after: the metric\'s mean over the paired items; Δ, its 95% CI and verdict as in the '
             "per-task table; F = n10/n, BT = n01/n; F_adj, BT_adj subtract the flips guessing among k options explains "
-            "(= F, BT when k is unknown); q: Benjamini–Hochberg across the comparison's tests. n10 are the harmful flips "
+            "(= F, BT when k is unknown); McNemar p: the exact test, for reference; q: Benjamini–Hochberg across the "
+            "comparison's verdict p-values (q < 0.05 only where the verdict's CI excludes 0). n10 are the harmful flips "
             "(1→0), n01 the beneficial ones (0→1); churn: items whose scored answer changed while the score did not "
             "(a wrong answer replaced by another); every seed: the flips all seeds agree on (n10/n01 pool every seed's). "
             "F_adj and BT_adj are the published, clipped forms (biased upward); F − E₀₀ and BT − E₀₀ subtract the chance "
