@@ -14,7 +14,7 @@ import pandas as pd
 from captrack.analysis.transitions import flipped_by_key
 from captrack.analysis.types import ChurnAnswers, ItemTexts, RunTask
 from captrack.errors import UnknownNameError
-from captrack.metrics.registry import get_metric
+from captrack.metrics.registry import get_metric, lower_is_better
 from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
 from captrack.results.samples import read_many_item_texts, unavailable_reason
 from captrack.results.store import SamplesFile
@@ -167,7 +167,4 @@ def _tracks(metric: str) -> bool:
 
 
 def _lower(metric: str) -> bool:
-    try:
-        return get_metric(metric).direction == "lower"
-    except UnknownNameError:
-        return False
+    return lower_is_better(metric)

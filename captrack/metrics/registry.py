@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from captrack.errors import CaptrackError
+from captrack.errors import CaptrackError, UnknownNameError
 from captrack.registries import Registry
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "declare",
     "get_metric",
     "get_scorer",
+    "lower_is_better",
     "score",
     "scored_answer",
     "scorer",
@@ -100,6 +101,15 @@ def get_metric(name: str) -> MetricSpec:
         UnknownNameError: with the closest declared names.
     """
     return METRICS.get(name)
+
+
+def lower_is_better(name: str) -> bool:
+    """Whether a lower value of metric `name` is better: its declared direction; an undeclared metric (one of
+    lm-eval's own, e.g. ``em`` or ``prompt_level_strict_acc``) is taken as higher-is-better, as compare reports it."""
+    try:
+        return get_metric(name).direction == "lower"
+    except UnknownNameError:
+        return False
 
 
 def all_metrics() -> dict[str, MetricSpec]:

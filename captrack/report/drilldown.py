@@ -95,7 +95,7 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
     """One HTML page per task with transitions: file name -> page text, each headed by its change per variant and
     metric as drift.csv gives it (base, variant, Δ with its 95% CI and verdict)."""
     from captrack.analysis.transitions import flipped_by_key
-    from captrack.metrics.registry import get_metric
+    from captrack.metrics.registry import lower_is_better
 
     pages: dict[str, str] = {}
     if spec.store is None:
@@ -109,7 +109,7 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
             texts.setdefault(key, {}).update(found)
     flips: dict[str, dict[tuple[str, str], tuple[pd.DataFrame, int]]] = {}  # variant -> (task, metric) -> its first DRILL_LIMIT flipped items and how many flipped, found at once
     for variant, rows_of in trans.groupby("variant", sort=True):
-        lower = {(str(t), str(m)): get_metric(str(m)).direction == "lower" for t, m in zip(rows_of["task"], rows_of["metric"], strict=True)}
+        lower = {(str(t), str(m)): lower_is_better(str(m)) for t, m in zip(rows_of["task"], rows_of["metric"], strict=True)}
         flips[str(variant)] = flipped_by_key(paired[str(variant)].items, lower, DRILL_LIMIT)
     for task, frame in trans.groupby("task", sort=True):
         rows: list[DrillRow] = []

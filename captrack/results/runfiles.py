@@ -60,7 +60,14 @@ def results_files_of_date(folder: Path, date_id: str) -> list[Path]:
 
 
 def samples_path(results_path: Path, task: str) -> Path:
-    """lm-eval's per-sample log of `task` beside a results file: ``samples_<task>_<date>.jsonl``."""
+    """lm-eval's per-sample log of `task` beside a results file: ``samples_<task>_<date>.jsonl``.
+
+    Raises:
+        InputError: a task name that cannot be part of a file name (a '/', a '\\' or a NUL in it).
+    """
+    if any(c in task for c in "/\\\0") or not task.strip():
+        raise InputError(f"{results_path}: task name {task!r} cannot name a samples file (it holds a '/', a '\\' or "
+                         "a NUL, or is blank); rename the task in its YAML (e.g. '/' -> '_') and run it again")
     return results_path.with_name(f"samples_{task}_{results_path.stem.removeprefix('results_')}.jsonl")
 
 
