@@ -30,6 +30,7 @@ from captrack.backends.options import (
 from captrack.backends.placement import Placed, place_model, resolve_dtype
 from captrack.backends.plan_table import DTYPE_BYTES
 from captrack.bounded import load_json
+from captrack.errors import InputError
 
 __all__ = ["DeepSpeedLM", "resolve_auto"]
 
@@ -161,7 +162,14 @@ def _config_dict(pretrained: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The checkpoint's config.json as a dict (read from the folder, else through transformers)."""
     local = Path(pretrained) / "config.json"
     if local.is_file():
-        return dict(load_json(local.read_text()))
+        from captrack.backends.memory_plan import check_config
+
+        try:
+            config = load_json(local.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(f"{local}: not a readable config.json ({exc})") from exc
+        check_config(config, str(local))  # mode=auto plans from it: no list, null sizes, zero heads or 10^10 layers
+        return dict(config)
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(pretrained, trust_remote_code=bool(kwargs.get("trust_remote_code")))

@@ -17,7 +17,7 @@ from typing import Any
 from captrack.bounded import load_json
 from captrack.errors import InputError
 
-__all__ = ["ModePlan", "ModelShape", "gpu_memory_arg", "load_config", "model_shape", "parse_size", "plan_memory"]
+__all__ = ["ModePlan", "ModelShape", "check_config", "gpu_memory_arg", "load_config", "model_shape", "parse_size", "plan_memory"]
 
 GB = 10**9
 RESERVE_BYTES = 3 * GB  # CUDA context, NCCL buffers, allocator fragmentation
@@ -98,8 +98,45 @@ def load_config(path: str | Path) -> dict[str, Any]:
         target = target / "config.json"
     if not target.is_file():
         raise InputError(f"{path}: no config.json there; give a checkpoint folder or a config.json file")
-    config = load_json(target.read_text())
-    return dict(config.get("text_config") or config)
+    try:
+        config = load_json(target.read_text(encoding="utf-8"))
+    except ValueError as exc:  # not JSON, not UTF-8, or nested past captrack.bounded's limit
+        raise InputError(f"{target}: not a readable config.json ({exc})") from exc
+    inner = config.get("text_config") if isinstance(config, dict) else None
+    config = inner if isinstance(inner, dict) and inner else config
+    check_config(config, str(target))
+    return dict(config)
+
+
+# Architecture fields a plan reads, and the largest value any real model has (far above: a typo or a hostile file).
+_BOUNDS = {"hidden_size": 10**6, "num_hidden_layers": 10**4, "num_attention_heads": 10**4, "vocab_size": 10**8,
+           "num_key_value_heads": 10**4, "head_dim": 10**5, "intermediate_size": 10**7, "num_local_experts": 10**5,
+           "num_experts": 10**5, "n_routed_experts": 10**5, "moe_intermediate_size": 10**7,
+           "shared_expert_intermediate_size": 10**7, "n_shared_experts": 10**4, "linear_num_key_heads": 10**4,
+           "linear_num_value_heads": 10**4, "linear_key_head_dim": 10**5, "linear_value_head_dim": 10**5,
+           "linear_conv_kernel_dim": 10**3, "full_attention_interval": 10**4, "first_k_dense_replace": 10**4,
+           "decoder_sparse_step": 10**4}
+_POSITIVE = {"hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"}
+
+
+def check_config(config: Any, where: str = "config") -> None:
+    """Refuse a config that is no mapping, or whose size fields are not whole numbers in range (null, zero heads,
+    10^10 layers): the plan would divide by zero, fail on None or count for hours.
+
+    Raises:
+        InputError: naming `where`, the field, its value and the range allowed.
+    """
+    if not isinstance(config, dict):
+        raise InputError(f"{where}: a model config is a JSON object of fields (hidden_size, ...); got {type(config).__name__}")
+    for key, top in _BOUNDS.items():
+        if key not in config or (config[key] is None and key not in _POSITIVE):
+            continue
+        value, low = config[key], 1 if key in _POSITIVE else 0
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= top:
+            raise InputError(f"{where}: {key} is {str(value)[:40]!r}; expected a whole number in {low}..{top:,}")
+    kinds = config.get("layer_types")
+    if kinds is not None and (not isinstance(kinds, list) or len(kinds) < int(config.get("num_hidden_layers") or 0)):
+        raise InputError(f"{where}: layer_types must be a list with one entry per layer (num_hidden_layers)")
 
 
 def _layer_is_full_attention(config: dict[str, Any], index: int) -> bool:
@@ -127,9 +164,10 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
     Raises:
         InputError: a field the count needs is missing.
     """
-    missing = [key for key in _REQUIRED if key not in config]
+    missing = [key for key in _REQUIRED if not isinstance(config, dict) or key not in config]
     if missing:
         raise InputError(f"config has no {', '.join(missing)}; plan-memory needs {', '.join(_REQUIRED)}")
+    check_config(config)
     h, layers, vocab = int(config["hidden_size"]), int(config["num_hidden_layers"]), int(config["vocab_size"])
     nq = int(config["num_attention_heads"])
     nkv = int(config.get("num_key_value_heads") or nq)
