@@ -17,10 +17,16 @@ from typing import Any
 from captrack.bounded import load_json
 from captrack.results.store import Store
 
-__all__ = ["run_settings", "setting_warnings"]
+__all__ = ["MOVED", "run_settings", "setting_warnings"]
+
+MOVED = "results file moved"
+"""run_settings' key for the results files of runs that are no longer where they were ingested from."""
 
 _FIXES = {
-    "chat template": "evaluate both with the same --apply_chat_template (and --system_instruction)",
+    "chat template": "evaluate both with the same --apply_chat_template",
+    "system instruction": "evaluate both with the same --system_instruction",
+    "few-shot as multi-turn": "evaluate both with the same --fewshot_as_multiturn",
+    "max length": "evaluate both with the same model_args max_length (prompts are cut at it)",
     "few-shot count": "evaluate both with the same --num_fewshot",
     "generation kwargs": "evaluate both with the same --gen_kwargs",
     "lm-eval version": "evaluate both with the same lm-eval version",
@@ -61,8 +67,28 @@ def _from_results(data: dict[str, Any]) -> dict[str, Any]:
                                          **{t: c.get("generation_kwargs") for t, c in configs.items() if c.get("generation_kwargs")}},
                                         sort_keys=True, default=str),
         "lm-eval version": str(data.get("lm_eval_version") or "unknown"),
+        "system instruction": _system_instruction(data),
+        "few-shot as multi-turn": str(bool(data.get("fewshot_as_multiturn"))).lower(),
+        "max length": _model_arg(data.get("config") or {}, "max_length") or "the model's default",
         **_backend(data.get("config") or {}),
     }
+
+
+def _system_instruction(data: dict[str, Any]) -> str:
+    sha, text = data.get("system_instruction_sha"), data.get("system_instruction")
+    if sha:
+        return f"sha {str(sha)[:12]}"
+    return f"{str(text)[:60]!r}" if text else "none"
+
+
+def _model_arg(config: dict[str, Any], key: str) -> str | None:
+    """One of lm-eval's model_args (a mapping, or its ``k=v,k=v`` text), as text; None when not given."""
+    args = config.get("model_args")
+    if isinstance(args, dict):
+        return str(args[key]) if args.get(key) is not None else None
+    if isinstance(args, str):
+        return next((kv.split("=", 1)[1].strip() for kv in args.split(",") if kv.strip().startswith(f"{key}=")), None)
+    return None
 
 
 def run_settings(store: Store, model: str) -> dict[str, set[str]]:
@@ -71,6 +97,8 @@ def run_settings(store: Store, model: str) -> dict[str, set[str]]:
     values: dict[str, set[str]] = {}
     for results_path, version, config in rows:
         path = Path(str(results_path))
+        if not path.is_file():
+            values.setdefault(MOVED, set()).add(str(path))
         if path.is_file():
             settings = _from_results(load_json(path.read_text(encoding="utf-8")))
         else:  # results file moved since ingest: what the store kept
@@ -91,4 +119,9 @@ def setting_warnings(store: Store, base: str, variant: str) -> list[str]:
         if b is not None and v is not None and b != v:
             warnings.append(f"{variant}: {key} differs from base {base!r}: base {' | '.join(sorted(b))}, "
                             f"variant {' | '.join(sorted(v))}; drift may reflect the setting, not post-training: {fix}")
+    moved = sorted(ours.get(MOVED, set()) | theirs.get(MOVED, set()))
+    if moved:
+        warnings.append(f"{variant}: settings not checked against base {base!r}: results file(s) moved or deleted since "
+                        f"ingest ({', '.join(moved[:3])}{' ...' if len(moved) > 3 else ''}), so only the lm-eval version "
+                        "and --gen_kwargs were compared; put the files back or ingest the runs again from where they are")
     return warnings
