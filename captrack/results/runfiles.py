@@ -25,6 +25,7 @@ __all__ = [
     "judged_path",
     "results_files",
     "results_files_of_date",
+    "run_output_files",
     "samples_error",
     "samples_path",
     "stored_path",
@@ -52,6 +53,11 @@ def judged_path(samples: Path) -> Path:
 def results_files(folder: Path) -> Iterator[Path]:
     """lm-eval's results files (``results_*.json``) anywhere under `folder`, in no particular order."""
     return folder.rglob("results_*.json")
+
+
+def run_output_files(folder: Path) -> list[Path]:
+    """Every file lm-eval (results, samples) and `captrack judge` (verdicts) wrote anywhere under `folder`."""
+    return sorted(p for pattern in ("results_*.json", "samples_*.jsonl", "judged_*.jsonl") for p in folder.rglob(pattern))
 
 
 def results_files_of_date(folder: Path, date_id: str) -> list[Path]:

@@ -20,7 +20,6 @@ from captrack.errors import InputError
 __all__ = ["Resumed", "check_writable", "clear_run_folder", "recorded_resume"]
 
 _STEP_FOLDER = re.compile(r"step-(\d+)$")
-_RUN_FILES = ("results_*.json", "samples_*.jsonl", "trainer_state.json")
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,9 @@ class Resumed:
 
 
 def _has_run(folder: Path) -> bool:
-    return folder.is_dir() and any(folder.rglob("results_*.json"))
+    from captrack.results.runfiles import results_files
+
+    return folder.is_dir() and any(results_files(folder))
 
 
 def recorded_resume(output_dir: Path, start: int) -> Resumed:
@@ -54,12 +55,14 @@ def recorded_resume(output_dir: Path, start: int) -> Resumed:
 
 
 def clear_run_folder(folder: Path) -> None:
-    """Remove the run files (results, samples, trainer_state) under `folder`, and the folders they leave empty."""
+    """Remove the run files (results, samples, verdicts, trainer_state) under `folder`, and the folders left empty."""
+    from captrack.results.checkpoints import TRAINER_STATE
+    from captrack.results.runfiles import run_output_files
+
     if not folder.is_dir():
         return
-    for pattern in _RUN_FILES:
-        for path in folder.rglob(pattern):
-            path.unlink()
+    for path in [*run_output_files(folder), *folder.rglob(TRAINER_STATE)]:
+        path.unlink()
     for path in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
         with contextlib.suppress(OSError):
             path.rmdir()  # only when empty
