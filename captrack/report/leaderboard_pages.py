@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
 from captrack.analysis.compare import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
+from captrack.report.board_model import (
+    AGGREGATE_NOTE,
+    NOISE_NOTE,
+    Board,
+    board_cells,
+    scale_label,
+)
+from captrack.report.board_readme import board_readme
 from captrack.report.board_tables import algorithm_summary, checkpoint_rows
-from captrack.report.escape import md_text
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
-from captrack.report.numbers import ci_text, is_significant, missing, plain, verdict_text
+from captrack.report.numbers import ci_text, missing, plain, verdict_text
 from captrack.report.numbers import signed as fmt_signed
 from captrack.report.over_training import (
     STEPS_PAGE,
@@ -28,16 +33,13 @@ from captrack.report.over_training import (
 from captrack.report.power_section import power_sections
 from captrack.report.verdict_cells import (
     COLOUR_NOTE,
-    SIGNIFICANCE,
     VERDICT_MARKS,
-    VERDICT_RULE,
     capability_units,
     mark,
     oriented_task,
     verdict_td,
 )
 from captrack.report.writer import write_contract_tables
-from captrack.taxonomy import load_taxonomy
 
 if TYPE_CHECKING:
     from captrack.report.board_spec import LeaderboardSpec, VariantLabels
@@ -77,103 +79,6 @@ def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> d
             "contrasts": contrasts}
 
 
-@dataclass(frozen=True)
-class Cells:
-    """The capability × variant grid of the heatmap and the tables beside it: one frame per quantity, row labels
-    (``C1 Parametric knowledge & skills``, ``CAN (mean)``) by variants."""
-
-    value: pd.DataFrame  # printed: the verdict's change Δ (boards with verdicts) or relative drift in % (aggregate)
-    colour: pd.DataFrame  # the colour side, + better: Δ (NaN without a better side), or oriented relative drift
-    significant: pd.DataFrame  # verdict regressed, improved or changed (the 95% CI of Δ excludes 0)
-    verdict: pd.DataFrame
-    low: pd.DataFrame  # the 95% CI of Δ
-    high: pd.DataFrame
-    unit: pd.DataFrame  # the unit of Δ: points, % of base, or both
-    with_verdicts: bool
-
-
-def _cells(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...], with_verdicts: bool,
-           units: dict[tuple[str, str], str]) -> Cells:
-    """Each capability's (and group's) Δ, its CI and verdict, per variant, read from capabilities.csv's columns;
-    without verdicts (aggregate scores) the relative drift instead."""
-    taxonomy = load_taxonomy()
-    rows: list[tuple[str, str, str]] = []
-    for group in taxonomy.groups:
-        rows.append(("group", group.key, f"{group.key} (mean)"))
-        rows += [("capability", c.key, f"{c.key} {c.name}") for c in group.capabilities]
-    shown = caps[caps["n_metrics"] > 0]
-    present = set(zip(shown["level"], shown["key"], strict=True))
-    rows = [r for r in rows if (r[0], r[1]) in present and (not keys or r[1] in keys or r[0] == "group")]
-    labels, columns = [r[2] for r in rows], {v: j for j, v in enumerate(variants)}
-    at = {(level, key): i for i, (level, key, _) in enumerate(rows)}
-    shape = (len(rows), len(variants))
-    value, colour, low, high = (np.full(shape, np.nan) for _ in range(4))
-    verdict, unit = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
-    relative = caps["oriented_drift_pct"] if "oriented_drift_pct" in caps else caps["mean_rel_drift_pct"]
-    nan = pd.Series(math.nan, index=caps.index)
-    change = caps["oriented_change"] if "oriented_change" in caps else nan
-    ci_low = caps["change_ci_low"] if "change_ci_low" in caps else nan
-    ci_high = caps["change_ci_high"] if "change_ci_high" in caps else nan
-    said = caps["verdict"] if "verdict" in caps else pd.Series(None, index=caps.index, dtype=object)
-    for level, key, variant, drift, side, delta, lo, hi, found in zip(
-            caps["level"], caps["key"], caps["variant"], caps["mean_rel_drift_pct"], relative, change, ci_low, ci_high,
-            said, strict=True):
-        i, j = at.get((level, key)), columns.get(variant)
-        if i is None or j is None:
-            continue
-        if with_verdicts:  # the colour: Δ itself, white where the capability has no better side
-            value[i, j], colour[i, j] = delta, (math.nan if missing(side) else delta)
-            low[i, j], high[i, j] = lo, hi
-            verdict[i, j] = found if isinstance(found, str) else ""
-            unit[i, j] = units.get((str(variant), str(key)), "points")
-        else:
-            value[i, j], colour[i, j] = drift, side
-
-    def frame(data: np.ndarray, kind: type) -> pd.DataFrame:
-        return pd.DataFrame(data, index=labels, columns=variants, dtype=kind)
-
-    significant = pd.DataFrame(np.vectorize(is_significant, otypes=[bool])(verdict) if verdict.size else
-                               np.zeros(shape, dtype=bool), index=labels, columns=variants)
-    return Cells(frame(value, float), frame(colour, float), significant, frame(verdict, object), frame(low, float),
-                 frame(high, float), frame(unit, object), with_verdicts)
-
-
-def _scale(cells: Cells) -> str:
-    """The unit of the grid's Δ, as the heatmap's colour bar and the README's heading say it."""
-    units = {str(u) for u in cells.unit.to_numpy().ravel() if u}
-    if units <= {"points"}:
-        return "points"
-    if units == {"% of base"}:
-        return "% of base"
-    return "points; count metrics % of base"
-
-
-@dataclass(frozen=True)
-class Board:
-    """Everything the index page and README of a leaderboard show."""
-
-    spec: LeaderboardSpec
-    cells: Cells
-    summary: pd.DataFrame
-    checkpoints: pd.DataFrame
-    capabilities: pd.DataFrame
-    per_task: pd.DataFrame
-    scoring: pd.DataFrame
-    said: list[str]
-    aggregate_only: bool
-    html_sections: list[str] = field(default_factory=list)  # extra sections (base → variant pairs, per-field tables)
-    md_sections: list[str] = field(default_factory=list)
-
-
-AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so no confidence intervals, no item "
-                  "transitions (F/BT), no minimum detectable effects, no ranking of algorithms and no drill-down can be "
-                  "computed. None of these drifts can be told apart from noise: every number is a point estimate of unknown precision.")
-NOISE_NOTE = (f"{VERDICT_RULE} {SIGNIFICANCE} Relative drift is CapTrack's number, 100 × (variant − base) / base, shown "
-              "in its own column and deciding nothing; \"rose\" and \"fell\" say which way a value moved, so for a "
-              "lower-is-better metric (W2's overreach, for one) a rise is a change for the worse. MDE: the smallest "
-              "relative drift the items detect with 80% power (two-sided α = 0.05, paired; planned from n and the base rate).")
-
-
 def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per variant, task and metric: base, variant, n, drift, CI and MDE (n and MDE NaN without items)."""
     drift = tables["drift"].drop_duplicates(["variant", "task", "metric"])
@@ -208,12 +113,12 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     variants = [v.name for c, _ in comparisons for v in c.variants]
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
     units = capability_units(tables["drift"])
-    cells = _cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
+    cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
     summary = algorithm_summary(tables["capabilities"], aggregate_only)
     checkpoints = checkpoint_rows(tables, variants)
     written = figures.heatmap_figure(cells.value, cells.significant, folder / "figures", with_cis=not aggregate_only,
                                      colors=cells.colour, verdicts=cells.verdict if cells.with_verdicts else None,
-                                     unit=_scale(cells) if cells.with_verdicts else "")
+                                     unit=scale_label(cells) if cells.with_verdicts else "")
     if not summary.empty:
         written += figures.algorithm_summary_figure(summary, colors, folder / "figures")
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
@@ -253,7 +158,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
                   html_sections, md_sections)
     written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
-    written.append(write_atomic(folder / "README.md", _readme(board)))
+    written.append(write_atomic(folder / "README.md", board_readme(board)))
     return written
 
 
@@ -335,7 +240,7 @@ def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
         parts.append('<h2 id="findings">What changed</h2><ul id="findings-list">'
                      + "".join(f"<li>{esc(s)}</li>" for s in board.said) + "</ul>")
     if cells.with_verdicts:
-        heading = f"Capability change Δ vs base (+ better; {_scale(cells)})"
+        heading = f"Capability change Δ vs base (+ better; {scale_label(cells)})"
         legend = (f'<p class="muted">Each cell: Δ and its verdict at ±{spec.margin:g} (▼ regressed, ▲ improved, ≈ equivalent, '
                   "? inconclusive, • changed); hover for its 95% CI. Colour: Δ, + better blue, − worse red.</p>")
     else:
@@ -422,78 +327,3 @@ def _detail_tables(board: Board) -> list[str]:
 
 def _count(value: float) -> str:
     return '<td class="num">n/a</td>' if missing(value) else f'<td class="num">{int(value)}</td>'
-
-
-def _md_cell(board: Board, label: str, variant: str) -> str:
-    """A README grid cell: Δ [95% CI] and the verdict's mark and word, or relative drift for aggregate scores."""
-    cells = board.cells
-    value = cells.value.loc[label, variant]
-    if not cells.with_verdicts:
-        return fmt_signed(value, suffix="%")
-    found = str(cells.verdict.loc[label, variant])
-    text = f"{fmt_signed(value)} {ci_text(cells.low.loc[label, variant], cells.high.loc[label, variant])}" if not missing(value) else "n/a"
-    return f"{text} {VERDICT_MARKS[found]} {found}" if found in VERDICT_MARKS else text
-
-
-def _readme(board: Board) -> str:
-    def pct(v: float, with_sign: bool = True) -> str:
-        return fmt_signed(v, suffix="%") if with_sign else plain(v, suffix="%")
-
-    spec, cells = board.spec, board.cells
-    lines = [f"# {md_text(spec.title, table=False)}", "", spec.description, ""]  # description and note: the author's Markdown
-    if spec.source_note:
-        lines += [f"Source: {spec.source_note}", ""]
-    lines += [AGGREGATE_NOTE if board.aggregate_only else NOISE_NOTE, ""]
-    if board.said:
-        lines += ["## What changed", "", *(f"- {md_text(s, table=False)}" for s in board.said), ""]
-    if cells.with_verdicts:
-        lines += ["![capability change](figures/heatmap.png)", "",
-                  f"## Capability change Δ vs base (+ better; {_scale(cells)})", "",
-                  f"Each cell: Δ, its 95% CI and the verdict at margin ±{spec.margin:g} (▼ regressed, ▲ improved, "
-                  "≈ equivalent, ? inconclusive, • changed; see index.html's Per capability and README's Definitions).", ""]
-    else:
-        lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
-    matrix = cells.value
-    lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
-    lines += [f"| {md_text(label)} | " + " | ".join(_md_cell(board, label, v) for v in matrix.columns) + " |"
-              for label in matrix.index]
-    lines += ["", "## Per task", ""]
-    if board.aggregate_only:
-        lines += ["| variant | task | metric | base | variant score | n | relative drift |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {pct(r.rel_drift_pct)} |"
-                  for r in board.per_task.itertuples()]
-    else:
-        lines += [f"| variant | task | metric | base | variant score | n | Δ (+ better) [95% CI] → verdict at ±{spec.margin:g} | * | "
-                  "relative drift | MDE (% of base) |", "|---|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
-                  f"{'n/a' if missing(r.n) else int(r.n)} | "
-                  f"{verdict_text(r.oriented_change, r.change_ci_low, r.change_ci_high, str(r.change_unit or 'points'), r.verdict, spec.margin)} | "
-                  f"{mark(r.verdict)} | {pct(r.rel_drift_pct)} | {pct(r.mde_pct, False)} |"
-                  for r in board.per_task.itertuples()]
-    groups = ("CAN Δ", "WILL Δ", "HOW Δ") if cells.with_verdicts else ("CAN", "WILL", "HOW")
-    lines += ["", "## Checkpoints", "", f"| variant | family | size | algorithm | {' | '.join(groups)} | F_adj | BT_adj | significant tasks |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {md_text(r.variant)} | {md_text(r.family)} | {md_text(r.size)} | {md_text(r.algorithm)} | "
-              + " | ".join(_md_group(board, g, r.variant, getattr(r, g)) for g in ("CAN", "WILL", "HOW")) + " | "
-              f"{pct(100 * r.forgetting_adj, False)} | {pct(100 * r.backward_transfer_adj, False)} | "
-              f"{f'{r.significant_tasks} / {r.tasks}' if r.tasks else 'n/a'} |" for r in board.checkpoints.itertuples()]
-    if not board.summary.empty:
-        lines += ["", "## By algorithm (relative drift, mean over variants)", "", "| algorithm | capability | variants | relative drift | 95% CI |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {pct(r.mean_rel_drift_pct)} | "
-                  + ("n/a" if board.aggregate_only else ci_text(r.ci_low, r.ci_high, suffix="%")) + " |"
-                  for r in board.summary.itertuples()]
-    lines += ["", *board.md_sections] if board.md_sections else []
-    lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]
-    return "\n".join(lines)
-
-
-def _md_group(board: Board, group: str, variant: str, relative: float) -> str:
-    """A checkpoint's group cell in the README: the group's Δ with its verdict's mark (relative drift for aggregate scores)."""
-    label = f"{group} (mean)"
-    if not board.cells.with_verdicts:
-        return fmt_signed(relative, suffix="%")
-    if label not in board.cells.value.index:
-        return "n/a"
-    found = str(board.cells.verdict.loc[label, variant])
-    return f"{fmt_signed(board.cells.value.loc[label, variant])} {VERDICT_MARKS.get(found, '')}".strip()

@@ -50,7 +50,7 @@ BOARD_TABLES = frozenset({
 """The tables a board writes (captrack.report.leaderboard_pages), recognised in a board folder without a manifest."""
 
 _PAGE_SIGNATURE = ":root { --fg:#1d2433;"  # the first rule of captrack.report.html.CSS, inlined in every page
-_README_SIGNATURE = "](figures/heatmap.png)"  # the heatmap line of every board README (leaderboard_pages._readme)
+_README_SIGNATURE = "](figures/heatmap.png)"  # the heatmap line of every board README (captrack.report.board_readme)
 
 Kind = Literal["compare", "leaderboard"]
 

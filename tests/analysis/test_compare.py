@@ -245,16 +245,24 @@ def test_nothing_paired_is_a_clear_error_and_out_is_left_as_it_was(tmp_path: Pat
 
 
 def test_out_is_replaced_whole_and_a_foreign_folder_is_refused(tmp_path: Path) -> None:
+    """A file captrack wrote (in its manifest) is replaced by the next comparison; one it did not write is never
+    touched: the comparison is refused naming it (issue 40: any .csv used to pass the guard and be deleted)."""
     base, variant = _write(tmp_path, "base", [1, 0, 1]), _write(tmp_path, "v", [1, 1, 1])
     out = tmp_path / "out"
     out.mkdir()
-    (out / "stale.csv").write_text("from an earlier comparison")
+    (out / "stale.csv").write_text("not captrack's")
+    message = _mismatch_message(tmp_path, base, variant)
+    assert "holds stale.csv" in message and (out / "stale.csv").read_text() == "not captrack's"
+    (out / "stale.csv").unlink()
     assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
-    assert not (out / "stale.csv").exists() and (out / "summary.json").is_file()
+    assert (out / "summary.json").is_file()
+    (out / "drift.csv").write_text("an earlier comparison's file, in the manifest")
+    assert _compare(tmp_path, "--base", str(base), "--variant", f"v={variant}") == 0
+    assert (out / "drift.csv").read_text().startswith("variant,")  # captrack's own file replaced
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no staging folder left behind
     (out / "notes.txt").write_text("mine")
     message = _mismatch_message(tmp_path, base, variant)
-    assert "holds notes.txt" in message and "give a new or empty folder" in message
+    assert "holds notes.txt" in message
     assert (out / "notes.txt").read_text() == "mine"
 
 
