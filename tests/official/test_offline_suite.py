@@ -81,7 +81,8 @@ def test_stock_lm_eval_runs_what_the_shared_data_mirror_holds(tmp_path: Path) ->
     env = {**os.environ, "CAPTRACK_DATA_DIR": str(mirror)}
     listed = subprocess.run([sys.executable, "-m", "captrack.cli", "tasks", "--available"], capture_output=True,
                             text=True, check=True, env=env).stdout.strip()
-    assert len(listed.split(",")) == 51  # 26 probes + the 25 tasks of the 26 configs built offline (mmlu_pro.full is opt-in)
+    probes = len(list((Path(__file__).resolve().parents[2] / "tasks").glob("probe_*/*.yaml")))
+    assert len(listed.split(",")) == probes + 25  # every probe + the 25 tasks of the 26 configs built offline (mmlu_pro.full is opt-in)
     ran = _lm_eval(["--model", "dummy", "--tasks", listed, "--limit", "2", "--output_path", str(tmp_path / "out")], tmp_path, mirror)
     assert ran.returncode == 0, ran.stderr[-3000:]
     refused = _lm_eval(["--model", "dummy", "--tasks", "captrack_*", "--limit", "1"], tmp_path, mirror)
