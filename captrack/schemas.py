@@ -237,6 +237,8 @@ class LeaderboardFile(_Config):
         "a list of doc fields to break results down by, e.g. [category]"))
     target: Text = Field("", description="the task the post-training aims at (text): the page states its change per variant")
     margin: Margin = 5.0
+    smoke: bool = Field(False, description=(
+        "true for a smoke test (`captrack run --quick` writes it): the page ranks no algorithms and claims no findings"))
 
 
 # -- validation with messages people can act on --------------------------------------------------------------

@@ -36,6 +36,7 @@ def board_yaml(experiment: Experiment) -> dict[str, Any]:
     from captrack.analysis.verdicts import DEFAULT_MARGIN
 
     board |= {"margin": experiment.margin} if experiment.margin != DEFAULT_MARGIN else {}
+    board |= {"smoke": True} if experiment.smoke else {}
     return board | ({"by": list(experiment.by)} if experiment.by else {}) | ({"target": experiment.target} if experiment.target else {})
 
 

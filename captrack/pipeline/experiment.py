@@ -111,6 +111,7 @@ class Experiment:
     by: tuple[str, ...] = ()
     target: str = ""
     margin: float = 5.0  # the verdicts' equivalence margin (captrack.analysis.verdicts)
+    smoke: bool = False  # a smoke test (`--quick`): its board says so and claims nothing beyond verdicts
 
     @property
     def work(self) -> WorkFolder:
@@ -355,5 +356,12 @@ def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
         for v in experiment.variants
     )
     tasks = tuple(t for t in QUICK_TASKS if any(fnmatchcase(t, p) for p in experiment.tasks)) or experiment.tasks
+    trained = sorted({v.name for v in experiment.variants if v.train})
+    description = (f"A smoke test of experiment {experiment.name} (`captrack run --quick`): {len(tasks)} task(s), the "
+                   f"first {limit} items of each" + (f", trained variants ({', '.join(trained)}) trained for at most {steps} "
+                                                     "optimizer steps" if trained else "")
+                   + ". It checks that every stage runs; its numbers support no claim about the checkpoints or the "
+                   "algorithms. Run `captrack run` without --quick for the experiment's results.")
     return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, items={}, workdir=workdir,
-                               leaderboard=WorkFolder(workdir).quick_leaderboard)
+                               leaderboard=WorkFolder(workdir).quick_leaderboard, smoke=True,
+                               title=f"Smoke test of {experiment.name} (--quick): not a result", description=description)

@@ -43,3 +43,4 @@ class LeaderboardSpec:
     by: tuple[str, ...] = ()
     target: str = ""
     margin: float = 5.0  # the verdicts' equivalence margin (captrack.analysis.verdicts)
+    smoke: bool = False  # a smoke test (`captrack run --quick`): no ordering of algorithms, no findings beyond verdicts

@@ -9,7 +9,8 @@ for a metric without a better side) means the 95% CI of Δ excludes 0, the one m
 "significant" on every page. An improvement is never called drift or forgetting: mean |relative
 drift| is named as what it is, rises and falls alike. Algorithms are ranked only where the CI of
 their difference excludes zero, and the published expectation names only algorithms the board has.
-Aggregate-only sources get no such words at all.
+Aggregate-only sources get no such words at all, and neither does a smoke test (`captrack run --quick`):
+a handful of items per task supports no ordering of algorithms and tests no published expectation.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ import pandas as pd
 
 from captrack.report.numbers import change_text, ci_text, missing, signed, verdict_text
 
-__all__ = ["expectation", "findings", "measure_sentence", "ranking_sentence", "target_sentences"]
+__all__ = ["SMOKE_SENTENCE", "expectation", "findings", "measure_sentence", "ranking_sentence", "target_sentences"]
+
+SMOKE_SENTENCE = ("This board is a smoke test (`captrack run --quick`): it checks that every stage runs, on a few items "
+                  "per task; it ranks no algorithms and tests no published expectation. Run the experiment without "
+                  "--quick for results.")
+"""What a smoke-test board says where a full board ranks algorithms."""
 
 MEASURES = {"f_adj": ("chance-adjusted forgetting F_adj", 100.0, "points"),
             "one_minus_bc": ("option-distribution movement 1 − BC", 100.0, "points")}
@@ -166,7 +172,7 @@ def _expectation_sentence(contrasts: pd.DataFrame, caps: pd.DataFrame) -> str | 
 
 def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame, contrasts: pd.DataFrame | None = None,
              aggregate_only: bool = False, margin: float = 5.0,
-             units: Mapping[tuple[str, str], str] | None = None) -> list[str]:
+             units: Mapping[tuple[str, str], str] | None = None, smoke: bool = False) -> list[str]:
     """Sentences saying what changed: one per variant, then what the data say about ranking algorithms.
 
     Args:
@@ -179,6 +185,8 @@ def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame, contrasts: pd.DataFr
         margin: the verdicts' equivalence margin.
         units: (variant, capability) -> the unit of its Δ (captrack.report.verdict_cells.capability_units;
             default points).
+        smoke: a smoke test (`captrack run --quick`): the per-variant verdict sentences, then SMOKE_SENTENCE in
+            place of any ordering of algorithms, measure contrast or published expectation.
     """
     capability_rows = caps[caps["level"] == "capability"]
     points = checkpoints.set_index("variant") if not checkpoints.empty else pd.DataFrame()
@@ -194,6 +202,8 @@ def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame, contrasts: pd.DataFr
         else:
             sentences.append(_relative_sentence(str(name), algorithm, scored, aggregate_only))
     algorithms = {str(a) for a in capability_rows["algorithm"] if a}
+    if smoke:
+        return [*sentences, SMOKE_SENTENCE]
     if len(algorithms) < 2:
         return sentences
     if aggregate_only or contrasts is None or contrasts.empty:

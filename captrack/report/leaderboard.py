@@ -85,6 +85,7 @@ def parse_spec(raw: object, folder: str | Path) -> LeaderboardSpec:
         seed=board.seed,
         by=tuple(board.by),
         margin=float(board.margin),
+        smoke=board.smoke,
     )
     if spec.by and spec.store is None:
         raise InputError(f"{path}: 'by' needs per-item results (a store); scores and references are aggregates")

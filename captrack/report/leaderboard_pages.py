@@ -151,7 +151,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     for stale in sorted((folder / "tasks").glob("*.html")) if (folder / "tasks").is_dir() else []:
         if stale.name not in pages:  # a task no longer on the board: its old page would mislead
             stale.unlink()
-    said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only, spec.margin, units)
+    said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only, spec.margin, units, spec.smoke)
     said += target_sentences(tables["drift"], spec.target, spec.margin) if spec.target else []
     caps = _capability_rows(tables)
     caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])

@@ -126,3 +126,13 @@ def test_the_target_line_says_what_its_verdict_supports() -> None:
                         "moved its target.")  # not "did NOT move": too few items to tell
     assert rl.endswith("0.0 points [-2.5, +2.5] → equivalent at ±5: the post-training did not move its target by ±5 or more.")
     assert target_sentences(drift, "missing")[0].startswith("Target missing was not evaluated for sft")
+
+
+def test_a_smoke_test_ranks_no_algorithms_and_tests_no_published_expectation() -> None:
+    """`captrack run --quick` (3 items a task): verdict sentences per variant, then one line saying it is a smoke test."""
+    contrasts = pd.DataFrame([_contrast("DPO", "SFT", -20.0, -30.0, -10.0)])
+    full = findings(SFT_DPO, pd.DataFrame(), contrasts)
+    said = findings(SFT_DPO, pd.DataFrame(), contrasts, smoke=True)
+    assert said[:2] == full[:2] and len(said) == 3 and "smoke test" in said[-1]
+    assert not any("expectation (CapTrack" in s or "moved its capabilities more" in s for s in said), said
+    assert not any(re.search(r"\bRL\b", s) for s in said)
