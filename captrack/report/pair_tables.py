@@ -21,6 +21,7 @@ from captrack.analysis.compare import Comparison
 from captrack.report.escape import md_row, md_text
 from captrack.report.html import esc, table
 from captrack.report.numbers import ci_text, signed, verdict_text
+from captrack.report.slugs import anchor
 
 if TYPE_CHECKING:
     from captrack.report.board_spec import VariantLabels
@@ -130,7 +131,7 @@ def pairs_html(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: f
     note = ('<p class="muted">Before / after: the metric\'s mean over the paired items; Δ, its 95% CI and verdict as in the '
             "per-task table; F = n10/n, BT = n01/n; F_adj, BT_adj subtract the flips guessing among k options explains "
             "(= F, BT when k is unknown); McNemar p: the exact test, for reference; q: Benjamini–Hochberg across the "
-            "comparison's verdict p-values (q < 0.05 only where the verdict's CI excludes 0). n10 are the harmful flips "
+            "comparison's verdict p-values (a q under 0.05 only where the verdict's CI excludes 0). n10 are the harmful flips "
             "(1→0), n01 the beneficial ones (0→1); churn: items whose scored answer changed while the score did not "
             "(a wrong answer replaced by another); every seed: the flips all seeds agree on (n10/n01 pool every seed's). "
             "F_adj and BT_adj are the published, clipped forms (biased upward); F − E₀₀ and BT − E₀₀ subtract the chance "
@@ -143,12 +144,12 @@ def pairs_html(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: f
 
 def by_field_html(field: str, frame: pd.DataFrame, file_name: str) -> str:
     """One section per variant: the statistics per value of `field`."""
-    parts = [f'<h2 id="by-{esc(field)}">By {esc(field)}</h2>'
+    parts = [f'<h2 id="{esc(anchor("by", field))}">By {esc(field)}</h2>'
              f'<p class="muted">The same statistics within each {esc(field)}. Data: {esc(file_name)}.</p>']
     for (variant, task, metric), group in frame.groupby(["variant", "task", "metric"], sort=False):
         rows = [[_td(str(r[5]), False), *(_td(c) for c in _cells(r))] for r in group.itertuples()]
         parts.append(f"<h3>{esc(variant)}: {esc(task)} / {esc(metric)}</h3>")
-        parts.append(table([field, *_STAT_HEADER], rows, f"by-{field}-{variant}-{task}-{metric}"))
+        parts.append(table([field, *_STAT_HEADER], rows, anchor("by", field, variant, task, metric)))
     return "\n".join(parts)
 
 
