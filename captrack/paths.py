@@ -58,10 +58,22 @@ def cache_dir() -> Path:
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
 
 
 def expand_path(text: str, folder: Path) -> Path:
-    """Expand ``${VAR}`` / ``${VAR:-default}`` in `text` and resolve it relative to `folder`."""
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in `text` and resolve it relative to `folder`.
+
+    Raises:
+        InputError: a variable whose name says it holds a secret (KEY, TOKEN, SECRET, PASSWORD): its value
+            would name a folder and be written into the board's files (the message names the variable only).
+    """
+    from captrack.errors import InputError
+
+    for match in _VAR.finditer(text):
+        if _SECRET_NAME.search(match.group(1)):
+            raise InputError(f"path {text!r} uses ${{{match.group(1)}}}, whose name says it holds a secret; a path "
+                             "names folders and is written into leaderboard.yaml, so write the path itself")
     expanded = _VAR.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), text)
     path = Path(expanded).expanduser()
     return path if path.is_absolute() else (folder / path).resolve()

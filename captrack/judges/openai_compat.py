@@ -5,7 +5,8 @@ Configured by environment variables (the model comes from ``--judge openai:MODEL
 - ``CAPTRACK_JUDGE_URL``: base URL up to and including ``/v1`` (falls back to ``OPENAI_BASE_URL``,
   then ``https://api.openai.com/v1``); requests go to ``{URL}/chat/completions`` (a query such as
   ``?api-version=...`` is kept). Credentials in it (``user:KEY@``, ``?api-key=KEY``) are sent but
-  never printed or stored: the judge id is ``openai:MODEL@HOST[:PORT]/PATH``.
+  never printed or stored: the judge id is ``openai:MODEL@HOST[:PORT]/PATH``, a path segment that is the key
+  or looks like one masked (``.../v1/***``). ``user:password@`` is sent as Basic auth.
 - ``CAPTRACK_JUDGE_API_KEY``: the key (falls back to ``OPENAI_API_KEY``; may be empty for local servers).
 - ``CAPTRACK_JUDGE_AUTH_HEADER``: ``Authorization`` (default, sent as ``Bearer KEY``) or e.g. ``api-key``
   (Azure), sent as the bare key.
@@ -61,13 +62,14 @@ class OpenAICompatibleJudge(Judge):
         self._secrets = Secrets.of(raw, key)
         parts = urlsplit(raw)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InputError(f"judge URL {redact_url(raw)!r} (CAPTRACK_JUDGE_URL): expected http(s)://HOST[:PORT]/PATH, "
+            raise InputError(f"judge URL {redact_url(raw, (key,))!r} (CAPTRACK_JUDGE_URL): expected http(s)://HOST[:PORT]/PATH, "
                              "e.g. https://api.openai.com/v1")
         path = parts.path.rstrip("/")
         # The real URL (credentials included) is used for the request only; the query travels as params.
         self._endpoint = urlunsplit((parts.scheme, parts.netloc, f"{path}/chat/completions", "", ""))
         self._params = httpx.QueryParams(parts.query)
-        self.url = redact_url(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")))
+        # Written everywhere: no user:password, secret query values and key-like path segments masked.
+        self.url = redact_url(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")), (key,))
         self.id = f"openai:{model}@{host_and_path(self.url)}"
         header = _env("CAPTRACK_JUDGE_AUTH_HEADER", default="Authorization")
         headers = {"Accept-Encoding": "identity"}  # the size cap counts bytes as they arrive: no compressed bodies
@@ -98,17 +100,19 @@ class OpenAICompatibleJudge(Judge):
         if status >= 500 or status in (408, 409):  # 408 request timeout, 409 conflict: transient per OpenAI's guidance
             code = "server_error" if status >= 500 else f"http_{status}"
             raise RetryableError(code, f"HTTP {status}", _retry_after(response.headers.get("retry-after")))
+        text = self._secrets.scrub(response.text)  # before any cut: a cut must never split a secret
         if status >= 400:
-            raise JudgeError(f"http_{status}", response.text[:200])
-        return _content(response)
+            raise JudgeError(f"http_{status}", text[:200])
+        return _content(response, text)
 
     def close(self) -> None:
         """Close the HTTP connections."""
         self._client.close()
 
 
-def _content(response: Reply) -> str:
-    """choices[0].message.content of a chat-completions body; anything else is a malformed reply.
+def _content(response: Reply, text: str) -> str:
+    """choices[0].message.content of a chat-completions body; anything else is a malformed reply
+    (quoted from `text`, the body with its secrets already scrubbed).
 
     Raises:
         JudgeError: ``empty_reply`` when the content is null or blank (never cached: the next run asks again).
@@ -117,7 +121,7 @@ def _content(response: Reply) -> str:
         data: Any = json.loads(response.body)
         content = data["choices"][0]["message"]["content"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
-        raise RetryableError("malformed_response", f"not a chat-completions body: {response.text[:120]!r}") from exc
+        raise RetryableError("malformed_response", f"not a chat-completions body: {text[:120]!r}") from exc
     if content is not None and not isinstance(content, str):
         raise RetryableError("malformed_response", f"message content is {type(content).__name__}, not text")
     if content is None or not content.strip():

@@ -14,10 +14,12 @@ markers in the judged text, counted per distinct request body:
 - ``<<trickle>>``: a valid reply sent one byte every ``trickle_seconds`` (chunked; minutes in all)
 - ``<<flood>>``: a 200 whose body streams ``flood_bytes`` of blanks (chunked, no Content-Length)
 - ``<<echokey>>``: HTTP 400 whose body quotes the key the client sent; ``<<echoreply>>``: a valid
-  verdict followed by the key (a server that leaks what it was given)
+  verdict followed by the key (a server that leaks what it was given); ``<<echoauth>>``: a valid verdict
+  followed by the Authorization header as sent (Basic auth: base64 of ``user:password``);
+  ``<<echocut>>``: HTTP 400 whose body quotes the key across character 200 (where an error is cut)
 
 The key is accepted as ``Authorization: Bearer KEY``, as the password of Basic auth (``user:KEY@``
-in the URL) or as the ``api-key`` query parameter. Requests whose text contains ``down_for`` get
+in the URL), as the ``api-key`` query parameter or as a path segment (``/v1/KEY/chat/completions``). Requests whose text contains ``down_for`` get
 HTTP 500 (``down_for=""``: every request).
 
 Every request is counted (``requests``) and timestamped (``log``) before it is answered.
@@ -87,9 +89,9 @@ class ChatServer:
             return base64.b64decode(auth.removeprefix("Basic ")).decode().partition(":")[2]
         return dict(parse_qsl(query)).get("api-key", "")
 
-    def handle(self, headers: Any, body: bytes, query: str = "") -> tuple[int, dict[str, str], Payload, float]:
-        """(status, headers, body, delay) for one request."""
-        key_sent = self.key_sent(headers, query)
+    def handle(self, headers: Any, body: bytes, query: str = "", path_key: str = "") -> tuple[int, dict[str, str], Payload, float]:
+        """(status, headers, body, delay) for one request (`path_key`: the key given as a path segment)."""
+        key_sent = path_key or self.key_sent(headers, query)
         if key_sent != self.api_key:
             return 401, {}, json.dumps({"error": {"message": "invalid api key"}}).encode(), 0.0
         try:
@@ -111,11 +113,16 @@ class ChatServer:
             return 500, {}, b'{"error": {"message": "internal error"}}', 0.0
         if "<<echokey>>" in text:
             return 400, {}, json.dumps({"error": {"message": f"bad request made with key {key_sent}"}}).encode(), 0.0
+        if "<<echocut>>" in text:
+            message = "x" * (200 - 16 - len('{"error": {"message": "')) + f"key {key_sent} refused"
+            return 400, {}, json.dumps({"error": {"message": message}}).encode(), 0.0
         if "<<flood>>" in text:
             return 200, {}, _flood(self.flood_bytes), 0.0
         content: str | None = "Hmm, that is a hard one; I would rather not say." if "<<garble>>" in text else self.decide(messages)
         if "<<echoreply>>" in text:
             content = f"{content} (asked with key {key_sent})"
+        if "<<echoauth>>" in text:
+            content = f"{content} (Authorization: {headers.get('Authorization')})"
         for kind, count in _MARK.findall(text):
             if kind in ("null", "blank") and attempt < int(count):
                 content = None if kind == "null" else ""
@@ -166,10 +173,12 @@ def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
                 state.max_in_flight = max(state.max_in_flight, state._in_flight)
             try:
                 payload: Payload
-                if path != "/v1/chat/completions":
-                    status, headers, payload, delay = 404, {}, b'{"error": {"message": "not found"}}', 0.0
-                else:
+                if path == "/v1/chat/completions":
                     status, headers, payload, delay = state.handle(self.headers, body, query)
+                elif path == f"/v1/{state.api_key}/chat/completions":
+                    status, headers, payload, delay = state.handle(self.headers, body, query, state.api_key)
+                else:
+                    status, headers, payload, delay = 404, {}, b'{"error": {"message": "not found"}}', 0.0
                 marks = " ".join(sorted(set(re.findall(r"<<\w+>>", body.decode("utf-8", "replace")))))
                 with state._lock:
                     state.log.append((time.monotonic(), marks, status))
