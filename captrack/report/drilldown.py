@@ -6,7 +6,6 @@ and how each metric on the page was scored (rule-based, LLM judge, sandbox, opti
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from captrack.analysis.compare import Comparison
 from captrack.errors import UnknownNameError
 from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
 from captrack.report.html import esc, page, table
+from captrack.report.slugs import task_page_name
 from captrack.results.samples import ItemText
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
             total += count
             lost = [kinds.get((variant, str(task), h), "") for h in items["doc_hash"].tolist()]
             rows += _item_rows(variant, metric, items, lost, str(task), texts, kinds_of_task.get(str(task), ""))
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(task)) + ".html"
+        name = task_page_name(str(task))
         how = scoring[scoring["task"] == task]
         changes = _change_table(spec, drift[drift["task"] == task] if drift is not None else None, frame)
         pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how, changes)

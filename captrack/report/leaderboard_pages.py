@@ -106,6 +106,7 @@ def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> list[Path]:
     """Write every output of the leaderboard into ``spec.folder``; returns the paths."""
     from captrack.report.drilldown import scoring_table, task_pages
+    from captrack.report.slugs import task_page_name
 
     folder = spec.folder
     tables = _tables(comparisons)
@@ -157,7 +158,8 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])
     board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
                   html_sections, md_sections)
-    written.append(write_atomic(folder / "index.html", _index(board, sorted(pages), {p.name for p in written})))
+    titles = {task_page_name(str(t)): str(t) for t in tables["transitions"]["task"].unique()} if pages else {}
+    written.append(write_atomic(folder / "index.html", _index(board, {p: titles.get(p, p) for p in pages}, {p.name for p in written})))
     written.append(write_atomic(folder / "README.md", board_readme(board)))
     return written
 
@@ -230,7 +232,7 @@ def _group_td(board: Board, group: str, variant: str, relative: float) -> str:
     return _num(relative) if not board.cells.with_verdicts else '<td class="num" data-sort="">n/a</td>'
 
 
-def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
+def _index(board: Board, task_pages: dict[str, str], names: set[str]) -> str:
     spec, cells = board.spec, board.cells
     parts = [f"<h1>{esc(spec.title)}</h1>", f"<p>{esc(spec.description)}</p>"]
     if spec.source_note:
@@ -273,7 +275,8 @@ def _index(board: Board, task_pages: list[str], names: set[str]) -> str:
     parts.append(_scoring_html(board))
     parts += board.html_sections
     if task_pages:
-        links = "".join(f'<li><a href="tasks/{esc(p)}">{esc(p.removesuffix(".html"))}</a></li>' for p in task_pages)
+        links = "".join(f'<li><a href="tasks/{esc(p)}">{esc(task)}</a></li>'
+                        for p, task in sorted(task_pages.items(), key=lambda kv: kv[1]))
         parts.append(f'<h2 id="tasks">Forgotten and gained items, per task</h2><ul>{links}</ul>')
     extra = "" if board.aggregate_only else ", power.csv, rankings.csv"
     parts.append(f'<p class="muted">Data: capabilities.csv, drift.csv, transitions.csv, checkpoints.csv, algorithms.csv{extra}. '
@@ -304,7 +307,7 @@ def _detail_tables(board: Board) -> list[str]:
                       '<td class="num">n/a</td>', _num(r.rel_drift_pct)]
                      for r in tasks.itertuples()]
         return ['<h2 id="capability-details">Per capability</h2>',
-                table(["variant", "capability", "relative drift (% of base)", "metrics"], rows, "capability-details"),
+                table(["variant", "capability", "relative drift (% of base)", "metrics"], rows, "capability-details-table"),
                 '<h2 id="per-task">Per task: base, variant, n</h2>',
                 table(["variant", "task", "metric", "base", "variant score", "n", "relative drift (% of base)"], task_rows, "task-table")]
     verdict = f"Δ (+ better) [95% CI] → verdict at ±{margin:g}"
@@ -319,7 +322,7 @@ def _detail_tables(board: Board) -> list[str]:
     return ['<h2 id="capability-details">Per capability</h2>',
             f'<p class="muted">{esc(COLOUR_NOTE)} Base and variant: the mean of the capability\'s metrics.</p>',
             table(["variant", "capability", "base", "variant score", verdict, "*", "relative drift (% of base)",
-                   "MDE (% of base)", "metrics", "items"], rows, "capability-details"),
+                   "MDE (% of base)", "metrics", "items"], rows, "capability-details-table"),
             '<h2 id="per-task">Per task: base, variant, n</h2>',
             table(["variant", "task", "metric", "base", "variant score", "n", verdict, "*", "relative drift (% of base)",
                    "MDE (% of base)"], task_rows, "task-table")]

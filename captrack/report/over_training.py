@@ -15,6 +15,7 @@ import pandas as pd
 from captrack.report.escape import md_text
 from captrack.report.figures import _pyplot, _save, algorithm_colors
 from captrack.report.html import esc, page, table
+from captrack.report.slugs import anchor, task_page_name
 
 __all__ = ["STEPS_PAGE", "curve_figures", "flip_anchor", "over_training_html", "over_training_markdown", "over_training_sections",
            "over_training_tables", "steps_page"]
@@ -33,7 +34,7 @@ FLIPS_INTRO = ("Items that flipped at each step, against the step evaluated befo
 
 def flip_anchor(variant: str, step: int, capability: str) -> str:
     """The HTML id of one (variant, step, capability) list on the steps page."""
-    return "flips-" + "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", str(p)) for p in (variant, step, capability))
+    return anchor("flips", variant, step, capability)
 
 
 def _link_svg(path: Path) -> None:
@@ -173,7 +174,7 @@ def over_training_html(summary: pd.DataFrame, figures: Sequence[Path], prefix: s
 
 
 def _task_cell(task: str, task_pages: Collection[str]) -> str:
-    name = f"{task}.html"
+    name = task_page_name(task)
     return f'<a href="tasks/{esc(name)}">{esc(task)}</a>' if name in task_pages else esc(task)
 
 
