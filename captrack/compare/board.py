@@ -62,9 +62,11 @@ def publish_board(spec: LeaderboardSpec, comparisons: BoardComparisons, claimed:
     Args:
         also_written: files this write put there itself before the pages (`captrack run`'s leaderboard.yaml).
     """
+    from captrack.compare.step_texts import board_step_texts
     from captrack.report.leaderboard_pages import write_pages
 
-    written = write_pages(spec, comparisons)
+    texts = board_step_texts(spec.store, [c for c, _ in comparisons], {v.name: v.base for v in spec.variants})
+    written = write_pages(spec, comparisons, texts)
     write_manifest(spec.folder, "leaderboard", [*written, *also_written], claimed)
     return written
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ from captrack.report.over_training import (
     steps_page,
 )
 from captrack.report.power_section import power_sections
+from captrack.report.step_texts import FlipKey, StepTexts
 from captrack.report.verdict_cells import (
     COLOUR_NOTE,
     VERDICT_MARKS,
@@ -103,8 +105,10 @@ def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return caps.assign(items=[items.get((str(v), str(k)), math.nan) for v, k in zip(caps["variant"], caps["key"], strict=True)])
 
 
-def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> list[Path]:
-    """Write every output of the leaderboard into ``spec.folder``; returns the paths."""
+def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
+                step_texts: Mapping[FlipKey, StepTexts] | None = None) -> list[Path]:
+    """Write every output of the leaderboard into ``spec.folder``; returns the paths (`step_texts`: each item flipped
+    at a training step, its question and answers, captrack.compare.step_texts; None: the steps page lists ids only)."""
     from captrack.report.drilldown import scoring_table, task_pages
     from captrack.report.slugs import task_page_name
 
@@ -144,11 +148,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
-    if over:
-        written.append(write_atomic(folder / STEPS_PAGE, steps_page(over["curves.csv"], over["step_flips.csv"], spec.title, pages,
-                                                                      over["curve_items.csv"])))
-    elif (folder / STEPS_PAGE).exists():  # no trajectory on the board any more
-        (folder / STEPS_PAGE).unlink()
+    written += _steps_file(folder, spec.title, over, pages, step_texts)
     for stale in sorted((folder / "tasks").glob("*.html")) if (folder / "tasks").is_dir() else []:
         if stale.name not in pages:  # a task no longer on the board: its old page would mislead
             stale.unlink()
@@ -230,6 +230,17 @@ def _group_td(board: Board, group: str, variant: str, relative: float) -> str:
     if label in board.cells.value.index and variant in board.cells.value.columns:
         return _grid_td(board, label, variant)
     return _num(relative) if not board.cells.with_verdicts else '<td class="num" data-sort="">n/a</td>'
+
+
+def _steps_file(folder: Path, title: str, over: dict[str, pd.DataFrame], pages: Collection[str],
+                texts: Mapping[FlipKey, StepTexts] | None) -> list[Path]:
+    """The steps page of a board with trajectories (written); a board without any has none (an old one removed)."""
+    if over:
+        return [write_atomic(folder / STEPS_PAGE, steps_page(over["curves.csv"], over["step_flips.csv"], title, pages,
+                                                             over["curve_items.csv"], texts))]
+    if (folder / STEPS_PAGE).exists():  # no trajectory on the board any more
+        (folder / STEPS_PAGE).unlink()
+    return []
 
 
 def _index(board: Board, task_pages: dict[str, str], names: set[str]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from captrack.report.escape import md_text
 from captrack.report.figures import _pyplot, _save, algorithm_colors
 from captrack.report.html import esc, page, table
 from captrack.report.slugs import anchor, task_page_name
+from captrack.report.step_texts import FlipKey, StepTexts, flip_text_cell
 
 __all__ = ["STEPS_PAGE", "curve_figures", "flip_anchor", "over_training_html", "over_training_markdown", "over_training_sections",
            "over_training_tables", "steps_page"]
@@ -203,12 +204,13 @@ def _with_capability(churn: pd.DataFrame, flips: pd.DataFrame) -> pd.DataFrame:
 
 
 def steps_page(curves: pd.DataFrame, flips: pd.DataFrame, title: str, task_pages: Collection[str] = (),
-               churn: pd.DataFrame | None = None) -> str:
+               churn: pd.DataFrame | None = None, texts: Mapping[FlipKey, StepTexts] | None = None) -> str:
     """The steps page: for every point of the drift figure (variant, step, capability), the items that flipped
     there, then the items that flip-flopped (`churn`, curve_items.csv) (task_pages: the board's drill-down
-    pages, linked where a task has one)."""
+    pages, linked where a task has one; `texts`: each flipped item's question and answers before and at the step,
+    captrack.report.step_texts, shown in a column of their own)."""
     parts = [f"<h1>Items that flipped at each step — {esc(title)}</h1>", f"<p>{esc(FLIPS_INTRO)}</p>"]
-    header = ["task", "metric", "doc", "doc hash", "change"]
+    header = ["task", "metric", "doc", "doc hash", "change", *(["question, answer before → at the step"] if texts is not None else [])]
     for point in _points(curves).itertuples():
         step, capability = int(point.step), str(point.key)
         frame = flips[(flips["variant"] == point.variant) & (flips["step"] == step) & (flips["capability"] == capability)]
@@ -219,7 +221,9 @@ def steps_page(curves: pd.DataFrame, flips: pd.DataFrame, title: str, task_pages
         rows = []
         for r in frame.itertuples():
             rows.append([f"<td>{_task_cell(str(r.task), task_pages)}</td>", f"<td>{esc(r.metric)}</td>", f"<td>{int(r.doc_id)}</td>",
-                         f"<td><code>{esc(str(r.doc_hash)[:12])}</code></td>", f"<td>{esc(r.change)}</td>"])
+                         f"<td><code>{esc(str(r.doc_hash)[:12])}</code></td>", f"<td>{esc(r.change)}</td>",
+                         *([flip_text_cell(texts.get((str(r.variant), step, str(r.task), int(r.doc_id))), step)]
+                           if texts is not None else [])])
         parts.append(heading + (table(header, rows, anchor + "-items") if rows else ""))
     if churn is not None:
         parts.append(_churn_html(_with_capability(churn, flips), task_pages))

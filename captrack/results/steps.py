@@ -9,12 +9,19 @@ the base carries none.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 
 from captrack.errors import InputError
 
-__all__ = ["check_base_has_no_steps", "check_one_run_per_step", "has_steps", "model_steps"]
+
+class _Connected(Protocol):
+    """What step_runs needs of a Store (an open connection): no import of the store module, which imports this one."""
+
+    con: duckdb.DuckDBPyConnection
+
+__all__ = ["check_base_has_no_steps", "check_one_run_per_step", "has_steps", "model_steps", "step_runs"]
 
 
 def has_steps(con: duckdb.DuckDBPyConnection) -> bool:
@@ -85,3 +92,15 @@ def check_base_has_no_steps(con: duckdb.DuckDBPyConnection, base: str) -> None:
             "a trajectory is compared with. Re-ingest the base without --step (or from a folder without "
             "trainer_state.json), or pick another --base (nothing was written)"
         )
+
+
+def step_runs(store: _Connected, models: list[str]) -> dict[tuple[str, int | None, str], str]:
+    """(model, step or None, task) -> the first run id (sorted) of `models` evaluating it (the steps page's texts)."""
+    if not models:
+        return {}
+    con = store.con
+    step = "r.step" if has_steps(con) else "NULL"
+    marks = ", ".join("?" for _ in models)
+    rows = con.execute(f"""SELECT r.model, {step}, t.task, min(r.run_id) FROM runs r JOIN run_tasks t USING (run_id)
+        WHERE r.model IN ({marks}) GROUP BY 1, 2, 3""", models).fetchall()
+    return {(str(m), None if s is None else int(s), str(t)): str(run) for m, s, t, run in rows}
