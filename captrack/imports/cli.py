@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.registries import declared_names
+from captrack.schemas import Count, cli_type
 
 __all__ = ["FORMATS", "add_import_parser"]
 
@@ -27,6 +28,9 @@ def add_import_parser(sub: Any) -> None:
     cmd.add_argument("--name", help="model name to file the run under (default: from the source's name)")
     cmd.add_argument("--allow-partial", action="store_true", help="score the documents both the source and the task have")
     cmd.add_argument("--response-column", default="outputs", help="response column of --format captrack files (default: outputs)")
+    cmd.add_argument("--items", type=cli_type(Count, int), metavar="N",
+                     help="a probe's size: its first N generated items (the task's metadata n; give the N the prompts "
+                          "were exported with, `captrack tasks export TASK --n N`)")
     cmd.set_defaults(func=_cmd_import)
 
 
@@ -40,6 +44,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     with console.status(f"importing {args.src}"):
         result = import_run(args.src, args.format, args.out, task=args.task, name=args.name,
                             allow_partial=args.allow_partial, response_column=args.response_column,
+                            metadata={"n": args.items} if args.items else None,
                             log=lambda line: console.print(line, highlight=False, markup=False))
     for m in result.matched:
         print(f"{m.task}: {len(m.indices)} of {m.n_docs} documents scored")

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,11 +88,11 @@ def _check_duplicates(src: Path, records: list[ReplayRecord]) -> None:
                                          "keep one response per document; nothing was written"))
 
 
-def _task_docs(tasks: list[str]) -> dict[str, list[Any]]:
-    """Each task's documents in lm-eval's order (their index is lm-eval's doc_id)."""
+def _task_docs(tasks: list[str], metadata: Mapping[str, Any] | None = None) -> dict[str, list[Any]]:
+    """Each task's documents in lm-eval's order (their index is lm-eval's doc_id), built with `metadata` (a probe's n)."""
     from captrack.lmeval import task_manager
 
-    manager = task_manager(full=True, include_defaults=False)
+    manager = task_manager(full=True, include_defaults=False, metadata=dict(metadata) if metadata else None)
     unknown = [t for t in tasks if not manager.match_tasks([t])]
     if unknown:
         raise UnknownNameError("captrack task", unknown[0], manager.match_tasks(["captrack_*"]))
@@ -131,10 +131,12 @@ def _match(task: str, docs: list[Any], records: list[ReplayRecord], id_field: st
 def _refuse_mismatch(matched: list[Matched], allow_partial: bool) -> None:
     problems = []
     for m in matched:
+        size = ("; a probe has as many items as its metadata n: give the size its prompts were exported with (--items N; "
+                "an experiment's metadata: {n: N})") if m.task.startswith("captrack_probe_") else ""
         if m.source_only:
-            problems.append(missing_message(f"in the source but not in task {m.task}", m.source_only, "check the ids"))
+            problems.append(missing_message(f"in the source but not in task {m.task}", m.source_only, "check the ids" + size))
         if m.task_only:
-            problems.append(missing_message(f"in task {m.task} but not in the source", m.task_only, "add their responses"))
+            problems.append(missing_message(f"in task {m.task} but not in the source", m.task_only, "add their responses" + size))
         if not m.indices:
             raise InputError(f"no document of task {m.task} has a response in the source; nothing was written. "
                              + " | ".join(problems))
@@ -144,8 +146,11 @@ def _refuse_mismatch(matched: list[Matched], allow_partial: bool) -> None:
 
 def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = None, name: str | None = None,
                allow_partial: bool = False, response_column: str = "outputs", id_field: str = "id",
-               log: Callable[[str], None] | None = None) -> ImportResult:
+               log: Callable[[str], None] | None = None, metadata: Mapping[str, Any] | None = None) -> ImportResult:
     """Score the generations in `src` with captrack's task(s) and write an lm-eval run folder at `out`.
+
+    `metadata`: task metadata the documents are built with, as lm-eval's ``--metadata`` (a probe's size:
+    ``{"n": 96}``, what `captrack import --items 96` passes; the same as the prompts were exported with).
 
     Raises:
         InputError: `out` exists and is not empty, the source is malformed, ids are duplicated, or
@@ -160,7 +165,7 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
     tasks = sorted({r.task for r in source.records})
     if not tasks:
         raise InputError(f"{source_path}: holds no responses")
-    docs = _task_docs(tasks)
+    docs = _task_docs(tasks, metadata)
     matched = [_match(t, docs[t], [r for r in source.records if r.task == t], id_field) for t in tasks]
     _refuse_mismatch(matched, allow_partial)
     for m in matched:
@@ -168,7 +173,7 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
             log(f"{m.task}: scoring {len(m.indices)} of {m.n_docs} documents; {len(m.task_only)} have no response, "
                 f"{len(m.source_only)} responses match no document")
     provenance = {"source": str(source_path), "format": fmt, "sha256": source.sha256 or source_sha256(source_path)}
-    return _write_run(source, target, matched, provenance, id_field, name)
+    return _write_run(source, target, matched, provenance, id_field, name, dict(metadata or {}))
 
 
 def _resolved(path: Path, what: str) -> Path:
@@ -196,7 +201,7 @@ def _target(out: Path) -> Path:
 
 
 def _write_run(source: Source, target: Path, matched: list[Matched], provenance: dict[str, Any],
-               id_field: str, name: str) -> ImportResult:
+               id_field: str, name: str, metadata: dict[str, Any]) -> ImportResult:
     """Run lm-eval with the replay backend into a temporary sibling of `target`, then rename it."""
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
@@ -211,7 +216,7 @@ def _write_run(source: Source, target: Path, matched: list[Matched], provenance:
             model="captrack-replay",
             model_args={"pretrained": name, "responses": str(replay), "id_field": id_field, **provenance},
             tasks=[m.task for m in matched], batch_size=1, apply_chat_template=False, device="cpu",
-            samples=None if complete else {m.task: m.indices for m in matched},
+            samples=None if complete else {m.task: m.indices for m in matched}, metadata=metadata,
         )
         results = evaluate_checkpoint(spec, work)
         _record_import(results, work, target, provenance, matched)

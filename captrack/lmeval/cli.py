@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.errors import CaptrackError
+from captrack.schemas import Count, cli_type
 
 __all__ = ["add_tasks_parser"]
 
@@ -29,6 +30,11 @@ def add_tasks_parser(sub: Any) -> None:
                                                      "from --generator, --scorer and its taxonomy member")
     tasks.add_argument("--generator", help="with --new: the probe generator its items come from (@generator NAME)")
     tasks.add_argument("--scorer", help="with --new: the captrack scorer of a generated answer (none: forced choice, acc)")
+    tasks.add_argument("--export", metavar="TASK", help="write TASK's prompts to --out as JSON Lines (id, doc_id, prompt), to "
+                                                        "generate elsewhere and `captrack import --format jsonl`")
+    tasks.add_argument("--n", type=cli_type(Count, int), metavar="N",
+                       help="with --export: a probe's size, its first N generated items (import with --items N)")
+    tasks.add_argument("--out", type=Path, metavar="FILE", help="with --export: the JSON Lines file to write (must not exist)")
     tasks.set_defaults(func=_cmd_tasks)
 
 
@@ -40,6 +46,8 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         return 0
     if args.new:
         return _new(args.new, args.generator, args.scorer)
+    if args.export:
+        return _export(args.export, args.out, args.n)
     if args.write or args.check:
         return _write(check=args.check)
     from captrack.official.availability import available_tasks, mirror_in_use
@@ -64,6 +72,19 @@ def _new(task: str, generator: str | None, scorer: str | None) -> int:
     for path in new_probe_task(task, generator, scorer):
         print(f"wrote: {path}")
     print("next: the README's TODOs, the task's test (tests/probes/test_validity.py), then `make test`", file=sys.stderr)
+    return 0
+
+
+def _export(task: str, out: Path | None, n: int | None) -> int:
+    from captrack.errors import InputError
+    from captrack.lmeval.export import export_prompts
+
+    if out is None:
+        raise InputError("--export needs --out FILE: the JSON Lines file to write the prompts to")
+    count = export_prompts(task, out, n)
+    size = f" --items {n}" if n else ""
+    print(f"wrote {count} prompts of {task} to {out}; add a 'response' to each line, then "
+          f"`captrack import FILE --format jsonl --task {task}{size} --out RUN_DIR`", file=sys.stderr)
     return 0
 
 

@@ -58,7 +58,7 @@ from captrack.pipeline.layout import WorkFolder, default_workdir
 from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
 
 __all__ = ["QUICK_TASKS", "Checkpoint", "Experiment", "config_hash", "default_leaderboard", "demo_experiment",
-           "load_experiment", "quick"]
+           "load_experiment", "more_items_hint", "quick"]
 
 TRAIN_METHODS = ("sft", "dpo", "rl")
 
@@ -365,3 +365,13 @@ def quick(experiment: Experiment, limit: int = 3, steps: int = 2) -> Experiment:
     return dataclasses.replace(experiment, variants=variants, tasks=tasks, limit=limit, items={}, workdir=workdir,
                                leaderboard=WorkFolder(workdir).quick_leaderboard, smoke=True,
                                title=f"Smoke test of {experiment.name} (--quick): not a result", description=description)
+
+
+def more_items_hint(task: str, wanted: int, found: int, metadata: dict[str, Any]) -> str:
+    """What to do when `items` asks `task` for `wanted` items and it has `found`: a probe generates its metadata n (raise
+    it, unless n is already past `wanted`), other tasks have what they have (lower `items`)."""
+    n = metadata.get("n")
+    if task.startswith("captrack_probe_") and (not isinstance(n, int) or n < wanted):
+        return (f"a probe generates as many items as its metadata n: add `metadata: {{n: {wanted}}}` to the experiment "
+                f"(every probe then generates {wanted}), or lower items to {found}")
+    return f"lower it to {found} (a generator's repeats are not new items)"

@@ -125,12 +125,12 @@ def import_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int) -> S
         shutil.rmtree(out, ignore_errors=True)
         with _data_env(root):
             import_run(spec["path"], spec["format"], out, task=spec["task"], name=checkpoint.name,
-                       allow_partial=spec["allow_partial"], log=print)
+                       allow_partial=spec["allow_partial"], log=print, metadata=experiment.metadata)
 
     def inputs() -> dict[str, Any]:
         """The import's configuration, the source's SHA-256 and the mirror's revisions."""
         return {"checkpoint": checkpoint.name, "import": spec, "sha256": _source_sha(Path(spec["path"])),
-                "mirror": _mirror_state(root), "seed": seed}
+                "mirror": _mirror_state(root), "seed": seed} | ({"metadata": experiment.metadata} if experiment.metadata else {})
 
     return Stage(f"import {checkpoint.name} ({spec['format']}: {Path(spec['path']).name})",
                  experiment.work.marker(f"eval-{checkpoint.name}-{seed}"), inputs, action,

@@ -21,7 +21,7 @@ from captrack.backends import LOCAL_HF
 from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.cpu import apply_thread_plan, bf16_features, plan_threads
-from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
+from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash, more_items_hint
 from captrack.pipeline.replay import run_folders
 from captrack.pipeline.stage import Stage
 from captrack.report.escape import console_text
@@ -106,7 +106,8 @@ def _check_item_counts(experiment: Experiment) -> None:
         if found < wanted:
             raise InputError(f"{experiment.source}: items asks {task} for {wanted} items but it has {found} distinct "
                              f"items{' with metadata ' + str(experiment.metadata) if experiment.metadata else ''}; "
-                             f"lower it to {found} (a generator's repeats are not new items)")
+                             + more_items_hint(task, wanted, found, experiment.metadata))
+
 
 
 def limit_notes(experiment: Experiment) -> list[str]:
