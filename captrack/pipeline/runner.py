@@ -270,14 +270,14 @@ def _ingest(experiment: Experiment) -> None:
 
     store_path, tmp = experiment.work.store, experiment.work.new_store
     discard_store(tmp)
-    runs_in, rows_in = 0, 0
+    runs_in = rows_in = 0
     try:
         with Store(tmp) as store:
             for checkpoint in experiment.checkpoints:
                 for seed in experiment.seeds:
                     for step, folder in run_folders(experiment.work, checkpoint, seed):
-                        done = store.ingest(discover_runs(folder), Labels(model=checkpoint.name, algorithm=checkpoint.algorithm,
-                                                                          family=checkpoint.family, replicate=seed, step=step))
+                        done = store.ingest(discover_runs(folder), Labels(checkpoint.name, checkpoint.algorithm,
+                                            checkpoint.family, seed, step, fixed=checkpoint in experiment.bases))
                         runs_in += len(done)
                         rows_in += sum(r.rows for r in done)
     except (StoreError, OSError) as exc:

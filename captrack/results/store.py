@@ -92,6 +92,7 @@ class Labels:
     replicate: int | None = None
     step: int | None = None  # training step of the checkpoint (None: trainer_state.json's, else none)
     epoch: float | None = None
+    fixed: bool = False  # a base: never a step from its folder or trainer_state.json (checkpoint-N can be a base)
 
 
 @dataclass(frozen=True)
@@ -207,9 +208,8 @@ class Store:
             )
         for table in ("samples", "run_tasks", "runs", "judgements"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
-        position = run_position(run.checkpoint, run.results_path.parent) if labels.step is None else None
-        step = labels.step if position is None else position.step
-        epoch = labels.epoch if position is None else position.epoch
+        position = run_position(run.checkpoint, run.results_path.parent) if labels.step is None and not labels.fixed else None
+        step, epoch = (labels.step, labels.epoch) if position is None else (position.step, position.epoch)
         self.con.execute(
             """INSERT INTO runs (run_id, model, checkpoint, algorithm, family, replicate, results_path, lm_eval_version,
                                  config, ingested_at, step, epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
