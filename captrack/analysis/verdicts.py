@@ -166,13 +166,19 @@ def paired_change(base: NDArray[np.float64], variant: NDArray[np.float64], kind:
     if clusters is not None:
         _, cvar = _variance_terms(d, kind != "count", clusters)
         change = _hull(change, _wald(change.delta, cvar, _groups(clusters) - 1.0))
-    return _judged(change, margin, oriented)
+    return _judged(change, margin, oriented, kind != "count")
 
 
-def _judged(change: Change, margin: float, oriented: bool) -> Change:
+def _judged(change: Change, margin: float, oriented: bool, bounded: bool = False) -> Change:
+    if bounded:  # a change of a [0, 1] metric lies within ±100 points: so does its interval
+        change = replace(change, ci95=_clipped(change.ci95), ci90=_clipped(change.ci90))
     if change.se == 0.0:  # no spread at all (a count metric that did not move on any item): no evidence either way
         return replace(change, verdict="inconclusive")
     return replace(change, verdict=verdict(change.ci95, change.ci90, margin, oriented))
+
+
+def _clipped(ci: tuple[float, float]) -> tuple[float, float]:
+    return max(ci[0], -100.0), min(ci[1], 100.0)
 
 
 def _binary_change(d: NDArray[np.float64], margin: float, oriented: bool,
@@ -188,7 +194,7 @@ def _binary_change(d: NDArray[np.float64], margin: float, oriented: bool,
     if clusters is not None:
         _, cvar = _variance_terms(d, True, clusters)
         change = _hull(change, _wald(change.delta, cvar, _groups(clusters) - 1.0))
-    return replace(change, verdict=verdict(change.ci95, change.ci90, margin, oriented))
+    return _judged(change, margin, oriented, True)
 
 
 def _wald(delta: float, var: float, df: float | None) -> Change:
@@ -246,7 +252,7 @@ def combine_changes(members: Sequence[Member], margin: float, clusters: dict[str
     if grouped:
         df = min(_groups(labels) for labels in grouped.values()) - 1.0
         change = _hull(change, _wald(change.delta, _combined_variance(used, changes, grouped, sources) / m**2, df))
-    return _judged(change, margin, bool(oriented))
+    return _judged(change, margin, bool(oriented), all(u[3] != "count" for u in used))
 
 
 def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.float64]],

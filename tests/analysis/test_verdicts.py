@@ -155,3 +155,11 @@ def test_cluster_flag_resamples_clusters_and_widens_the_cis(tmp_path: Path) -> N
         widths[name] = (row["ci_high"] - row["ci_low"], row["change_ci_high"] - row["change_ci_low"])
     assert widths["clustered"][0] > widths["plain"][0]  # bootstrap over clusters
     assert widths["clustered"][1] > widths["plain"][1]  # cluster-robust verdict interval
+
+
+def test_an_interval_of_a_bounded_metric_never_passes_a_hundred_points() -> None:
+    """Issue 40 (low): a Wald interval of a [0, 1] score on two items reached past ±100 points."""
+    change = paired_change(np.array([0.0, 0.0]), np.array([1.0, 0.9]), "score", "higher", 5.0)
+    assert -100.0 <= change.ci95[0] and change.ci95[1] <= 100.0 and change.ci90[1] <= 100.0
+    clustered = paired_change(np.array([1.0, 0, 1, 0]), np.array([0.0, 0, 1, 0]), "binary", "higher", 5.0, [0, 0, 1, 1])
+    assert clustered.ci95 == (-100.0, 100.0)  # two clusters: t(1) is wide, but a rate moves at most 100 points
