@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -66,6 +67,7 @@ def _shares(p: float, delta: float, discordance: float | None) -> tuple[float, f
     return (p * (1.0 - moved), (1.0 - p) * moved) if p >= 0.5 else ((1.0 - p) * moved, p * (1.0 - moved))
 
 
+@lru_cache(maxsize=4096)  # a pure function of (n, rate): every variant of one base asks the same questions again
 def mde_binary(n: int, p: float, discordance: float | None = None) -> float:
     """Smallest change in a binary rate the verdict detects with 80% power on `n` items at base rate `p`
     (independent outcomes, or the given discordance ψ); NaN where no change reaches 80%."""
