@@ -252,7 +252,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from captrack.analysis.compare import CompareOptions, VariantSpec
+    from captrack.analysis.comparison import CompareOptions, VariantSpec
     from captrack.report.writer import write_comparison
     from captrack.results.store import Labels, Store
     from captrack.taxonomy import load_taxonomy, merge_taxonomy

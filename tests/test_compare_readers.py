@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from fakeruns import FakeTask, write_run
 
-from captrack.analysis.compare import CompareOptions, VariantSpec
+from captrack.analysis.comparison import CompareOptions, VariantSpec
 from captrack.compare.inputs import PARALLEL_VARIANTS, reader_count
 from captrack.compare.use_case import compare
 from captrack.errors import UnknownNameError

@@ -69,7 +69,7 @@ def _contrast_line(doc: dict, lls: list[float]) -> dict:
 def test_a_contrast_item_shows_the_option_its_contrast_favours(lls: list[float]) -> None:
     """Not the likeliest of its four continuations: the option the probe favours more than its control does,
     so the page's answer scores as the logged contrast_acc (the demo's W1/W2/H4 twins)."""
-    from captrack.metrics.choices import contrast_metrics
+    from captrack.metrics.form_consistency import contrast_metrics
     from captrack.probes.forced import w1_choice
     from captrack.results.samples import _item_text
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from captrack.analysis.compare import REPLICATE_COLUMNS, TRANSITION_COLUMNS, Comparison, VariantSpec
+from captrack.analysis.comparison import REPLICATE_COLUMNS, TRANSITION_COLUMNS, Comparison, VariantSpec
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,

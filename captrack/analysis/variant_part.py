@@ -37,7 +37,7 @@ PAIR_DELTA_COLUMNS = ["variant", "task", "metric", "base_value", "variant_value"
 
 @dataclass(frozen=True)
 class PartOptions:
-    """What of captrack.analysis.compare.CompareOptions a variant's part depends on."""
+    """What of captrack.analysis.comparison.CompareOptions a variant's part depends on."""
 
     churn: bool = True
     cluster: str | None = None

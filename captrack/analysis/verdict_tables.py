@@ -119,7 +119,7 @@ def _members(rows: pd.DataFrame, level: str) -> dict[tuple[Any, Any], tuple[dict
 
 def item_labels(paired: PairedItems, values: pd.Series) -> Clusters:
     """Each paired item's value of a doc field (`values`: per row of ``paired.items``), aligned with
-    captrack.analysis.compare's Items; an item without it gets a label of its own."""
+    captrack.analysis.comparison's Items; an item without it gets a label of its own."""
     frame = paired.items.assign(_label=values.astype(object))
     own = "\x1f" + frame["doc_hash"].astype(str) + "\x1f" + frame["occ"].astype(str)
     frame["_label"] = frame["_label"].map(lambda v: None if v is None or v != v else str(v)).fillna(own)
@@ -131,7 +131,7 @@ def item_labels(paired: PairedItems, values: pd.Series) -> Clusters:
 
 def item_clusters(paired: PairedItems, values: pd.Series, field: str, warnings: list[str]) -> Clusters:
     """Cluster labels (`values`: doc field `field` per row of ``paired.items``) of each paired item, aligned
-    with captrack.analysis.compare's Items.
+    with captrack.analysis.comparison's Items.
 
     An item without the field is a cluster of its own (and a warning names the tasks).
 

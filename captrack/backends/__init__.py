@@ -8,7 +8,7 @@ __all__ = ["BACKENDS", "LOCAL_HF", "check_model_name", "register_backends"]
 BACKENDS = {
     "captrack-ds": "captrack.backends.deepspeed_lm:DeepSpeedLM",
     "captrack-hf": "captrack.backends.shared_prefix:SharedPrefixLM",  # hf, each context run once for its options
-    "captrack-replay": "captrack.backends.replay:ReplayLM",  # generations made elsewhere (`captrack import`)
+    "captrack-replay": "captrack.backends.recorded_answers:ReplayLM",  # generations made elsewhere (`captrack import`)
 }
 
 LOCAL_HF = ("hf", "captrack-hf")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from captrack.analysis.compare import CompareOptions, Comparison
+from captrack.analysis.comparison import CompareOptions, Comparison
 from captrack.analysis.types import VariantSpec
 from captrack.compare.use_case import compare
 from captrack.paths import expand_path

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 
-from captrack.analysis.compare import CompareOptions
+from captrack.analysis.comparison import CompareOptions
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
 from captrack.compare.pair_reads import read_pairs
 from captrack.compare.readers import read_in_workers

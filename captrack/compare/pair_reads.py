@@ -8,9 +8,9 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from captrack.analysis.compare import CompareOptions
+from captrack.analysis.comparison import CompareOptions
 from captrack.analysis.types import PairInput, VariantSpec
-from captrack.compare.choices import paired_choices
+from captrack.compare.option_reads import paired_choices
 from captrack.compare.texts import BaseTexts, read_pair_texts
 from captrack.results.pairing import PairedItems
 from captrack.results.samples import paired_doc_field

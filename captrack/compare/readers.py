@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from captrack.analysis.compare import CompareOptions
+from captrack.analysis.comparison import CompareOptions
 from captrack.analysis.types import PairInput, VariantSpec
 from captrack.errors import CaptrackError
 from captrack.taxonomy import Taxonomy
@@ -114,7 +114,7 @@ def _send(handle: BinaryIO, item: object) -> None:
 
 def _work(job: Path, out: Path) -> None:
     from captrack.analysis.bootstrap import shared_resamples
-    from captrack.analysis.compare import part_options
+    from captrack.analysis.comparison import part_options
     from captrack.analysis.variant_part import variant_part
     from captrack.compare.pair_reads import read_pairs
     from captrack.compare.texts import BaseTexts

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from captrack.analysis.compare import Comparison
+from captrack.analysis.comparison import Comparison
 from captrack.report.step_texts import FlipKey, StepTexts
 from captrack.results.samples import read_many_item_texts
 from captrack.results.steps import step_runs

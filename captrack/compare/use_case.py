@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from captrack.analysis.compare import CompareOptions, Comparison, analyse
+from captrack.analysis.comparison import CompareOptions, Comparison, analyse
 from captrack.analysis.types import PairInput, VariantSpec
 from captrack.compare.inputs import load_input
 from captrack.results.store import Store

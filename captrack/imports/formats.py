@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from captrack.backends.replay import ReplayRecord
+from captrack.backends.recorded_answers import ReplayRecord
 from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
 from captrack.imports.reading import (

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from captrack.backends.replay import ReplayRecord, missing_message, write_replay
+from captrack.backends.recorded_answers import ReplayRecord, missing_message, write_replay
 from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
 from captrack.files import current_umask, write_atomic

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not 
     from captrack.judges.catalog import JudgedMetric, all_judged, declare_judged, judged_for_task
     from captrack.judges.judging import judge_runs
     from captrack.judges.retry import Budget
-    from captrack.judges.verdicts import Fraction, Labels, Scale, Verdict
+    from captrack.judges.reply_parsing import Fraction, Labels, Scale, Verdict
 
 _EXPORTS = {
     'Judge': 'captrack.judges.base',
@@ -40,10 +40,10 @@ _EXPORTS = {
     'judged_for_task': 'captrack.judges.catalog',
     'judge_runs': 'captrack.judges.judging',
     'Budget': 'captrack.judges.retry',
-    'Fraction': 'captrack.judges.verdicts',
-    'Labels': 'captrack.judges.verdicts',
-    'Scale': 'captrack.judges.verdicts',
-    'Verdict': 'captrack.judges.verdicts',
+    'Fraction': 'captrack.judges.reply_parsing',
+    'Labels': 'captrack.judges.reply_parsing',
+    'Scale': 'captrack.judges.reply_parsing',
+    'Verdict': 'captrack.judges.reply_parsing',
 }
 
 

@@ -19,7 +19,7 @@ from captrack.judges.cache import JudgeCache, cache_key
 from captrack.judges.catalog import JudgedMetric, all_judged
 from captrack.judges.prompts import load_prompt
 from captrack.judges.retry import Budget, ask
-from captrack.judges.verdicts import Labels, Verdict, failed
+from captrack.judges.reply_parsing import Labels, Verdict, failed
 
 __all__ = ["CALIBRATION_FILE", "Agreement", "calibrate"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from captrack.errors import InputError
-from captrack.judges.verdicts import Fraction, Labels, Scale, VerdictParser
+from captrack.judges.reply_parsing import Fraction, Labels, Scale, VerdictParser
 from captrack.registries import Registry
 
 __all__ = [

@@ -181,7 +181,7 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
 
 
 def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
-    """A ``checkpoints:`` variant (captrack.pipeline.replay), its checkpoint folders found and checked now.
+    """A ``checkpoints:`` variant (captrack.pipeline.checkpoint_sweep), its checkpoint folders found and checked now.
 
     Raises:
         InputError: the entry also trains, imports or names a model; a glob matching nothing; a checkpoint

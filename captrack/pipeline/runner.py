@@ -22,7 +22,7 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.cpu import apply_thread_plan, bf16_features, plan_threads
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash, more_items_hint
-from captrack.pipeline.replay import run_folders
+from captrack.pipeline.checkpoint_sweep import run_folders
 from captrack.pipeline.stage import Stage
 from captrack.report.escape import console_text
 from captrack.report.ownership import MANIFEST

@@ -1,7 +1,7 @@
 """C5a probe: the same multiple-choice items under five prompt forms (plain, two option orders, typos, casual).
 
 Each doc carries all its forms; the task asks every form and scores accuracy across forms and whether
-the model picks the same option under all of them (captrack.metrics.choices).
+the model picks the same option under all of them (captrack.metrics.form_consistency).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
 from captrack.errors import InputError
-from captrack.metrics.choices import form_choices
+from captrack.metrics.form_consistency import form_choices
 
 __all__ = ["ConversationFormsTask", "ConversationTask", "FormsTask", "ProbeTask"]
 

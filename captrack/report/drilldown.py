@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from captrack.analysis.compare import Comparison
+from captrack.analysis.comparison import Comparison
 from captrack.errors import UnknownNameError
 from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
 from captrack.report.html import esc, page, table

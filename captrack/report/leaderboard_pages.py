@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from captrack.analysis.compare import Comparison
+from captrack.analysis.comparison import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
 from captrack.report.board_model import (

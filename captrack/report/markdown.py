@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from captrack.analysis.compare import Comparison
+from captrack.analysis.comparison import Comparison
 from captrack.analysis.verdicts import VERDICTS
 from captrack.report.escape import md_code, md_text
 from captrack.report.findings import ranking_sentence

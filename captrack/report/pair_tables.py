@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from captrack.analysis.compare import Comparison
+from captrack.analysis.comparison import Comparison
 from captrack.report.escape import md_row, md_text
 from captrack.report.html import esc, table
 from captrack.report.numbers import ci_text, signed, verdict_text

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
+from captrack.analysis.comparison import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
 from captrack.analysis.item_spool import DistributionItems
 from captrack.files import staged_folder, write_atomic

@@ -217,7 +217,7 @@ def _item_text(line: Mapping[str, Any]) -> ItemText:
     is_choice = len(requests) > 1 and all(isinstance(r, list) and len(r) == 2 for r in filtered)
     options = option_list(doc.get("choices"))
     if is_choice and _is_contrast(doc, options, len(filtered)):
-        from captrack.metrics.choices import contrast_metrics
+        from captrack.metrics.form_consistency import contrast_metrics
 
         gold_index = int(doc["gold"])
         held = contrast_metrics(doc, [float(r[0]) for r in filtered])["contrast_acc"] == 1.0

@@ -153,7 +153,7 @@ class CapTrackCallback(TrainerCallback):
 
     def _drift(self, folder: Path, step: int) -> dict[str, float]:
         """captrack/<capability>/<measure> of this step vs the base (no bootstrap: point estimates)."""
-        from captrack.analysis.compare import CompareOptions
+        from captrack.analysis.comparison import CompareOptions
         from captrack.analysis.types import VariantSpec
         from captrack.compare.use_case import compare
         from captrack.results.runfiles import discover_runs

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from captrack.metrics.choices import form_metrics
+from captrack.metrics.form_consistency import form_metrics
 from captrack.probes import to_dataset
 from captrack.probes.tasks import FormsTask
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from captrack.metrics.choices import contrast_metrics
+from captrack.metrics.form_consistency import contrast_metrics
 from captrack.probes import to_dataset
 from captrack.probes.tasks import ConversationFormsTask
 

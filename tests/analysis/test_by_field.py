@@ -11,7 +11,7 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.analysis.by_field import group_table
-from captrack.analysis.compare import VariantSpec
+from captrack.analysis.comparison import VariantSpec
 from captrack.cli import main
 
 # Six questions: the official rows keep `category` inside a JSON `meta`; `level` sits at the top level.

@@ -20,7 +20,7 @@ from captrack.analysis.distribution import (
     item_diagnostics,
 )
 from captrack.errors import InputError
-from captrack.results.choices import loglikelihoods_from_resps
+from captrack.results.option_loglikelihoods import loglikelihoods_from_resps
 
 
 def ll(*probs: float) -> list[float]:

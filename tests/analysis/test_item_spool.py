@@ -13,7 +13,7 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.analysis.churn import choice_churn
-from captrack.analysis.compare import CompareOptions, analyse
+from captrack.analysis.comparison import CompareOptions, analyse
 from captrack.analysis.distribution import diagnose
 from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.types import CompareInput, PairInput, VariantSpec
@@ -96,7 +96,7 @@ def test_the_analysis_lets_each_pair_go_before_taking_the_next(tmp_path: Path) -
 
 def test_option_loglikelihoods_read_a_few_tasks_per_query_are_those_of_one_query(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import captrack.results.choices as choices
+    import captrack.results.option_loglikelihoods as choices
     from captrack.results.trajectory import pair_variant
 
     tasks = ["captrack_probe_c1_facts", "captrack_mmlu_pro_subset", "captrack_boolq_subset"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fakeruns import FakeTask, write_run
 
-from captrack.analysis.compare import CompareOptions, VariantSpec
+from captrack.analysis.comparison import CompareOptions, VariantSpec
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.compare.use_case import compare

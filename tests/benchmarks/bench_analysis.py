@@ -398,7 +398,7 @@ def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
-    from captrack.analysis.compare import CompareOptions, VariantSpec
+    from captrack.analysis.comparison import CompareOptions, VariantSpec
     from captrack.compare.use_case import compare
     from captrack.report.writer import write_comparison
     from captrack.results.store import Store

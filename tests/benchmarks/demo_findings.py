@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--board", type=Path, default=ROOT / "leaderboards" / "demo")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    import captrack.analysis.compare as compare
+    import captrack.analysis.comparison as compare
     from captrack.analysis import contrasts, ranking
     from captrack.compare.board import board_comparisons
     from captrack.report.leaderboard import load_spec

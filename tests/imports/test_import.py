@@ -147,14 +147,14 @@ def test_the_replay_backend_is_registered_for_lm_eval() -> None:
     from lm_eval.api.registry import get_model
 
     from captrack.backends import register_backends
-    from captrack.backends.replay import ReplayLM
+    from captrack.backends.recorded_answers import ReplayLM
 
     assert "captrack-replay" in register_backends()
     assert get_model("captrack-replay") is ReplayLM
 
 
 def test_many_missing_ids_are_counted_and_the_first_named() -> None:
-    from captrack.backends.replay import missing_message
+    from captrack.backends.recorded_answers import missing_message
 
     message = missing_message("no response for", [f"t/doc-{i:03d}" for i in range(45)], "fix it")
     assert message.startswith("no response for: 45 id(s): t/doc-000, t/doc-001") and "... and 25 more; fix it" in message

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from captrack.backends.replay import ReplayRecord
+from captrack.backends.recorded_answers import ReplayRecord
 from captrack.cli import main
 from captrack.errors import InputError
 from captrack.imports import import_run, read_source

@@ -13,7 +13,7 @@ import yaml
 from captrack.judges import all_judged
 from captrack.judges.catalog import REFUSED, SUPPORTED, get_inputs
 from captrack.judges.prompts import PROMPTS_DIR, load_prompt
-from captrack.judges.verdicts import Fraction, Labels, Scale, VerdictParser
+from captrack.judges.reply_parsing import Fraction, Labels, Scale, VerdictParser
 from captrack.metrics import get_metric
 from captrack.taxonomy import load_taxonomy
 

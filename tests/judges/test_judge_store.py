@@ -8,7 +8,7 @@ import duckdb
 import pytest
 from judge_runs_helpers import HARMFUL, write_probe_run
 
-from captrack.analysis.compare import CompareOptions, VariantSpec
+from captrack.analysis.comparison import CompareOptions, VariantSpec
 from captrack.compare.use_case import compare
 from captrack.errors import InputError
 from captrack.results.runfiles import discover_runs, judged_path

@@ -11,7 +11,7 @@ import pytest
 from probe_helpers import docs, hooks, task_config
 
 from captrack.errors import InputError
-from captrack.metrics.choices import contrast_metrics
+from captrack.metrics.form_consistency import contrast_metrics
 
 SEEDS = range(8)
 CONTRAST = ["probe_w1_choice", "probe_w2_false_premise_choice", "probe_h3_tools_choice", "probe_h4_multiturn_choice"]

@@ -9,7 +9,7 @@ import pytest
 
 from captrack.errors import InputError
 from captrack.lmeval import task_manager
-from captrack.metrics.choices import form_metrics
+from captrack.metrics.form_consistency import form_metrics
 
 
 def _task(name: str) -> Any:

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from fakeruns import FakeTask, write_run
 
-from captrack.analysis.compare import DRIFT_COLUMNS, TRANSITION_COLUMNS
+from captrack.analysis.comparison import DRIFT_COLUMNS, TRANSITION_COLUMNS
 from captrack.cli import main
 
 FACTS = "captrack_probe_c1_facts"

@@ -1,7 +1,7 @@
 """Per-choice loglikelihoods of paired multiple-choice items, for the distribution diagnostics.
 
 Items come from the one pairing (captrack.results.pairing); the option-index gold and per-option
-loglikelihoods are read from the store as arrays (captrack.results.choices; typed at ingest), once,
+loglikelihoods are read from the store as arrays (captrack.results.option_loglikelihoods; typed at ingest), once,
 when the comparison's input is loaded. The lowest replicate both models have is used.
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from captrack.analysis.choice_frame import ChoiceFrame
-from captrack.results.choices import paired_task_choices
+from captrack.results.option_loglikelihoods import paired_task_choices
 from captrack.results.pairing import PairedItems
 from captrack.results.store import Store
 
