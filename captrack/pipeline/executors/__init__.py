@@ -1,0 +1,195 @@
+"""Executors: where the jobs of `captrack run` run (one registry; ``executor:`` in the experiment or ``--executor``).
+
+The driver (captrack.pipeline.dispatch) keeps the order: it hands an executor each stage job whose
+stages it needs are done, polls, and writes a stage's marker when its job is DONE. An executor only
+places and runs jobs:
+
+- :meth:`Executor.submit` takes a job whose spec is written (``<workdir>/jobs/<id>.json``) and queues
+  or starts it; it returns the job's first :class:`JobStatus` (its executor job id included).
+- :meth:`Executor.poll` returns the current status of every job submitted or attached and not yet
+  reported finished; a job is reported DONE, FAILED or CANCELLED once, then forgotten.
+- :meth:`Executor.cancel` cancels one job; :meth:`Executor.close` ends the run (``cancel=True`` on
+  Ctrl-C or a failure: every queued or running job is cancelled; False: a detached run leaves them).
+- :meth:`Executor.attach` re-attaches to a job recorded by an earlier driver (its :class:`JobRecord`,
+  ``<workdir>/jobs/<id>.record.json``): its status when the job is still known (queued, running or
+  finished), None when it is gone and must be submitted again.
+
+A job runs ``python -m captrack.pipeline.stage_job SPEC`` (captrack.pipeline.jobs.worker_command;
+``rank_command`` for a multi-rank job on one node); the worker writes its report beside the spec.
+A new executor is a module of this package with a line starting ``@executor("name")`` on its class.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from captrack.files import read_json_or_none, write_atomic
+from captrack.pipeline.jobs import StageJob
+from captrack.pipeline.layout import WorkFolder
+from captrack.registries import Registry
+
+__all__ = ["EXECUTORS", "Executor", "JobRecord", "JobState", "JobStatus", "executor", "make_executor"]
+
+
+class JobState(str, Enum):
+    """Where a job is."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job ended (well or not)."""
+        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One job's state as its executor sees it."""
+
+    job: str
+    """The StageJob id."""
+    state: JobState
+    job_id: str = ""
+    """The executor's own id (local: the worker's PID; slurm: the Slurm job id)."""
+    host: str = ""
+    gpus: str = ""
+    """The CUDA_VISIBLE_DEVICES the job was given ("" on CPU)."""
+    progress: str = ""
+    """Its latest progress line (a training step, a requests bar), "" when none yet."""
+    error: str = ""
+    """FAILED / CANCELLED: the exit status or scheduler state, and the last lines of its log."""
+    log: str = ""
+    """Its log file (path as text)."""
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What the driver records of a submitted job (``<workdir>/jobs/<id>.record.json``), to re-attach after a restart."""
+
+    job: str
+    executor: str
+    job_id: str
+    state: str
+    host: str = ""
+    gpus: str = ""
+    log: str = ""
+
+    @staticmethod
+    def path(work: WorkFolder, job: str) -> Path:
+        """Where the record of job `job` is kept."""
+        return work.job_spec(job).with_name(f"{job}.record.json")
+
+    @classmethod
+    def of(cls, executor: str, status: JobStatus) -> JobRecord:
+        """The record of `status` under `executor`."""
+        return cls(status.job, executor, status.job_id, status.state.value, status.host, status.gpus, status.log)
+
+    def write(self, work: WorkFolder) -> None:
+        """Write (or replace) the record, atomically."""
+        path = self.path(work, self.job)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def read(cls, work: WorkFolder, job: str) -> JobRecord | None:
+        """The record of job `job`, or None (never submitted, or not readable)."""
+        raw = read_json_or_none(cls.path(work, job))
+        try:
+            return cls(**raw) if isinstance(raw, dict) else None
+        except TypeError:
+            return None
+
+
+class Executor(ABC):
+    """Places and runs stage jobs; see the module docstring for the protocol.
+
+    Args:
+        work: the run's work folder (specs in ``work.jobs``, logs in ``work.logs``).
+        options: the experiment's ``executor:`` block without ``name`` (checked by :meth:`check_options`).
+        log: where the executor says what it does (a line of text at a time).
+    """
+
+    name: ClassVar[str] = ""
+    options_allowed: ClassVar[tuple[str, ...]] = ()
+    """The keys its ``executor:`` block may hold besides ``name``."""
+
+    def __init__(self, work: WorkFolder, options: Mapping[str, Any], log: Callable[[str], None] = print) -> None:
+        self.work = work
+        self.options = dict(options)
+        self.log = log
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any], where: str) -> None:
+        """Refuse an unknown key of the ``executor:`` block (a close one named), before any work."""
+        from captrack.errors import UnknownNameError
+
+        for key in options:
+            if key not in cls.options_allowed:
+                raise UnknownNameError(f"key of {where}'s executor: {cls.name} block", key, cls.options_allowed)
+
+    def describe(self) -> str:
+        """One line: what this executor will do with the jobs (shown when the batch starts)."""
+        return self.name
+
+    @abstractmethod
+    def submit(self, job: StageJob, spec: Path) -> JobStatus:
+        """Queue or start `job` (its spec written at `spec`); returns its first status."""
+
+    @abstractmethod
+    def poll(self) -> list[JobStatus]:
+        """The status of every job not yet reported finished (a finished one is reported once)."""
+
+    @abstractmethod
+    def cancel(self, job: str) -> None:
+        """Cancel job `job` (a StageJob id) if it is queued or running."""
+
+    def attach(self, record: JobRecord) -> JobStatus | None:
+        """Re-attach to a job an earlier driver submitted; None when it is gone (the default: jobs die with their driver)."""
+        return None
+
+    @abstractmethod
+    def close(self, cancel: bool) -> None:
+        """End of the run: with `cancel`, cancel every job still queued or running."""
+
+
+EXECUTORS: Registry[type[Executor]] = Registry("executor", scan="captrack.pipeline.executors", marker="@executor(")
+"""Every executor by name (``local``, ``slurm``)."""
+
+
+def executor(name: str) -> Callable[[type[Executor]], type[Executor]]:
+    """Class decorator registering an executor under `name` (write it at the start of a line)."""
+
+    def decorate(cls: type[Executor]) -> type[Executor]:
+        cls.name = name
+        return EXECUTORS.add(name, cls)
+
+    return decorate
+
+
+def make_executor(block: Mapping[str, Any] | None, override: str | None, work: WorkFolder, where: str,
+                  log: Callable[[str], None] = print) -> Executor:
+    """The executor of a run: ``--executor`` (`override`) or the experiment's ``executor:`` block's name (default local).
+
+    The block's other keys are its options; they apply when the block names that executor (an override naming
+    another executor starts it with no options).
+
+    Raises:
+        UnknownNameError: an unknown executor name or option key (close names listed).
+    """
+    block = dict(block or {})
+    named = str(block.pop("name", "local"))
+    name = override or named
+    cls = EXECUTORS.get(name)
+    options = block if name == named else {}
+    cls.check_options(options, where)
+    return cls(work, options, log)

@@ -1,0 +1,218 @@
+"""The ground floor for cores and child processes: how many threads and workers, and children that die with their parent.
+
+Used by `captrack run`'s stage workers (captrack.pipeline) and the comparison's readers (captrack.compare.readers)
+alike; it imports nothing of captrack's sub-packages.
+
+Cores. On a shared CPU machine torch's OpenMP workers busy-wait for cores they do not get: training a 135M
+model next to two CPU hogs ran 17-27x slower than idle. A stage therefore takes the cores that are free right
+now (:func:`plan_threads`: at least 1, at most this process's affinity mask) and OpenMP waits passively
+(:func:`prepare_openmp`). A user's own ``OMP_NUM_THREADS`` or ``CAPTRACK_THREADS`` wins, and
+``CAPTRACK_WORKERS`` fixes the number of worker processes (:func:`worker_count`).
+
+Children. :func:`spawn` starts a child that ends when its parent ends, however the parent ends (``kill -9``
+included): the kernel sends it SIGKILL when the parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``, set between
+fork and exec, so it holds for any program), and a captrack child that calls :func:`die_with_parent` also
+watches a lifeline pipe whose only writer is the parent (end of file: the parent is gone), the guard where
+prctl does not exist.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+__all__ = ["LIFELINE_ENV", "PARENT_ENV", "ThreadPlan", "busy_cores_now", "die_with_parent", "plan_threads",
+           "prepare_openmp", "spawn", "usable_cores", "worker_count"]
+
+PARENT_ENV = "CAPTRACK_PARENT_PID"
+"""The PID of the process that started a captrack child with :func:`spawn`: the child ends when it is gone."""
+LIFELINE_ENV = "CAPTRACK_LIFELINE_FD"
+"""The file descriptor of the lifeline pipe a :func:`spawn`-ed child reads (end of file: the parent is gone)."""
+_PR_SET_PDEATHSIG = 1
+
+
+# -- cores and threads ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ThreadPlan:
+    """Threads for the next stage and why."""
+
+    threads: int
+    usable_cores: int
+    load: float
+    reason: str
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask; else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan_threads(env: Mapping[str, str] | None = None, load: float | None = None, cores: int | None = None) -> ThreadPlan:
+    """Threads to use now: an explicit CAPTRACK_THREADS / OMP_NUM_THREADS, else the usable cores not busy with other work.
+
+    Args:
+        load: cores other jobs keep busy (default: sampled now, see busy_cores_now).
+        cores: cores this process may use (default: its affinity mask).
+    """
+    env = os.environ if env is None else env
+    usable = cores if cores is not None else usable_cores()
+    for key in ("CAPTRACK_THREADS", "OMP_NUM_THREADS"):
+        value = env.get(key, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return ThreadPlan(int(value), usable, math.nan, f"{key}={value}")
+    current = load if load is not None else busy_cores_now()
+    free = usable - math.floor(current + 0.5)
+    threads = max(1, min(usable, free))
+    return ThreadPlan(threads, usable, current, f"{usable} usable core(s), {current:.1f} busy with other work")
+
+
+def _cpu_jiffies() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat, or None where there is no /proc."""
+    try:
+        with open("/proc/stat") as handle:
+            fields = [int(x) for x in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_cores_now(window_s: float = 0.5) -> float:
+    """Cores other work keeps busy right now: sampled over `window_s` while this process sleeps.
+
+    Unlike the load average, this does not count this process's own previous stage. Falls back to the
+    1-minute load average where /proc/stat is missing.
+    """
+    before = _cpu_jiffies()
+    if before is None:
+        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    time.sleep(window_s)
+    after = _cpu_jiffies()
+    if after is None or after[1] == before[1]:
+        return 0.0
+    share = (after[0] - before[0]) / (after[1] - before[1])
+    return share * (os.cpu_count() or 1)
+
+
+def prepare_openmp(env: MutableMapping[str, str] | None = None) -> None:
+    """Ask OpenMP to wait passively and tokenizers not to fork threads (no effect once torch is imported)."""
+    target: MutableMapping[str, str] = os.environ if env is None else env
+    target.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    target.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def worker_count(jobs: int, cores: int, env: Mapping[str, str] | None = None) -> int:
+    """Worker processes for `jobs` independent CPU jobs: one per usable core (a whole number in CAPTRACK_WORKERS
+    wins), never more than there are jobs."""
+    env = os.environ if env is None else env
+    value = env.get("CAPTRACK_WORKERS", "").strip()
+    if value.isdigit() and int(value) > 0:
+        return max(1, min(int(value), jobs))
+    return max(1, min(cores, jobs))
+
+
+# -- children that die with their parent ---------------------------------------------------------------------
+
+_lifeline: tuple[int, int, int] | None = None  # (pid that made it, read end, write end)
+
+
+def _lifeline_fds() -> tuple[int, int]:
+    """This process's lifeline pipe (made once per process; the parent never writes, only holds the write end)."""
+    global _lifeline
+    if _lifeline is None or _lifeline[0] != os.getpid():
+        read, write = os.pipe()  # neither end is inherited by children unless passed
+        _lifeline = (os.getpid(), read, write)
+    return _lifeline[1], _lifeline[2]
+
+
+def _prctl_deathsig() -> Any:
+    """A callable setting PR_SET_PDEATHSIG=SIGKILL for the calling process (None off Linux or without prctl);
+    resolved here, before any fork."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    sig = int(signal.SIGKILL)
+    return lambda: prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdout: IO[Any] | int | None = None,
+          stderr: IO[Any] | int | None = None, stdin: IO[Any] | int | None = subprocess.DEVNULL,
+          cwd: str | None = None) -> subprocess.Popen[bytes]:
+    """Start `argv` as a child of this process that dies with it (SIGKILL from the kernel; the lifeline pipe).
+
+    The child's environment gets PARENT_ENV and LIFELINE_ENV, which :func:`die_with_parent` reads and removes
+    (so that the child's own children are not misled by them).
+    """
+    read, _ = _lifeline_fds()
+    parent = os.getpid()
+    deathsig = _prctl_deathsig()
+
+    def in_child() -> None:  # between fork and exec
+        if deathsig is not None:
+            deathsig()
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    child_env = {**(os.environ if env is None else env), PARENT_ENV: str(parent), LIFELINE_ENV: str(read)}
+    return subprocess.Popen(list(argv), env=child_env, stdout=stdout, stderr=stderr, stdin=stdin, cwd=cwd,
+                            pass_fds=(read,), preexec_fn=in_child)
+
+
+def _watch_lifeline(fd: int) -> None:
+    try:
+        while os.read(fd, 1):
+            pass
+    except OSError:
+        pass
+    os._exit(1)  # end of file: every writer (the parent) is gone
+
+
+def _watch_parent(parent: int, every_s: float) -> None:
+    while True:
+        time.sleep(every_s)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def die_with_parent(parent: int | None = None, every_s: float = 1.0) -> None:
+    """Make this process end with its parent, however that ends (kill -9 included).
+
+    Args:
+        parent: the parent's PID; None: the one :func:`spawn` named in PARENT_ENV (nothing to do without it).
+
+    Arms PR_SET_PDEATHSIG (Linux), ends at once when the parent is already gone, and starts a daemon thread
+    reading the lifeline pipe (or, without one, checking every `every_s` seconds that the parent is still the
+    parent). PARENT_ENV and LIFELINE_ENV are removed from this process's environment.
+    """
+    named = os.environ.pop(PARENT_ENV, "")
+    fd = os.environ.pop(LIFELINE_ENV, "")
+    if parent is None:
+        parent = int(named) if named.isdigit() else None
+    if parent is None:
+        return
+    deathsig = _prctl_deathsig()
+    if deathsig is not None:
+        deathsig()
+    if os.getppid() != parent:
+        os._exit(1)
+    if fd.isdigit():
+        threading.Thread(target=_watch_lifeline, args=(int(fd),), name="captrack-lifeline", daemon=True).start()
+    else:
+        threading.Thread(target=_watch_parent, args=(parent, every_s), name="captrack-parent-watch", daemon=True).start()
