@@ -20,7 +20,7 @@ def test_the_work_folder_tree() -> None:
     assert work.log("train-sft") == Path("/w/logs/train-sft.log")
     assert (work.store, work.new_store) == (Path("/w/store.duckdb"), Path("/w/store.tmp.duckdb"))
     assert work.lock == Path("/w/.captrack-run.lock")
-    assert work.data == Path("/w/data") and work.frozen_experiment.parent == work.markers
+    assert work.data == Path("/w/data") and work.job_spec("eval-base-0-ab").parent == work.jobs
 
 
 def test_the_committed_demo_board_reads_the_store_the_layout_names() -> None:

@@ -9,7 +9,9 @@
       cache/<checkpoint>[-step<S>]-seed<N>-<fp>  lm-eval's request cache of one evaluation (fp: the weights' fingerprint)
       data/                             the data mirror `data: {sources: ...}` builds
       markers/<stage>.json              each stage's marker (the hash of its inputs)
-      markers/.experiment.pickle        the experiment as the worker processes read it
+      jobs/<id>.json                    a stage job's spec (captrack.pipeline.jobs), what its worker runs
+      jobs/<id>.report.json             what the worker says of its run (host, GPUs, times)
+      jobs/<id>.record.json             the driver's record of the submitted job (executor, job id, state)
       logs/<stage>.log                  a worker's log
       store.duckdb                      the store ingest writes (rebuilt as store.tmp.duckdb, then renamed)
       .captrack-run.lock                held by the one `captrack run` working here
@@ -77,6 +79,15 @@ class WorkFolder:
     def frozen_experiment(self) -> Path:
         """The experiment pickled for the worker processes."""
         return self.markers / ".experiment.pickle"
+
+    @property
+    def jobs(self) -> Path:
+        """The folder of the stage jobs' specs, reports and records."""
+        return self.root / "jobs"
+
+    def job_spec(self, job: str) -> Path:
+        """The spec of stage job `job` (its id), which its worker runs."""
+        return self.jobs / f"{job}.json"
 
     @property
     def logs(self) -> Path:
