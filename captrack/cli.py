@@ -12,7 +12,7 @@ from typing import Any
 from captrack import __version__
 from captrack.cli_parser import CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
-from captrack.gate import gate
+from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons, wants_gate
 from captrack.schemas import (
     MAX_BOOTSTRAP,
     Bootstrap,
@@ -83,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     from captrack.judges.cli import add_judge_parser
 
     add_judge_parser(sub)
+    add_gate_parser(sub)
 
     run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
     run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
@@ -91,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
                      help="exit 3 naming the capability cells of the board whose verdict is regressed (or regressed "
                           "or inconclusive): stop a bad checkpoint in a training pipeline")
+    add_gate_options(run)
     run.add_argument("--wait", action="store_true",
                      help="when another `captrack run` holds the work folder, wait for it instead of refusing")
     run.set_defaults(func=_cmd_run)
@@ -132,6 +134,7 @@ def _add_results_parsers(sub: Any) -> None:
                               "(e.g. 0.1 from an earlier run), beside the independent-outcomes worst case")
     compare.add_argument("--fail-on", choices=["regressed", "inconclusive"],
                          help="exit 3 naming the capability cells with this verdict (inconclusive: or regressed)")
+    add_gate_options(compare)
     compare.add_argument("--cluster", type=cli_type(DocField), metavar="FIELD", help="doc field of non-independent items: clustered CIs")
     compare.add_argument("--strict", action="store_true",
                          help="refuse (exit 1) when base and variant were evaluated with different settings")
@@ -262,8 +265,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.scores:
         from captrack.analysis.scores import compare_scores, read_scores
 
-        if args.by or args.fail_on:
-            raise InputError(f"{'--by' if args.by else '--fail-on'} needs per-item results (run folders or --store); "
+        if args.by or args.fail_on or args.gate:
+            raise InputError(f"{'--by' if args.by else '--fail-on' if args.fail_on else '--gate'} needs per-item results (run folders or --store); "
                              "--scores holds aggregates only, which give no verdicts to gate on (nothing was written)")
 
         comparison = compare_scores(read_scores(args.scores, taxonomy), taxonomy)
@@ -305,7 +308,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for warning in comparison.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     console.print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), markup=False)
-    return gate(console, comparison.capabilities, args.fail_on, comparison.drift)
+    return gate_comparisons(console, [comparison], args)
 
 
 def _share(text: str) -> float:
@@ -379,19 +382,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   highlight=False, markup=False)
     shown: list[Any] = []  # this run's comparisons (what its board shows): the gate reads these, never a file
     timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait,
-                             board=shown if args.fail_on else None)
+                             board=shown if wants_gate(args) else None)
     if not args.dry_run:
         for title, seconds in timings.items():
             console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
         board = experiment.leaderboard
         console.print(f"leaderboard: {board / 'index.html'} (open it in a browser; {board / 'README.md'} is the same "
                       "in Markdown)", highlight=False, markup=False)
-        if args.fail_on:
-            import pandas as pd
-
-            capabilities = pd.concat([c.capabilities for c, _ in shown], ignore_index=True)
-            drift = pd.concat([c.drift for c, _ in shown], ignore_index=True)
-            return gate(console, capabilities, args.fail_on, drift=drift)
+        return gate_comparisons(console, [c for c, _ in shown], args)
     return 0
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GATE_EXIT", "gate", "gate_method"]
+__all__ = ["GATE_EXIT", "WARN_EXIT", "gate", "gate_method"]
 
 GATE_EXIT = 3  # a verdict failed the gate (1 is a user error, 2 argparse's usage error)
+WARN_EXIT = 4  # a gate policy with `strict: true` whose decision is `warn` for some variant and `fail` for none
 
 
 def gate_method(family_size: int | None = None) -> str:

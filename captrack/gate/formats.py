@@ -1,0 +1,143 @@
+"""A gate's outcomes as Markdown (a merge request or model card), JSON, and JUnit XML (CI test reports).
+
+JUnit XML: one `<testsuite>` per variant, one `<testcase>` per rule (name: the rule, e.g. ``critical group CAN``).
+A rule that fails the decision (block, or a required rule missing, in a critical or supporting tier) carries a
+`<failure>` whose type is its outcome; a rule whose target is missing and not required is `<skipped>`; every
+other rule (pass, warn, and advisory outcomes) passes, its outcome and numbers in `<system-out>`, a warning
+starting with ``WARN``. The file validates against the Jenkins xunit plugin's JUnit schema (junit-10.xsd,
+tests/gate/junit-10.xsd), the format GitLab (`artifacts:reports:junit`), Jenkins (`junit` step) and the
+GitHub Actions test reporters (dorny/test-reporter, mikepenz/action-junit-report) read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pandas as pd
+
+from captrack.gate.outcomes import Cell, GateResult, RuleOutcome
+from captrack.report.escape import md_code, md_row, md_text
+from captrack.report.numbers import ci_text, signed
+
+__all__ = ["gate_json", "gate_junit", "gate_markdown", "outcome_line"]
+
+_MARK = {"pass": "pass", "warn": "WARN", "block": "BLOCK", "missing": "MISSING"}
+
+
+def _cell_text(cell: Cell) -> str:
+    if math.isnan(cell.change):
+        return "no verdict"
+    unit = "points" if cell.unit == "points" else cell.unit
+    return (f"{signed(cell.change)} {unit} {ci_text(*cell.ci95)} (90% CI {ci_text(*cell.ci90)}), "
+            f"margin {cell.margin:g}, verdict {cell.verdict}")
+
+
+def outcome_line(outcome: RuleOutcome) -> str:
+    """One line of the console: ``sft critical group CAN: BLOCK: -6.0 points [...]; why``."""
+    numbers = "; ".join(f"{c.key}: {_cell_text(c)}" if len(outcome.cells) > 1 else _cell_text(c) for c in outcome.cells)
+    numbers = f"{numbers}; " if numbers else ""
+    return f"{outcome.variant} {outcome.rule.label}: {_MARK[outcome.outcome]}: {numbers}{outcome.reason}"
+
+
+def gate_markdown(result: GateResult, transitions: pd.DataFrame | None = None, drift: pd.DataFrame | None = None) -> str:
+    """The gate as Markdown: the decision per variant, each rule's outcome, and the flips behind each rule that
+    did not pass (items right under the base and wrong under the variant, and the other way), side by side."""
+    lines = [f"# Release gate: {md_text(result.policy.source, table=False)}", "",
+             md_row(["variant", "decision", "block", "missing", "warn", "pass"]), md_row(["---"] * 6)]
+    for variant, decision in result.decisions.items():
+        found = [o.outcome for o in result.for_variant(variant)]
+        lines.append(md_row([md_text(variant), f"**{decision}**", *(str(found.count(k)) for k in ("block", "missing", "warn", "pass"))]))
+    lines += ["", f"Exit status {result.exit_status}. Block: the whole 95% CI beyond the margin and the regression "
+              "rejected by Holm's test at a family-wise 2.5% per variant; warn: a significant regression inside the "
+              "margin, or a 90% CI reaching past it; pass: improved, or the 90% CI above −margin. Advisory rules "
+              "never change the decision."]
+    for variant in result.decisions:
+        lines += ["", f"## {md_text(variant, table=False)}: {result.decisions[variant]}", "",
+                  md_row(["rule", "outcome", "change [95% CI]", "90% CI", "margin", "why"]), md_row(["---"] * 6)]
+        for o in result.for_variant(variant):
+            for i, c in enumerate(o.cells or (None,)):
+                rule = md_text(o.rule.label) + (f" ({md_code(c.key, table=True)})" if c is not None and len(o.cells) > 1 else "")
+                numbers = ([f"{signed(c.change)} {ci_text(*c.ci95)}", ci_text(*c.ci90), f"{c.margin:g}"]
+                           if c is not None and not math.isnan(c.change) else ["–", "–", f"{o.rule.margin:g}"])
+                mark = _MARK[c.outcome if c is not None else o.outcome]
+                lines.append(md_row([rule if i == 0 else "", mark, *numbers, md_text(c.reason if c is not None else o.reason)]))
+        lines += _flips(result.for_variant(variant), transitions, drift)
+    return "\n".join(lines) + "\n"
+
+
+def _flips(outcomes: list[RuleOutcome], transitions: pd.DataFrame | None, drift: pd.DataFrame | None) -> list[str]:
+    """Per task behind each rule that did not pass: the items each side got right that the other got wrong."""
+    if transitions is None or not len(transitions):
+        return []
+    rows: list[str] = []
+    directions = {} if drift is None else {(str(r.variant), str(r.task), str(r.metric)): str(r.direction)
+                                           for r in drift.itertuples(index=False)}
+    for o in outcomes:
+        if o.outcome == "pass" or not o.cells:
+            continue
+        mine = transitions[transitions["variant"].astype(str) == o.variant]
+        column = {"capability": "capability", "group": "group", "task": "task"}[o.rule.kind]
+        mine = mine[mine[column].astype(str) == o.rule.target].drop_duplicates(["task", "metric"])
+        for r in mine.itertuples(index=False):
+            lower = directions.get((o.variant, str(r.task), str(r.metric))) == "lower"
+            lost, gained = (r.n_01, r.n_10) if lower else (r.n_10, r.n_01)
+            rows.append(md_row([md_text(o.rule.label), md_code(r.task, table=True), md_code(r.metric, table=True),
+                                str(int(r.n)), str(int(lost)), str(int(gained))]))
+    if not rows:
+        return []
+    return ["", "Flipped items behind the rules that did not pass (base → this variant; worse: right under the base, "
+            "wrong under the variant, on the metric's better side):", "",
+            md_row(["rule", "task", "metric", "items", "worse", "better"]), md_row(["---"] * 6), *rows]
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else round(value, 6)
+
+
+def _cell_json(cell: Cell) -> dict[str, Any]:
+    return {"key": cell.key, "unit": cell.unit, "change": _number(cell.change),
+            "ci95": [_number(x) for x in cell.ci95], "ci90": [_number(x) for x in cell.ci90],
+            "verdict": cell.verdict, "p_regressed": _number(cell.p_regressed), "margin": cell.margin,
+            "holm_rejects": cell.holm_rejects, "outcome": cell.outcome, "reason": cell.reason}
+
+
+def gate_json(result: GateResult) -> str:
+    """The gate as JSON: policy, exit status, decision per variant, and each (variant, rule) outcome with its cells."""
+    rules = [{"variant": o.variant, "rule": {"index": o.rule.index, "kind": o.rule.kind, "target": o.rule.target,
+                                             "metric": o.rule.metric, "tier": o.rule.tier, "margin": o.rule.margin,
+                                             "relative": o.rule.relative, "required": o.rule.required},
+              "outcome": o.outcome, "reason": o.reason, "counts": o.counts, "cells": [_cell_json(c) for c in o.cells]}
+             for o in result.outcomes]
+    return json.dumps({"policy": result.policy.source, "exit_status": result.exit_status,
+                       "decisions": result.decisions, "family_wise_alpha": 0.025, "rules": rules}, indent=2) + "\n"
+
+
+def gate_junit(result: GateResult) -> str:
+    """The gate as JUnit XML (see the module docstring): a test suite per variant, a test case per rule."""
+    root = ET.Element("testsuites", name="captrack gate")
+    total = failed = 0
+    for variant in result.decisions:
+        outcomes = result.for_variant(variant)
+        suite = ET.SubElement(root, "testsuite", name=f"captrack gate: {variant}")
+        failures = skipped = 0
+        for o in outcomes:
+            case = ET.SubElement(suite, "testcase", name=o.rule.label, classname=f"captrack.gate.{variant}")
+            if o.counts and (o.outcome == "block" or (o.outcome == "missing" and o.rule.required)):
+                ET.SubElement(case, "failure", type=o.outcome, message=o.reason).text = outcome_line(o)
+                failures += 1
+            elif o.outcome == "missing" and not o.rule.required:
+                ET.SubElement(case, "skipped", message=o.reason)
+                skipped += 1
+            ET.SubElement(case, "system-out").text = outcome_line(o)
+        suite.set("tests", str(len(outcomes)))
+        suite.set("failures", str(failures))
+        suite.set("errors", "0")
+        suite.set("skipped", str(skipped))
+        total, failed = total + len(outcomes), failed + failures
+    root.set("tests", str(total))
+    root.set("failures", str(failed))
+    root.set("errors", "0")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

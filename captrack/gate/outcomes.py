@@ -1,0 +1,226 @@
+"""A gate policy applied to a comparison: one outcome per (variant, rule), one decision per variant.
+
+Every number is the comparison's own: each cell's oriented change with its 95% and 90% CIs and the
+two-sided p-value of the test its interval inverts (captrack.analysis.verdicts). A rule's cells are its
+capability's or group's row of capabilities.csv, or its task's oriented metrics in drift.csv.
+
+Per cell, with the rule's margin M (the relative guard makes it min(M, share x base score)):
+- **block**: the whole 95% CI lies below −M *and* Holm's step-down test over the variant's gating cells
+  (critical and supporting; advisory cells form a family of their own) rejects "no regression" at a
+  family-wise error of GATE_ALPHA = 2.5%, on the one-sided p-values `--fail-on` uses
+  (verdicts.regression_pvalue, verdicts.holm_rejected). A variant that regressed nowhere blocks at most
+  2.5% of the time, however many rules the policy has; the margin split itself is each cell's own interval.
+- **warn**: a significant regression that is not a block (inside the margin, or not rejected in Holm's
+  family), or a change whose 90% CI reaches below −M (inconclusive at this margin);
+- **pass**: improved, or the 90% CI lies above −M (equivalent, or better, within the margin: the lower
+  half of the verdicts' equivalence test);
+- **missing**: the comparison has no row, or no verdict (aggregate scores), for the target.
+A rule's outcome is its worst cell's (block, missing, warn, pass).
+
+Decision per variant: **fail** where a critical or supporting rule blocks, or a required one is missing;
+otherwise **warn** where a critical rule warns (or misses without being required); otherwise **pass**.
+Advisory rules are reported and never change the decision. Exit status: GATE_EXIT (3) if any variant
+fails; WARN_EXIT (4) if the policy says `strict: true` and any variant warns; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from captrack.analysis.verdicts import GATE_ALPHA, holm_rejected, regression_pvalue
+from captrack.errors import InputError, close_matches
+from captrack.gate.fail_on import GATE_EXIT, WARN_EXIT
+from captrack.gate.policy import Policy, Rule
+
+__all__ = ["OUTCOMES", "Cell", "GateResult", "RuleOutcome", "evaluate"]
+
+OUTCOMES = ("block", "missing", "warn", "pass")  # worst first
+_VERDICTS = ("regressed", "improved", "equivalent", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One gated row: a capability, group or (task, metric) of one variant, with its outcome."""
+
+    key: str  # C1, CAN, or task/metric
+    unit: str  # points, or % of base
+    change: float
+    ci95: tuple[float, float]
+    ci90: tuple[float, float]
+    verdict: str
+    p_regressed: float  # one-sided p-value of a regression
+    margin: float  # the effective margin (the relative guard applied)
+    holm_rejects: bool
+    outcome: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """One rule's outcome for one variant."""
+
+    variant: str
+    rule: Rule
+    outcome: str
+    reason: str
+    cells: tuple[Cell, ...]
+    counts: bool  # whether it moves the variant's decision (a fail or warn from a gating rule)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """What a policy decided: the outcomes per (variant, rule), the decision per variant and the exit status."""
+
+    policy: Policy
+    outcomes: tuple[RuleOutcome, ...]
+    decisions: dict[str, str]
+    exit_status: int
+
+    def for_variant(self, variant: str) -> list[RuleOutcome]:
+        """The outcomes of one variant, in the policy's order."""
+        return [o for o in self.outcomes if o.variant == variant]
+
+
+def evaluate(policy: Policy, capabilities: pd.DataFrame | None, drift: pd.DataFrame | None) -> GateResult:
+    """Apply `policy` to a comparison's capabilities.csv and drift.csv tables (see the module docstring).
+
+    Raises:
+        InputError: the comparison has no variant, or a rule names a capability, group, task or metric that
+            neither the comparison nor (for a required rule) anything else can resolve.
+    """
+    capabilities = capabilities if capabilities is not None else pd.DataFrame(columns=["variant", "level", "key"])
+    drift = drift if drift is not None else pd.DataFrame(columns=["variant", "task", "metric", "direction"])
+    variants = list(dict.fromkeys([*capabilities["variant"].astype(str), *drift["variant"].astype(str)]))
+    if not variants:
+        raise InputError(f"{policy.source}: the comparison holds no variant to gate (its capabilities.csv and drift.csv are empty)")
+    _check_names(policy, capabilities, drift)
+    outcomes: list[RuleOutcome] = []
+    for variant in variants:
+        outcomes += _variant_outcomes(policy, variant, capabilities[capabilities["variant"].astype(str) == variant],
+                                      drift[drift["variant"].astype(str) == variant])
+    decisions = {v: _decision([o for o in outcomes if o.variant == v]) for v in variants}
+    status = GATE_EXIT if "fail" in decisions.values() else (
+        WARN_EXIT if policy.strict and "warn" in decisions.values() else 0)
+    return GateResult(policy, tuple(outcomes), decisions, status)
+
+
+def _check_names(policy: Policy, capabilities: pd.DataFrame, drift: pd.DataFrame) -> None:
+    """A rule naming something the comparison lacks is an error, unless it is required (then it is `missing`)."""
+    known = {"capability": set(capabilities.loc[capabilities["level"] == "capability", "key"].astype(str)),
+             "group": set(capabilities.loc[capabilities["level"] == "group", "key"].astype(str)),
+             "task": set(drift["task"].astype(str))}
+    for rule in policy.rules:
+        where = f"{policy.source}: rules[{rule.index}]"
+        if rule.target not in known[rule.kind]:
+            if rule.required:
+                continue
+            hints = close_matches(rule.target, known[rule.kind])
+            hint = f"; did you mean {', '.join(repr(h) for h in hints)}?" if hints else ""
+            raise InputError(f"{where}: unknown {rule.kind} {rule.target!r}: this comparison has none by that name{hint} "
+                             "(mark the rule `required: true` to fail the gate when it is missing)")
+        if rule.kind == "task" and rule.metric is not None and rule.target in known["task"]:
+            rows = drift[drift["task"].astype(str) == rule.target]
+            metrics = set(rows["metric"].astype(str))
+            if rule.metric not in metrics:
+                raise InputError(f"{where}: key 'metric': task {rule.target!r} has no metric {rule.metric!r} "
+                                 f"in this comparison; it has {', '.join(sorted(metrics))}")
+            if set(rows.loc[rows["metric"].astype(str) == rule.metric, "direction"].astype(str)) == {"neutral"}:
+                raise InputError(f"{where}: key 'metric': {rule.target}/{rule.metric} has no better side (neutral), "
+                                 "so a gate cannot tell a regression; gate another metric")
+
+
+def _variant_outcomes(policy: Policy, variant: str, capabilities: pd.DataFrame, drift: pd.DataFrame) -> list[RuleOutcome]:
+    """Each rule's outcome for one variant, Holm's test run over its gating cells (and its advisory cells apart)."""
+    raw = [(rule, _rows(rule, capabilities, drift)) for rule in policy.rules]
+    holm: dict[tuple[int, int], bool] = {}
+    for gating in (True, False):
+        family = [(rule.index, i, row) for rule, rows in raw if rule.gating == gating for i, row in enumerate(rows)]
+        decided = holm_rejected([_p_regressed(row) for _, _, row in family], GATE_ALPHA)
+        holm.update({(index, i): d for (index, i, _), d in zip(family, decided, strict=True)})
+    out = []
+    for rule, rows in raw:
+        cells = tuple(_cell(rule, row, holm[(rule.index, i)]) for i, row in enumerate(rows))
+        outcome, reason = _rule_outcome(rule, cells)
+        counts = rule.gating and (outcome == "block" or (outcome == "missing" and rule.required)
+                                  or (rule.tier == "critical" and outcome in ("warn", "missing")))
+        out.append(RuleOutcome(variant, rule, outcome, reason, cells, counts))
+    return out
+
+
+def _rows(rule: Rule, capabilities: pd.DataFrame, drift: pd.DataFrame) -> list[dict[str, Any]]:
+    if rule.kind in ("capability", "group"):
+        rows = capabilities[(capabilities["level"] == rule.kind) & (capabilities["key"].astype(str) == rule.target)]
+        return [dict(r, key=rule.target, change_unit="points") for r in rows.head(1).to_dict("records")]
+    rows = drift[drift["task"].astype(str) == rule.target]
+    if rule.metric is not None:
+        rows = rows[rows["metric"].astype(str) == rule.metric]
+    rows = rows[rows["direction"].astype(str) != "neutral"].drop_duplicates(["task", "metric"])
+    return [dict(r, key=f"{r['task']}/{r['metric']}") for r in rows.to_dict("records")]
+
+
+def _number(row: dict[str, Any], column: str) -> float:
+    try:
+        return float(row.get(column, math.nan))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _p_regressed(row: dict[str, Any]) -> float:
+    return regression_pvalue(_number(row, "p_value"), _number(row, "oriented_change"))
+
+
+def _margin(rule: Rule, row: dict[str, Any]) -> float:
+    """The rule's margin, with its relative guard: min(M, share x base score) (the score on its better side)."""
+    if rule.relative is None:
+        return rule.margin
+    if str(row.get("change_unit", "points")) != "points":  # a count metric's change is already % of its base mean
+        return min(rule.margin, 100.0 * rule.relative)
+    base = _number(row, "base_value")
+    if math.isnan(base):
+        return rule.margin
+    score = 100.0 * (1.0 - base if str(row.get("direction")) == "lower" else base)
+    return min(rule.margin, rule.relative * max(score, 0.0))
+
+
+def _cell(rule: Rule, row: dict[str, Any], holm_rejects: bool) -> Cell:
+    margin = _margin(rule, row)
+    change, verdict = _number(row, "oriented_change"), str(row.get("verdict") or "")
+    ci95 = (_number(row, "change_ci_low"), _number(row, "change_ci_high"))
+    ci90 = (_number(row, "change_ci90_low"), _number(row, "change_ci90_high"))
+    if verdict not in _VERDICTS or any(math.isnan(x) for x in (change, *ci95, *ci90)):
+        outcome, reason = "missing", "no verdict (the comparison has no per-item CI for it)"
+    elif holm_rejects and ci95[1] < -margin:
+        outcome, reason = "block", f"regressed beyond the margin: the whole 95% CI lies below −{margin:g}"
+    elif verdict == "regressed":
+        why = "inside the margin" if ci95[1] >= -margin else "not rejected in Holm's family"
+        outcome, reason = "warn", f"a significant regression, {why}"
+    elif verdict == "improved":
+        outcome, reason = "pass", "improved"
+    elif ci90[0] > -margin:
+        outcome, reason = "pass", f"within the margin: the 90% CI lies above −{margin:g}"
+    else:
+        outcome, reason = "warn", f"inconclusive: the 90% CI reaches below −{margin:g}"
+    return Cell(str(row["key"]), str(row.get("change_unit") or "points"), change, ci95, ci90, verdict,
+                _p_regressed(row), margin, holm_rejects, outcome, reason)
+
+
+def _rule_outcome(rule: Rule, cells: tuple[Cell, ...]) -> tuple[str, str]:
+    if not cells:
+        where = "in this comparison" if rule.kind != "task" else "among this variant's tasks (with a better side)"
+        return "missing", f"no {rule.kind} {rule.target!r} {where}" + ("" if rule.required else " (not required)")
+    worst = min(cells, key=lambda c: OUTCOMES.index(c.outcome))
+    reason = worst.reason if len(cells) == 1 else f"{worst.key}: {worst.reason}"
+    if worst.outcome == "missing" and not rule.required:
+        reason += " (not required)"
+    return worst.outcome, reason
+
+
+def _decision(outcomes: list[RuleOutcome]) -> str:
+    counted = [o for o in outcomes if o.counts]
+    if any(o.outcome == "block" or (o.outcome == "missing" and o.rule.required) for o in counted):
+        return "fail"
+    return "warn" if counted else "pass"
