@@ -152,6 +152,8 @@ class CheckpointEntry(_Config):
     checkpoints: Text | list[Text] | None = Field(None, description=(
         "saved training checkpoints to evaluate, each a step of a trajectory: a glob (text) such as "
         "out/checkpoint-* or a list of folders"))
+    ranks: StrictInt = Field(1, ge=1, le=4096, description=(
+        "a whole number ≥ 1: the processes (one GPU each) a captrack-ds evaluation runs over"))
     family: Label = ""
     size: Label = ""
     algorithm: Label = ""
@@ -190,6 +192,8 @@ class ExperimentFile(_Config):
     source_note: Text = ""
     target: Text = Field("", description="the task the post-training aims at (text), e.g. captrack_probe_c2_word_problems")
     margin: Margin = 5.0
+    executor: dict[str, Any] = Field(default_factory=dict, description=(
+        "a mapping {name: local|slurm, ...its options}: where the stage jobs run (default local)"))
     variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
 
 

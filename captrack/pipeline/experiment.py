@@ -81,6 +81,8 @@ class Checkpoint:
     """Variants: the name of the base they are compared with ("" = the experiment's first base)."""
     steps: tuple[tuple[int, Path], ...] = ()
     """``checkpoints:``: (training step, checkpoint folder) of each saved checkpoint, by step (a trajectory)."""
+    ranks: int = 1
+    """``ranks:``: the processes (one GPU each) a captrack-ds evaluation runs over (captrack.pipeline.executors)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ class Experiment:
     target: str = ""
     margin: float = 5.0  # the verdicts' equivalence margin (captrack.analysis.verdicts)
     smoke: bool = False  # a smoke test (`--quick`): its board says so and claims nothing beyond verdicts
+    executor: dict[str, Any] = field(default_factory=dict)
+    """``executor:``: where the stage jobs run: {name: local|slurm, ...options} (captrack.pipeline.executors)."""
 
     @property
     def work(self) -> WorkFolder:
@@ -289,6 +293,8 @@ def load_experiment(path: str | Path) -> Experiment:
     if len(set(spec.seeds)) != len(spec.seeds):
         raise InputError(f"{where}: key 'seeds' is {spec.seeds}: each seed once (a repeated seed repeats the same run)")
     workdir = expand_path(spec.workdir, folder) if spec.workdir else default_workdir(folder, source.stem).resolve()
+    ranks = {e.name: e.ranks for e in [*(spec.base if isinstance(spec.base, list) else [spec.base]), *spec.variants]}
+    bases, variants = (tuple(replace(c, ranks=ranks[c.name]) for c in group) for group in (bases, variants))
     variants = tuple(trained_steps(v, workdir, where) for v in variants)
     return Experiment(
         name=spec.name or source.stem,
@@ -313,6 +319,7 @@ def load_experiment(path: str | Path) -> Experiment:
         **_data(spec.data, where, folder),
         target=spec.target,
         margin=float(spec.margin),
+        executor=dict(spec.executor),
     )
 
 
