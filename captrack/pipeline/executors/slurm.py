@@ -168,6 +168,7 @@ class _Tracked:
 class SlurmExecutor(Executor):
     """Stage jobs as Slurm batch jobs (see the module docstring)."""
 
+    poll_every_s = 1.0
     options_allowed = ("partition", "account", "qos", "time", "gpus", "cpus", "mem_gb", "constraint", "sbatch", "setup",
                        "python", "poll_s")
 
@@ -277,9 +278,8 @@ class SlurmExecutor(Executor):
         first = JobStatus(record.job, found.captrack_state, record.job_id, log=str(log))
         tracked = _Tracked(record.job, record.job_id, self.work.job_spec(record.job), log, time.time(), first)
         status = tracked.last = self._status(tracked, found)
-        if not status.state.finished:
-            self._tracked[record.job] = tracked
-            self.log(f"re-attached to Slurm job {record.job_id} ({found.state}) of job {record.job}")
+        self._tracked[record.job] = tracked  # reported by the next poll, finished or not
+        self.log(f"re-attached to Slurm job {record.job_id} ({found.state}) of job {record.job}")
         return status
 
     def close(self, cancel: bool) -> None:
