@@ -207,7 +207,12 @@ class SlurmExecutor(Executor):
         require_slurm()
         sbatch = submitit.SlurmExecutor(folder=self.folder, python=shlex.quote(self.python))
         sbatch.update_parameters(**sbatch_parameters(self.options, job))
-        submitted = sbatch.submit(run_in_job, str(spec), job.needs.ranks, self.python)
+        try:
+            submitted = sbatch.submit(run_in_job, str(spec), job.needs.ranks, self.python)
+        except submitit.core.utils.FailedJobError as exc:
+            said = " ".join(str(exc).split())[:400]
+            raise InputError(f"executor slurm: sbatch refused the job of {job.title!r}: {said}; check the experiment's "
+                             "executor: block (partition, account, gpus: 0 on a cluster without GPUs, ...)") from exc
         status = JobStatus(job.id, JobState.QUEUED, str(submitted.job_id), log=str(self._log(submitted.job_id)))
         self._tracked[job.id] = _Tracked(job.id, status.job_id, spec, self._log(status.job_id), time.time(), status)
         self.log(f"submitted {job.title} as Slurm job {status.job_id} (log: {status.log})")
