@@ -80,13 +80,26 @@ def apply_policy(console: Any, policy_path: str, capabilities: Any, drift: Any, 
     console.print(f"gate {policy_path}: {len(result.policy.rules)} rule(s), {decided} (exit {result.exit_status})",
                   highlight=False, markup=False)
     if report:
-        folder = Path(report)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _report_folder(report)
         texts = (gate_markdown(result, transitions, drift), gate_json(result), gate_junit(result))
         for name, text in zip(REPORT_FILES, texts, strict=True):
             write_atomic(folder / name, text)
         console.print(f"wrote {', '.join(REPORT_FILES)} to {folder}", highlight=False, markup=False)
     return result.exit_status
+
+
+def _report_folder(report: str) -> Path:
+    """The report folder, created; refused inside a comparison or board folder (its next write replaces it whole)."""
+    from captrack.errors import InputError
+    from captrack.report.ownership import MANIFEST
+
+    folder = Path(report)
+    for parent in (folder.resolve(), *folder.resolve().parents):
+        if (parent / MANIFEST).is_file() or (parent / "leaderboard.yaml").is_file():
+            raise InputError(f"{report}: inside {parent}, a folder captrack writes whole (its next comparison or board "
+                             "would refuse a folder it did not write); give a gate report folder outside it")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _plain(text: str) -> str:

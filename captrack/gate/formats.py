@@ -37,7 +37,8 @@ def _cell_text(cell: Cell) -> str:
 
 def outcome_line(outcome: RuleOutcome) -> str:
     """One line of the console: ``sft critical group CAN: BLOCK: -6.0 points [...]; why``."""
-    numbers = "; ".join(f"{c.key}: {_cell_text(c)}" if len(outcome.cells) > 1 else _cell_text(c) for c in outcome.cells)
+    shown = [c for c in outcome.cells if not math.isnan(c.change)]
+    numbers = "; ".join(f"{c.key}: {_cell_text(c)}" if len(outcome.cells) > 1 else _cell_text(c) for c in shown)
     numbers = f"{numbers}; " if numbers else ""
     return f"{outcome.variant} {outcome.rule.label}: {_MARK[outcome.outcome]}: {numbers}{outcome.reason}"
 

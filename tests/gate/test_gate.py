@@ -160,7 +160,19 @@ def test_the_gate_command_reads_a_comparison_folder(compared: Path, tmp_path: Pa
     assert main(["gate", str(policy), str(compared / "out"), "--report", str(tmp_path / "r")]) == GATE_EXIT
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["gate-junit.xml", "gate.json", "gate.md"]
     assert main(["gate", str(policy), str(tmp_path / "nowhere")]) == 1
-    assert main(["compare", "--scores", str(tmp_path / "x.csv"), "--out", str(tmp_path / "s"), "--gate", str(policy)]) == 1
+    # a report folder inside the comparison's own folder would make its next `compare --out` refuse: refused here
+    assert main(["gate", str(policy), str(compared / "out"), "--report", str(compared / "out" / "gate")]) == 1
+    assert not (compared / "out" / "gate").exists()
+    scores = tmp_path / "scores.csv"
+    scores.write_text("model,task,metric,value,base\nb,captrack_probe_c1_facts,acc,0.5,\nv,captrack_probe_c1_facts,acc,0.4,b\n")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["compare", "--scores", str(scores), "--out", str(tmp_path / "s"), "--gate", str(policy)]) == 1
+    assert "--gate needs per-item results" in err.getvalue()
+    assert main(["compare", "--scores", str(scores), "--out", str(tmp_path / "s")]) == 0
+    no_items = _policy(tmp_path, "n.yaml", "rules:\n  - {capability: C1, tier: critical, required: true}\n")
+    outcomes, status, decisions = _outcomes(no_items, tmp_path / "s")  # aggregate scores: no CI, no verdict
+    assert outcomes == {"critical capability C1": "missing"} and decisions == {"v": "fail"} and status == GATE_EXIT
 
 
 # -- the demo's committed board: critical CAN, supporting HOW, advisory WILL, margin 5 ------------------------------
