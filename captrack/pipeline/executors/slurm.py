@@ -291,7 +291,12 @@ class SlurmExecutor(Executor):
         """With `cancel`, scancel every tracked job and wait (up to a minute) until squeue no longer lists them."""
         ids = [t.slurm_id for t in self._tracked.values()]
         self._tracked.clear()
-        if not cancel or not ids:
+        if not ids:
+            return
+        if not cancel:  # detached: the jobs run on
+            self.log(f"detached: Slurm job(s) {', '.join(ids)} queued or running; watch them with `squeue -j "
+                     f"{','.join(ids)}` and their logs in {self.folder}; the same `captrack run` again re-attaches to "
+                     "them, submits what could not start yet and finishes (ingest, compare, leaderboard)")
             return
         cancel_jobs(ids)
         self.log(f"cancelled Slurm job(s) {', '.join(ids)}")
