@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from captrack.errors import InputError
+from captrack.labels import MAX_SEED, MAX_STEP, Seed, Step, VariantLabels
 
 __all__ = [
     "MAX_BOOTSTRAP",
@@ -58,22 +59,16 @@ __all__ = [
 
 M = TypeVar("M", bound=BaseModel)
 
-MAX_STEP = 2**63 - 1
-"""The largest training step a store holds (a signed 64-bit integer)."""
 MAX_MARGIN = 100.0
 """The widest equivalence margin, in points: a wider one calls any change on a 0..100 scale equivalent."""
 MAX_BOOTSTRAP = 100_000
 """The most bootstrap resamples (memory grows with resamples x items; 10,000 already gives stable 95% bounds)."""
-MAX_SEED = 2**31 - 1
-"""The largest seed (a store's replicate column is a signed 32-bit integer)."""
 
 Margin = Annotated[StrictFloat | StrictInt, Field(gt=0, le=MAX_MARGIN, description=(
     f"a number in (0, {MAX_MARGIN:g}]: the verdicts' equivalence margin in points (percent of the base mean for "
     "count metrics)"))]
 Bootstrap = Annotated[StrictInt, Field(ge=0, le=MAX_BOOTSTRAP, description=(
     f"a whole number of bootstrap resamples in 0..{MAX_BOOTSTRAP:,} (0: none)"))]
-Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED, description=f"a whole number in 0..{MAX_SEED}")]
-Step = Annotated[StrictInt, Field(ge=0, le=MAX_STEP, description=f"a training step: a whole number in 0..{MAX_STEP}")]
 Epoch = Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False, description="a finite number ≥ 0")]
 Every = Annotated[StrictInt, Field(ge=1, description="a whole number of optimizer steps ≥ 1 (not text, not a fraction)")]
 Count = Annotated[StrictInt, Field(ge=1, le=10**9, description="a whole number in 1..1,000,000,000")]
@@ -134,15 +129,26 @@ class _Config(BaseModel):
 
 
 Text = Annotated[str, Field(description="text")]
-Label = Annotated[str, Field(description="a label (text)")]
+_SET_BY_CAPTRACK = "not a key of this file (replicates come from seeds:, training steps from checkpoints:)"
 
 
 # -- experiment manifests (captrack run EXPERIMENT.yaml) ---------------------------------------------------
 
-class CheckpointEntry(_Config):
-    """`base:` or one entry of `variants:`."""
+class _EntryLabels(VariantLabels):
+    """A file's variant entry: the labels record (captrack.labels) as keys; replicates and steps are not set
+    by hand (they come from ``seeds:`` and ``checkpoints:``)."""
 
-    name: Text = Field(description="the checkpoint's name (text), e.g. sft")
+    replicate: None = Field(None, description=_SET_BY_CAPTRACK)
+    step: None = Field(None, description=_SET_BY_CAPTRACK)
+
+    def labels(self) -> VariantLabels:
+        """The entry's labels record."""
+        return VariantLabels.model_validate(self.model_dump(include=set(VariantLabels.model_fields)))
+
+
+class CheckpointEntry(_EntryLabels):
+    """`base:` or one entry of `variants:`: its labels and how to obtain the model."""
+
     model: Text = Field("hf", description="an lm-eval model type (text), e.g. hf")
     model_args: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {pretrained: /path}")
     train: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {method: sft, steps: 16}")
@@ -154,10 +160,6 @@ class CheckpointEntry(_Config):
         "out/checkpoint-* or a list of folders"))
     ranks: StrictInt = Field(1, ge=1, le=4096, description=(
         "a whole number ≥ 1: the processes (one GPU each) a captrack-ds evaluation runs over"))
-    family: Label = ""
-    size: Label = ""
-    algorithm: Label = ""
-    data: Label = ""
 
 
 class ExperimentFile(_Config):
@@ -199,14 +201,8 @@ class ExperimentFile(_Config):
 
 # -- leaderboard.yaml (captrack leaderboard DIR) -----------------------------------------------------------
 
-class VariantEntry(_Config):
-    """One variant of a comparison and its labels."""
-
-    name: Text = Field(description="the variant's model name in the store (text)")
-    algorithm: Label = ""
-    family: Label = ""
-    size: Label = ""
-    data: Label = ""
+class VariantEntry(_EntryLabels):
+    """One variant of a comparison: its labels (``name``: its model name in the store)."""
 
 
 class ComparisonEntry(_Config):
@@ -325,7 +321,7 @@ def _where(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, str]:
         step = by_alias.get(step, step)
         if step not in fields:
             parts.append(str(step))
-            allowed = ", ".join(f.alias or name for name, f in fields.items())
+            allowed = ", ".join(f.alias or name for name, f in fields.items() if f.annotation is not type(None))
             break
         info = fields[step]
         parts.append(str(info.alias or step))

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from fakeruns import FakeTask, write_run
 
+from captrack.labels import VariantLabels
 from captrack.results.runfiles import discover_runs
 from captrack.results.steps import model_steps
-from captrack.results.store import Labels, Store
+from captrack.results.store import Store
 
 
 def test_a_base_from_a_checkpoint_folder_gets_no_step_while_a_variant_does(tmp_path: Path) -> None:
@@ -23,7 +24,7 @@ def test_a_base_from_a_checkpoint_folder_gets_no_step_while_a_variant_does(tmp_p
     for name, values in (("base", [1, 0, 1]), ("sft", [1, 1, 1])):
         write_run(tmp_path / name, str(checkpoint), [FakeTask("captrack_probe_c1_facts", {"acc": values})])
     with Store(tmp_path / "s.duckdb") as store:
-        store.ingest(discover_runs(tmp_path / "base"), Labels(model="base", fixed=True))
-        store.ingest(discover_runs(tmp_path / "sft"), Labels(model="sft", algorithm="SFT"))
+        store.ingest(discover_runs(tmp_path / "base"), VariantLabels(name="base"), fixed=True)
+        store.ingest(discover_runs(tmp_path / "sft"), VariantLabels(name="sft", algorithm="SFT"))
         assert model_steps(store.con, "base") == []
         assert model_steps(store.con, "sft") == [100]  # a variant's checkpoint-N still names its step

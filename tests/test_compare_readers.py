@@ -10,12 +10,13 @@ import pandas as pd
 import pytest
 from fakeruns import FakeTask, write_run
 
-from captrack.analysis.comparison import CompareOptions, VariantSpec
+from captrack.analysis.comparison import CompareOptions
 from captrack.compare.inputs import PARALLEL_VARIANTS, reader_count
 from captrack.compare.use_case import compare
 from captrack.errors import UnknownNameError
+from captrack.labels import VariantLabels
 from captrack.results.runfiles import discover_runs
-from captrack.results.store import Labels, Store
+from captrack.results.store import Store
 
 VARIANTS = ["sft", "dpo", "rl"]
 
@@ -38,7 +39,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Store(path) as store:
         for name, p in [("base", 0.6), ("sft", 0.5), ("dpo", 0.7), ("rl", 0.4)]:
             write_run(root / "runs", name, _tasks(rng, p))
-            store.ingest(discover_runs(root / "runs" / name), Labels(model=name))
+            store.ingest(discover_runs(root / "runs" / name), VariantLabels(name=name))
     return path
 
 
@@ -48,7 +49,7 @@ def _compare(path: Path, workers: str, monkeypatch: pytest.MonkeyPatch, names: l
     with Store(path, read_only=True) as store:
         assert reader_count(store, len(names)) == min(int(workers), len(names))
         options = CompareOptions(bootstrap=50, drill_limit=5, pair_deltas=True)
-        result = compare(store, "base", [VariantSpec(n, "SFT") for n in names], options,
+        result = compare(store, "base", [VariantLabels(name=n, algorithm="SFT") for n in names], options,
                          progress=lambda name, rows: loaded.append(name))
     return result, loaded
 
@@ -101,7 +102,7 @@ def test_a_store_a_worker_cannot_open_is_refused_as_it_is(tmp_path: Path) -> Non
 
     missing = tmp_path / "nowhere.duckdb"
     with pytest.raises(InputError, match="no such store"):
-        list(read_in_workers(str(missing), "base", [VariantSpec("a"), VariantSpec("b")], CompareOptions(), load_taxonomy(), 2))
+        list(read_in_workers(str(missing), "base", [VariantLabels(name="a"), VariantLabels(name="b")], CompareOptions(), load_taxonomy(), 2))
 
 
 def test_a_worker_that_dies_is_reported_with_its_output(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,7 +114,7 @@ def test_a_worker_that_dies_is_reported_with_its_output(store_path: Path, monkey
 
     monkeypatch.setattr(readers, "WORKER_MODULE", "json.tool")
     with pytest.raises(CaptrackError, match=r"failed \(exit 1\)") as raised:
-        list(readers.read_in_workers(str(store_path), "base", [VariantSpec(v) for v in VARIANTS], CompareOptions(),
+        list(readers.read_in_workers(str(store_path), "base", [VariantLabels(name=v) for v in VARIANTS], CompareOptions(),
                                      load_taxonomy(), 2))
     assert "Expecting value" in str(raised.value) or "decode" in str(raised.value)
 
@@ -131,5 +132,5 @@ def test_a_worker_that_dies_mid_pair_is_reported_not_unpickled(tmp_path: Path, s
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.setattr(readers, "WORKER_MODULE", "half_worker")
     with pytest.raises(CaptrackError, match=r"(?s)failed \(exit 7\).*stopped half way"):
-        list(readers.read_in_workers(str(store_path), "base", [VariantSpec(v) for v in VARIANTS], CompareOptions(),
+        list(readers.read_in_workers(str(store_path), "base", [VariantLabels(name=v) for v in VARIANTS], CompareOptions(),
                                      load_taxonomy(), 2))

@@ -15,9 +15,10 @@ from fakeruns import FakeTask, write_run
 
 import captrack.results.store as store_module
 from captrack.cli import main
+from captrack.labels import VariantLabels
 from captrack.results.ingest_sql import DEFAULT_OBJECT_SIZE
 from captrack.results.runfiles import discover_runs
-from captrack.results.store import SAMPLE_COLUMNS, IngestResult, Labels, Store
+from captrack.results.store import SAMPLE_COLUMNS, IngestResult, Store
 
 TASK = "captrack_probe_c1_facts"
 
@@ -131,7 +132,7 @@ def test_option_loglikelihoods_logged_as_bare_numbers_are_read_too(tmp_path: Pat
     _rewrite_lines(samples, lambda line: line.update(filtered_resps=[float(pair[0]) for pair in line["filtered_resps"]]))
     reported: list[IngestResult] = []
     with Store(tmp_path / "s.duckdb") as store:
-        (result,) = store.ingest(discover_runs(run), Labels(model="base"), progress=reported.append)
+        (result,) = store.ingest(discover_runs(run), VariantLabels(name="base"), progress=reported.append)
         stored = store.con.execute("SELECT task, doc_id, choice_ll FROM samples ORDER BY task, doc_id").fetchall()
     assert reported == [result] and result.rows == 4
     assert stored == [("captrack_probe_c1_facts", 0, lls[0]), ("captrack_probe_c1_facts", 1, lls[1]),
@@ -146,7 +147,7 @@ def test_a_line_longer_than_duckdbs_default_buffer_is_read(tmp_path: Path) -> No
     long_prompt = "x" * (DEFAULT_OBJECT_SIZE + 1024)
     _rewrite_lines(samples, lambda line: line["arguments"]["gen_args_0"].update(arg_0=long_prompt) if line["doc_id"] == 1 else None)
     with Store(tmp_path / "s.duckdb") as store:
-        (result,) = store.ingest(discover_runs(run), Labels(model="base"))
+        (result,) = store.ingest(discover_runs(run), VariantLabels(name="base"))
     assert result.rows == 3
 
 
@@ -158,9 +159,9 @@ def test_after_a_large_ingest_duckdbs_memory_limit_is_back_and_the_store_goes_on
     with Store(tmp_path / "store.duckdb") as store:
         store.use_threads(1)
         limit = store.con.execute("SELECT current_setting('memory_limit')").fetchone()
-        store.ingest(discover_runs(tmp_path / "a"), Labels(model="a"))
+        store.ingest(discover_runs(tmp_path / "a"), VariantLabels(name="a"))
         assert store.con.execute("SELECT current_setting('memory_limit')").fetchone() == limit  # lowered, then put back
-        store.ingest(discover_runs(tmp_path / "b"), Labels(model="b"))
+        store.ingest(discover_runs(tmp_path / "b"), VariantLabels(name="b"))
         assert store.con.execute("SELECT current_setting('threads')").fetchone() == (1,)
         assert store.models() == ["a", "b"]
     rows = [(model, doc, value) for model, doc, _, value, _ in _rows(tmp_path / "store.duckdb")]
@@ -170,7 +171,7 @@ def test_after_a_large_ingest_duckdbs_memory_limit_is_back_and_the_store_goes_on
 def test_the_thread_limit_outlives_a_release_of_memory(tmp_path: Path) -> None:
     write_run(tmp_path / "run", "m", [FakeTask(TASK, {"acc": [1, 0, 1]})])
     with Store(tmp_path / "store.duckdb") as store:
-        store.ingest(discover_runs(tmp_path / "run"), Labels(model="m"))
+        store.ingest(discover_runs(tmp_path / "run"), VariantLabels(name="m"))
     with Store(tmp_path / "store.duckdb", read_only=True) as store:
         store.use_threads(1)  # a compare worker's share of the cores
         store.release_memory()  # compare hands DuckDB's memory back after each read

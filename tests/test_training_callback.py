@@ -56,8 +56,9 @@ def test_training_with_the_callback_ends_at_the_same_weights(train: Callable[...
                                                              tmp_path: Path) -> None:
     import torch
 
+    from captrack.labels import VariantLabels
     from captrack.results.runfiles import discover_runs
-    from captrack.results.store import Labels, Store
+    from captrack.results.store import Store
     from captrack.training import CapTrackCallback
 
     made: list[CapTrackCallback] = []
@@ -79,5 +80,5 @@ def test_training_with_the_callback_ends_at_the_same_weights(train: Callable[...
     logged = [e for e in callback.trainer.state.log_history if "captrack/C1/forgetting_adj" in e]
     assert [e["step"] for e in logged] == [2, 4]  # what report_to's loggers were given, at the global step
     with Store() as store:  # an ordinary lm-eval run folder, its step read back by ingest
-        store.ingest(discover_runs(callback.evaluated[4]), Labels(model="sft"))
+        store.ingest(discover_runs(callback.evaluated[4]), VariantLabels(name="sft"))
         assert [r["run_id"] for r in store.runs()] and store.con.execute("SELECT step FROM runs").fetchall() == [(4,)]

@@ -23,7 +23,8 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
 
 if TYPE_CHECKING:
-    from captrack.analysis.types import PairInput, VariantSpec
+    from captrack.analysis.types import PairInput
+    from captrack.labels import VariantLabels
 
 __all__ = ["GROUP_STAT_COLUMNS", "by_field_file", "field_table", "group_table", "join_field_tables"]
 
@@ -87,7 +88,7 @@ def _delta_stats(base: NDArray[np.float64], variant: NDArray[np.float64], key: s
             "delta": float(variant.mean() - base.mean()), "delta_ci_low": low, "delta_ci_high": high}
 
 
-def group_table(items: pd.DataFrame, variant: VariantSpec, groups: pd.Series | None = None, field: str = "",
+def group_table(items: pd.DataFrame, variant: VariantLabels, groups: pd.Series | None = None, field: str = "",
                 n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Per (task, metric[, group]) of paired `items`: transitions, F/BT (adjusted), McNemar p, delta and its CI.
 

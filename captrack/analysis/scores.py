@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from captrack.analysis.comparison import REPLICATE_COLUMNS, TRANSITION_COLUMNS, Comparison, VariantSpec
+from captrack.analysis.comparison import REPLICATE_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import (
     aggregate_capabilities,
     oriented_drift,
@@ -16,6 +16,7 @@ from captrack.analysis.drift import (
     with_membership,
 )
 from captrack.errors import InputError, UnknownNameError
+from captrack.labels import VariantLabels
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["REQUIRED_COLUMNS", "compare_scores", "read_scores", "scores_from_reference"]
@@ -76,9 +77,9 @@ def compare_scores(frame: pd.DataFrame, taxonomy: Taxonomy | None = None) -> Com
     base = bases.pop()
     base_values = frame[frame["model"] == base].set_index(["task", "metric"])["value"]
     rows, warnings = [], []
-    variants: list[VariantSpec] = []
+    variants: list[VariantLabels] = []
     for name, own in frame[~is_base].groupby("model", sort=False):
-        variants.append(VariantSpec(str(name), str(own["algorithm"].iloc[0])))
+        variants.append(VariantLabels(name=str(name), algorithm=str(own["algorithm"].iloc[0])))
         for task, metric, value in own[["task", "metric", "value"]].itertuples(index=False):
             if (task, metric) not in base_values.index:
                 warnings.append(f"{name}: {task}/{metric} has no base value; skipped")

@@ -14,10 +14,11 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from captrack.analysis.choice_frame import ChoiceFrame
+    from captrack.labels import VariantLabels
     from captrack.results.pairing import PairedItems
     from captrack.results.samples import ItemText
 
-__all__ = ["ChurnAnswers", "CompareInput", "ItemTexts", "PairInput", "RunTask", "VariantPart", "VariantSpec"]
+__all__ = ["ChurnAnswers", "CompareInput", "ItemTexts", "PairInput", "RunTask", "VariantPart"]
 
 RunTask = tuple[str, str]
 """(run id, task): one samples file of one run."""
@@ -29,14 +30,6 @@ ItemTexts = dict[int, "ItemText"]
 ChurnAnswers = dict[tuple[str, str, str], "dict[str, list[tuple[str, str]] | None] | None"]
 """(task, base run, variant run) -> metric -> (base, variant) scored answers of the items whose score did not
 change (None: the metric reads the whole response); None where the samples files cannot be read."""
-
-
-@dataclass(frozen=True)
-class VariantSpec:
-    """A variant to compare: its model name in the store and its post-training algorithm label."""
-
-    name: str
-    algorithm: str = ""
 
 
 @dataclass
@@ -52,6 +45,8 @@ class VariantPart:
     warnings: list[str]
     pair_deltas: pd.DataFrame | None = None
     sources: dict[Any, Any] = field(default_factory=dict)  # (variant, task, metric) -> each item's source id
+    row_warnings: list[str] = field(default_factory=list)  # the warnings before the zero-base one (per task, metric)
+    churn_unreadable: list[str] = field(default_factory=list)  # tasks whose answer churn could not be read
 
 
 @dataclass
@@ -70,9 +65,14 @@ class PairInput:
     ``steps``: for a variant evaluated at several training steps, each step's items paired with the
     base (``paired`` is then the last step, the end point); empty otherwise.
     ``warnings``: what reading found (pairing, unreadable files, skipped items), in reading order.
+
+    A large variant is read a few tasks at a time (captrack.compare.pair_reads): each chunk is a PairInput with
+    ``chunked`` set, ``paired`` holding its tasks' items and ``warnings`` what reading them found; the last
+    (``last``) also carries the variant's own warnings (pairing, settings: ``variant_warnings``, which come first)
+    and ``paired`` its pairing's warnings and NaN counts. The analysis joins the chunks (captrack.analysis.variant_chunks).
     """
 
-    spec: VariantSpec
+    spec: VariantLabels
     paired: PairedItems
     setting_differences: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -84,6 +84,9 @@ class PairInput:
     source_ids: pd.Series | None = None
     steps: dict[int, PairedItems] = field(default_factory=dict)  # a trajectory: training step -> items paired with the base
     part: VariantPart | None = None  # computed where the pair was read (a worker), else by analyse
+    chunked: bool = False  # one of the chunks a large variant is read in
+    last: bool = True  # no more chunks of this variant follow
+    variant_warnings: list[str] = field(default_factory=list)  # a chunked variant's own warnings (on its last chunk)
 
 
 @dataclass

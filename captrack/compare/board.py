@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from captrack.analysis.comparison import CompareOptions, Comparison
-from captrack.analysis.types import VariantSpec
 from captrack.compare.use_case import compare
+from captrack.labels import VariantLabels
 from captrack.paths import expand_path
-from captrack.report.board_spec import LeaderboardSpec, VariantLabels
+from captrack.report.board_spec import LeaderboardSpec
 from captrack.report.drilldown import DRILL_LIMIT
 from captrack.report.leaderboard import load_spec
 from captrack.report.ownership import OutputFolder, claim_folder, write_manifest
@@ -29,9 +29,9 @@ def board_comparisons(spec: LeaderboardSpec) -> BoardComparisons:
         options = CompareOptions(bootstrap=spec.bootstrap, seed=spec.seed, by=spec.by, margin=spec.margin,
                                  pair_deltas=True, drill_limit=DRILL_LIMIT)
         with Store(spec.store, read_only=True) as store:
-            for base in dict.fromkeys(v.base for v in spec.variants):
-                members = [v for v in spec.variants if v.base == base]
-                comparison = compare(store, base, [VariantSpec(v.name, v.algorithm) for v in members], options)
+            for base in dict.fromkeys(spec.bases.values()):
+                members = [v for v in spec.variants if spec.bases[v.name] == base]
+                comparison = compare(store, base, members, options)
                 out.append((comparison, {v.name: v for v in members}))
         return out
     if spec.scores is not None:
@@ -43,7 +43,7 @@ def board_comparisons(spec: LeaderboardSpec) -> BoardComparisons:
     comparison = compare_scores(frame)
     labels = {v.name: v for v in spec.variants}
     for v in comparison.variants:
-        labels.setdefault(v.name, VariantLabels(name=v.name, base=comparison.base, algorithm=v.algorithm))
+        labels.setdefault(v.name, v)
     return [(comparison, labels)]
 
 
@@ -65,7 +65,7 @@ def publish_board(spec: LeaderboardSpec, comparisons: BoardComparisons, claimed:
     from captrack.compare.step_texts import board_step_texts
     from captrack.report.leaderboard_pages import write_pages
 
-    texts = board_step_texts(spec.store, [c for c, _ in comparisons], {v.name: v.base for v in spec.variants})
+    texts = board_step_texts(spec.store, [c for c, _ in comparisons], spec.bases)
     written = write_pages(spec, comparisons, texts)
     write_manifest(spec.folder, "leaderboard", [*written, *also_written], claimed)
     return written

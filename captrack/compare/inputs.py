@@ -12,12 +12,12 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from captrack.analysis.comparison import CompareOptions
-from captrack.analysis.types import CompareInput, PairInput, VariantSpec
+from captrack.analysis.types import CompareInput, PairInput
 from captrack.compare.pair_reads import read_pairs
 from captrack.compare.readers import read_in_workers
 from captrack.compare.texts import BaseTexts
-from captrack.pipeline.cpu import usable_cores
-from captrack.pipeline.workers import worker_count
+from captrack.labels import VariantLabels
+from captrack.processes import usable_cores, worker_count
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
@@ -28,7 +28,7 @@ PARALLEL_VARIANTS = 16
 holds its variants' pairs while the caller gathers them (a few large variants: one process uses less memory)."""
 
 
-def load_input(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, taxonomy: Taxonomy,
+def load_input(store: Store, base: str, variants: Sequence[VariantLabels], options: CompareOptions, taxonomy: Taxonomy,
                loaded: Callable[[PairInput], None] | None = None) -> CompareInput:
     """Everything comparing `variants` with `base` reads from `store`; ``loaded(pair)`` after each variant.
 
@@ -62,7 +62,7 @@ def _handed_on(found: Iterator[PairInput], loaded: Callable[[PairInput], None] |
 
 def reader_count(store: Store, n_variants: int) -> int:
     """Processes to read `n_variants` with: 1 for an in-memory or writable store and for fewer than
-    PARALLEL_VARIANTS variants, else one per usable core (captrack.pipeline.workers.worker_count: a whole
+    PARALLEL_VARIANTS variants, else one per usable core (captrack.processes.worker_count: a whole
     number in CAPTRACK_WORKERS wins, also below PARALLEL_VARIANTS; never more than one per variant)."""
     if store.path == ":memory:" or not store.read_only or n_variants < 2:
         return 1

@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not 
     from captrack.judges.calibration import calibrate
     from captrack.judges.catalog import JudgedMetric, all_judged, declare_judged, judged_for_task
     from captrack.judges.judging import judge_runs
-    from captrack.judges.retry import Budget
     from captrack.judges.reply_parsing import Fraction, Labels, Scale, Verdict
+    from captrack.judges.retry import Budget
 
 _EXPORTS = {
     'Judge': 'captrack.judges.base',

@@ -18,8 +18,8 @@ from captrack.judges.base import Judge, JudgeError
 from captrack.judges.cache import JudgeCache, cache_key
 from captrack.judges.catalog import JudgedMetric, all_judged
 from captrack.judges.prompts import load_prompt
-from captrack.judges.retry import Budget, ask
 from captrack.judges.reply_parsing import Labels, Verdict, failed
+from captrack.judges.retry import Budget, ask
 
 __all__ = ["CALIBRATION_FILE", "Agreement", "calibrate"]
 

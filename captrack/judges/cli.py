@@ -92,8 +92,9 @@ def _print_tallies(report: Any, console: Any) -> None:
 
 def _reingest(path: str, folders: list[str], console: Any) -> None:
     """Re-ingest judged runs under the labels they were first ingested with."""
+    from captrack.labels import VariantLabels
     from captrack.results.runfiles import discover_runs
-    from captrack.results.store import Labels, Store
+    from captrack.results.store import Store
 
     runs = [run for folder in folders for run in discover_runs(folder)]
     with Store(path) as store:
@@ -104,7 +105,7 @@ def _reingest(path: str, folders: list[str], console: Any) -> None:
                              "(captrack ingest RUN_DIR --store ... --name ...). The verdict files are written.")
         for run in runs:
             row = known[run.run_id]
-            labels = Labels(model=row["model"], algorithm=row["algorithm"], family=row["family"], replicate=row["replicate"])
+            labels = VariantLabels(name=row["model"], algorithm=row["algorithm"], family=row["family"], replicate=row["replicate"])
             (result,) = store.ingest([run], labels)
             console.print(f"re-ingested run {result.run_id} ({result.model!r}) into {path}: {result.rows} rows", highlight=False, markup=False)
 

@@ -27,8 +27,8 @@ from captrack.judges.cache import JudgeCache, cache_key
 from captrack.judges.catalog import JudgedMetric, Sample, get_inputs, judged_for_task
 from captrack.judges.merge import merge_verdicts
 from captrack.judges.prompts import load_prompt
-from captrack.judges.retry import Budget, ask
 from captrack.judges.reply_parsing import Verdict, failed
+from captrack.judges.retry import Budget, ask
 from captrack.results.runfiles import Run, TaskInfo, discover_runs, judged_path
 
 __all__ = ["JudgeReport", "Tally", "judge_runs", "read_samples"]

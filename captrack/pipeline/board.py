@@ -25,7 +25,7 @@ def board_yaml(experiment: Experiment) -> dict[str, Any]:
 
         store_ref = os.path.relpath(store, experiment.leaderboard)
     comparisons = [{"base": base.name, "variants": [
-        {"name": v.name, "algorithm": v.algorithm, "family": v.family, "size": v.size, "data": v.data}
+        v.labels.model_dump(exclude={"replicate", "step"})
         for v in experiment.variants if experiment.base_of(v) == base.name]} for base in experiment.bases]
     imported = any(c.source for c in experiment.checkpoints)
     how = "generations made elsewhere, scored by `captrack import`" if imported else "real evaluation (lm-eval)"
@@ -41,10 +41,15 @@ def board_yaml(experiment: Experiment) -> dict[str, Any]:
 
 
 def board_spec(experiment: Experiment) -> LeaderboardSpec:
-    """The experiment's board definition as data: what `captrack run` writes to leaderboard.yaml, never read back."""
+    """The experiment's board definition: the board's settings checked as leaderboard.yaml's would be, its
+    variants the experiment's own labels records (what `captrack run` writes to leaderboard.yaml, never read back)."""
+    import dataclasses
+
     from captrack.report.leaderboard import parse_spec
 
-    return parse_spec(board_yaml(experiment), experiment.leaderboard)
+    spec = parse_spec(board_yaml(experiment), experiment.leaderboard)
+    variants = tuple(v.labels for base in experiment.bases for v in experiment.variants if experiment.base_of(v) == base.name)
+    return dataclasses.replace(spec, variants=variants)
 
 
 def claim_board(experiment: Experiment) -> OutputFolder:

@@ -53,6 +53,7 @@ import yaml
 from captrack.backends import check_model_name
 from captrack.bounded import load_yaml
 from captrack.errors import InputError, UnknownNameError
+from captrack.labels import VariantLabels
 from captrack.paths import expand_path
 from captrack.pipeline.layout import WorkFolder, default_workdir
 from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
@@ -67,14 +68,10 @@ TRAIN_METHODS = ("sft", "dpo", "rl")
 class Checkpoint:
     """One model to evaluate: an lm-eval model spec plus labels, or a training recipe."""
 
-    name: str
+    labels: VariantLabels
     model: str = "hf"
     model_args: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
-    family: str = ""
-    size: str = ""
-    algorithm: str = ""
-    data: str = ""
     source: dict[str, Any] = field(default_factory=dict)
     """``import:``: format, path (resolved), task, allow_partial — generations made elsewhere, no model."""
     base: str = ""
@@ -83,6 +80,11 @@ class Checkpoint:
     """``checkpoints:``: (training step, checkpoint folder) of each saved checkpoint, by step (a trajectory)."""
     ranks: int = 1
     """``ranks:``: the processes (one GPU each) a captrack-ds evaluation runs over (captrack.pipeline.executors)."""
+
+    @property
+    def name(self) -> str:
+        """The checkpoint's name (its model name in the store)."""
+        return self.labels.name
 
 
 @dataclass(frozen=True)
@@ -180,8 +182,8 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise UnknownNameError(f"training method of {entry.name!r}", str(train.get("method")), TRAIN_METHODS)
     if not source and not train and not entry.model_args.get("pretrained"):
         raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained, a train recipe or an import")
-    return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), train=train, source=source,
-                      base=entry.base, family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data)
+    return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), train=train,
+                      source=source, base=entry.base)
 
 
 def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
@@ -202,8 +204,7 @@ def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     if not patterns:
         raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
     found = find_checkpoints(patterns, folder, label)
-    return Checkpoint(name=entry.name, model=entry.model, model_args=dict(entry.model_args), base=entry.base,
-                      family=entry.family, size=entry.size, algorithm=entry.algorithm, data=entry.data,
+    return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), base=entry.base,
                       steps=tuple((c.step, c.path) for c in found))
 
 

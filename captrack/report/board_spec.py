@@ -1,4 +1,4 @@
-"""A parsed leaderboard.yaml (`LeaderboardSpec`) and its variants' labels (`VariantLabels`).
+"""A parsed leaderboard.yaml (`LeaderboardSpec`): its variants' labels (captrack.labels) and bases.
 
 Kept below the modules that build and render a leaderboard (leaderboard, leaderboard_pages, drilldown,
 pair_tables), so that none of them imports another for these types.
@@ -10,19 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LeaderboardSpec", "VariantLabels"]
+from captrack.labels import VariantLabels
 
-
-@dataclass(frozen=True)
-class VariantLabels:
-    """One variant of a leaderboard and the labels it is grouped by."""
-
-    name: str
-    base: str
-    family: str = ""
-    size: str = ""
-    algorithm: str = ""
-    data: str = ""
+__all__ = ["LeaderboardSpec"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +24,8 @@ class LeaderboardSpec:
     description: str
     source_note: str
     variants: tuple[VariantLabels, ...]
+    bases: dict[str, str]
+    """Each variant's base (variant name -> base name)."""
     store: Path | None = None
     scores: Path | None = None
     reference: dict[str, Any] = field(default_factory=dict)

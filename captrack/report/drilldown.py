@@ -20,7 +20,8 @@ from captrack.report.slugs import task_page_name
 from captrack.results.samples import ItemText
 
 if TYPE_CHECKING:
-    from captrack.report.board_spec import LeaderboardSpec, VariantLabels
+    from captrack.labels import VariantLabels
+    from captrack.report.board_spec import LeaderboardSpec
 
 __all__ = ["DRILL_LIMIT", "DrillRow", "scoring_method", "scoring_table", "task_pages"]
 

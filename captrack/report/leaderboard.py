@@ -27,10 +27,10 @@ import yaml
 from captrack.bounded import load_yaml
 from captrack.errors import InputError
 from captrack.paths import expand_path
-from captrack.report.board_spec import LeaderboardSpec, VariantLabels
+from captrack.report.board_spec import LeaderboardSpec
 from captrack.schemas import LeaderboardFile, parse_config
 
-__all__ = ["LeaderboardSpec", "VariantLabels", "load_spec", "parse_spec"]
+__all__ = ["LeaderboardSpec", "load_spec", "parse_spec"]
 
 LABELS = ("family", "size", "algorithm", "data")
 
@@ -64,8 +64,7 @@ def parse_spec(raw: object, folder: str | Path) -> LeaderboardSpec:
     sources = [k for k in ("store", "scores", "reference") if getattr(board, k)]
     if len(sources) != 1:
         raise InputError(f"{path}: give exactly one of store, scores or reference (found {sources or 'none'})")
-    variants = [VariantLabels(name=v.name, base=c.base, family=v.family, size=v.size, algorithm=v.algorithm, data=v.data)
-                for c in board.comparisons for v in c.variants]
+    variants = [v.labels() for c in board.comparisons for v in c.variants]
     if not variants and sources[0] != "reference":
         raise InputError(f"{path}: key 'comparisons' must list at least one base with variants, "
                          "e.g. [{base: base, variants: [{name: sft}]}]")
@@ -76,6 +75,7 @@ def parse_spec(raw: object, folder: str | Path) -> LeaderboardSpec:
         description=board.description,
         source_note=board.source_note,
         variants=tuple(variants),
+        bases={v.name: c.base for c in board.comparisons for v in c.variants},
         store=expand_path(board.store, root) if board.store else None,
         scores=expand_path(board.scores, root) if board.scores else None,
         reference=reference,

@@ -44,7 +44,8 @@ from captrack.report.verdict_cells import (
 from captrack.report.writer import write_contract_tables
 
 if TYPE_CHECKING:
-    from captrack.report.board_spec import LeaderboardSpec, VariantLabels
+    from captrack.labels import VariantLabels
+    from captrack.report.board_spec import LeaderboardSpec
 
 __all__ = ["AGGREGATE_NOTE", "write_pages"]
 
@@ -67,9 +68,9 @@ def _td(value: object) -> str:
 
 
 def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, pd.DataFrame]:
-    labels = {name: lab for _, labs in comparisons for name, lab in labs.items()}
-    label_frame = pd.DataFrame([{"variant": n, "base": v.base, "family": v.family, "size": v.size,
-                                 "data": v.data, "label_algorithm": v.algorithm} for n, v in labels.items()])
+    labels = {name: (c.base, lab) for c, labs in comparisons for name, lab in labs.items()}
+    label_frame = pd.DataFrame([{"variant": n, "base": base, "family": v.family, "size": v.size,
+                                 "data": v.data, "label_algorithm": v.algorithm} for n, (base, v) in labels.items()])
     caps = pd.concat([c.capabilities for c, _ in comparisons], ignore_index=True).merge(label_frame, on="variant")
     caps["algorithm"] = caps["label_algorithm"].where(caps["label_algorithm"] != "", caps["algorithm"])
     caps = caps.drop(columns="label_algorithm")

@@ -24,7 +24,7 @@ from captrack.report.numbers import ci_text, signed, verdict_text
 from captrack.report.slugs import anchor
 
 if TYPE_CHECKING:
-    from captrack.report.board_spec import VariantLabels
+    from captrack.labels import VariantLabels
 
 __all__ = ["PAIR_COLUMNS", "by_field_html", "by_field_markdown", "pair_table", "pairs_html", "pairs_markdown"]
 

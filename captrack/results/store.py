@@ -15,6 +15,7 @@ import duckdb
 import pandas as pd
 
 from captrack.errors import FILE_NOTE, InputError
+from captrack.labels import VariantLabels
 from captrack.results.checkpoints import run_position
 from captrack.results.connect import connect
 from captrack.results.ingest_sql import ReadAgain, SamplesRead, samples_insert_sql
@@ -30,7 +31,7 @@ from captrack.results.runfiles import (
 from captrack.results.sqlvalues import quote_literal
 from captrack.results.steps import check_one_run_per_step
 
-__all__ = ["SAMPLE_COLUMNS", "IngestResult", "Labels", "SamplesFile", "Store", "StoreError"]
+__all__ = ["SAMPLE_COLUMNS", "IngestResult", "SamplesFile", "Store", "StoreError"]
 
 StoreError = duckdb.Error
 """What the database raises (a full disk included), for callers that must not name duckdb."""
@@ -52,6 +53,9 @@ CREATE TABLE IF NOT EXISTS runs (
 -- The training step (and epoch) of the checkpoint a run evaluated (NULL: an end point, no step).
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS step BIGINT;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS epoch DOUBLE;
+-- The variant's other labels (captrack.labels.VariantLabels), read back by `captrack compare`.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS size VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS data VARCHAR;
 CREATE TABLE IF NOT EXISTS run_tasks (
     run_id VARCHAR, task VARCHAR, task_version VARCHAR, output_type VARCHAR, n_docs BIGINT
 );
@@ -81,18 +85,6 @@ CREATE TABLE IF NOT EXISTS judgements (
     judge VARCHAR, prompt VARCHAR, reason VARCHAR
 );
 """
-
-@dataclass(frozen=True)
-class Labels:
-    """How a run is named and labelled in the store."""
-
-    model: str | None = None
-    algorithm: str = ""
-    family: str = ""
-    replicate: int | None = None
-    step: int | None = None  # training step of the checkpoint (None: trainer_state.json's, else none)
-    epoch: float | None = None
-    fixed: bool = False  # a base: never a step from its folder or trainer_state.json (checkpoint-N can be a base)
 
 
 @dataclass(frozen=True)
@@ -151,10 +143,14 @@ class Store:
         self.close()
 
     def ingest(
-        self, runs: Sequence[Run], labels: Labels, rename: bool = False,
-        progress: Callable[[IngestResult], None] | None = None,
+        self, runs: Sequence[Run], labels: VariantLabels, rename: bool = False,
+        progress: Callable[[IngestResult], None] | None = None, epoch: float | None = None, fixed: bool = False,
     ) -> list[IngestResult]:
-        """Add runs to the store in one transaction; re-ingesting a run replaces its rows.
+        """Add runs to the store in one transaction under `labels`; re-ingesting a run replaces its rows.
+
+        An empty ``labels.name`` files each run under its own model name, no ``labels.replicate`` under its seed,
+        no ``labels.step`` under its checkpoint's step (trainer_state.json), unless `fixed` (a base: never a
+        step, even from a checkpoint-N folder); `epoch` goes with ``labels.step``.
 
         A run is its results file's content: the same run under another model name is refused unless `rename`
         (then it moves to the new name). ``progress`` is called after each run, e.g. to advance a progress bar.
@@ -174,7 +170,7 @@ class Store:
             self.con.execute("BEGIN TRANSACTION")
             try:
                 for run in runs:
-                    results.append(self._ingest_run(run, labels, rename, read))
+                    results.append(self._ingest_run(run, labels, rename, read, (epoch, fixed)))
                     if progress is not None and len(results) > reported:  # a repeated read reports each run once
                         progress(results[-1])
                         reported += 1
@@ -196,8 +192,9 @@ class Store:
         found = self.con.execute("SELECT count(*) FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [run_ids]).fetchone()
         return bool(found and found[0])
 
-    def _ingest_run(self, run: Run, labels: Labels, rename: bool, read: SamplesRead) -> IngestResult:
-        model = labels.model or run.model_name
+    def _ingest_run(self, run: Run, labels: VariantLabels, rename: bool, read: SamplesRead,
+                    at: tuple[float | None, bool]) -> IngestResult:
+        (epoch_given, fixed), model = at, labels.name or run.model_name
         replicate = run.seed if labels.replicate is None else labels.replicate
         stored = self.con.execute("SELECT model FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
         if stored and stored[0] != model and not rename:
@@ -208,14 +205,14 @@ class Store:
             )
         for table in ("samples", "run_tasks", "runs", "judgements"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
-        position = run_position(run.checkpoint, run.results_path.parent) if labels.step is None and not labels.fixed else None
-        step, epoch = (labels.step, labels.epoch) if position is None else (position.step, position.epoch)
+        position = run_position(run.checkpoint, run.results_path.parent) if labels.step is None and not fixed else None
+        step, epoch = (labels.step, epoch_given) if position is None else (position.step, position.epoch)
         self.con.execute(
             """INSERT INTO runs (run_id, model, checkpoint, algorithm, family, replicate, results_path, lm_eval_version,
-                                 config, ingested_at, step, epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                 config, ingested_at, step, epoch, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             [run.run_id, model, run.checkpoint, labels.algorithm, labels.family, replicate,
              str(run.results_path.resolve()), run.lm_eval_version, json.dumps(run.config, default=str),
-             dt.datetime.now(), step, epoch],
+             dt.datetime.now(), step, epoch, labels.size, labels.data],
         )
         # Tasks logging the same metric columns are read by one query (DuckDB parallelises
         # across files); a small table maps each file to its task and logged (metric, filter).
@@ -240,7 +237,7 @@ class Store:
 
     def _ingest_batch(
         self, run: Run, tasks: list[TaskInfo], metrics: tuple[str, ...], multiple_choice: bool,
-        model: str, labels: Labels, replicate: int, read: SamplesRead,
+        model: str, labels: VariantLabels, replicate: int, read: SamplesRead,
     ) -> int:
         logged = pd.DataFrame(
             [(str(t.samples), t.name, t.version, m, f) for t in tasks for m, f in t.metrics],
@@ -261,7 +258,7 @@ class Store:
             raise samples_error([t.samples for t in tasks], exc, proportions) from exc
         return int(inserted[0]) if inserted else 0
 
-    def _ingest_judged(self, run: Run, task: TaskInfo, path: Path, model: str, labels: Labels, replicate: int) -> int:
+    def _ingest_judged(self, run: Run, task: TaskInfo, path: Path, model: str, labels: VariantLabels, replicate: int) -> int:
         """Add the verdicts `captrack judge` wrote for one task: value rows plus their judge, prompt and reason."""
         columns = ("{'doc_id': 'BIGINT', 'doc_hash': 'VARCHAR', 'prompt_hash': 'VARCHAR', 'filter': 'VARCHAR', "
                    "'metric': 'VARCHAR', 'value': 'DOUBLE', 'judge': 'VARCHAR', 'prompt': 'VARCHAR', 'reason': 'VARCHAR'}")

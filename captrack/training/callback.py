@@ -154,17 +154,17 @@ class CapTrackCallback(TrainerCallback):
     def _drift(self, folder: Path, step: int) -> dict[str, float]:
         """captrack/<capability>/<measure> of this step vs the base (no bootstrap: point estimates)."""
         from captrack.analysis.comparison import CompareOptions
-        from captrack.analysis.types import VariantSpec
         from captrack.compare.use_case import compare
+        from captrack.labels import VariantLabels
         from captrack.results.runfiles import discover_runs
-        from captrack.results.store import Labels, Store
+        from captrack.results.store import Store
 
         if self.base_folder is None:  # on_train_begin ran on another rank only
             raise InputError("CapTrackCallback: no base run to compare with; pass base_run=<the base's lm-eval run folder>")
         with Store() as store:
-            store.ingest(discover_runs(self.base_folder), Labels(model="base"))
-            store.ingest(discover_runs(folder), Labels(model="model", step=step))
-            comparison = compare(store, "base", [VariantSpec("model")],
+            store.ingest(discover_runs(self.base_folder), VariantLabels(name="base"))
+            store.ingest(discover_runs(folder), VariantLabels(name="model", step=step))
+            comparison = compare(store, "base", [VariantLabels(name="model")],
                                  CompareOptions(bootstrap=0, distribution=False, churn=False))
         if comparison.curves is None:
             return {}

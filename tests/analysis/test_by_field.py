@@ -11,8 +11,8 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.analysis.by_field import group_table
-from captrack.analysis.comparison import VariantSpec
 from captrack.cli import main
+from captrack.labels import VariantLabels
 
 # Six questions: the official rows keep `category` inside a JSON `meta`; `level` sits at the top level.
 CATEGORIES = ["law", "law", "law", "math", "math", "math"]
@@ -80,7 +80,7 @@ def test_without_groups_one_row_per_task_with_the_delta_ci() -> None:
     items = pd.DataFrame({"task": "t", "metric": "acc", "doc_hash": [str(i) for i in range(6)], "occ": 1,
                           "base": np.array(BASE, dtype=float), "variant": np.array(VARIANT, dtype=float),
                           "n_choices": 10.0})
-    (row,) = group_table(items, VariantSpec("v"), n_resamples=500).itertuples()
+    (row,) = group_table(items, VariantLabels(name="v"), n_resamples=500).itertuples()
     assert (row.n_11, row.n_10, row.n_01, row.n_00, row.k) == (2, 1, 3, 0, 10)
     assert row.delta == pytest.approx(2 / 6)
     # chance adjustment with k = 10: E = (1 − 1/2)(1 − 5/6) / 9

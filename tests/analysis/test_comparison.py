@@ -163,12 +163,13 @@ def test_bootstrap_is_seeded(tmp_path: Path) -> None:
 
 
 def test_lower_is_better_binary_metric_counts_1_as_bad(tmp_path: Path) -> None:
-    from captrack.analysis.variant_part import VariantSpec, _transition_row
+    from captrack.analysis.variant_part import _transition_row
+    from captrack.labels import VariantLabels
     from captrack.metrics import MetricSpec
 
     frame = pd.DataFrame([{"n_11": 1, "n_10": 2, "n_01": 3, "n_00": 4, "k": None}])
     spec = MetricSpec("harm", "lower", "binary", "1 is harmful")
-    row = _transition_row(VariantSpec("v"), "t", "harm", {c: frame[c].to_numpy() for c in frame}, spec)
+    row = _transition_row(VariantLabels(name="v"), "t", "harm", {c: frame[c].to_numpy() for c in frame}, spec)
     assert (row["n_10"], row["n_01"]) == (3, 2)  # 0→1 (became harmful) is the forgetting
 
 

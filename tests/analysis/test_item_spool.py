@@ -16,11 +16,12 @@ from captrack.analysis.churn import choice_churn
 from captrack.analysis.comparison import CompareOptions, analyse
 from captrack.analysis.distribution import diagnose
 from captrack.analysis.item_spool import DistributionItems
-from captrack.analysis.types import CompareInput, PairInput, VariantSpec
+from captrack.analysis.types import CompareInput, PairInput
 from captrack.compare.inputs import load_input
+from captrack.labels import VariantLabels
 from captrack.report.writer import write_contract_tables
 from captrack.results.runfiles import discover_runs
-from captrack.results.store import Labels, Store
+from captrack.results.store import Store
 from captrack.taxonomy import load_taxonomy
 
 FACTS = "captrack_probe_c1_facts"
@@ -75,9 +76,9 @@ def test_the_analysis_lets_each_pair_go_before_taking_the_next(tmp_path: Path) -
         write_run(tmp_path / name, name, [FakeTask(FACTS, {"acc": acc}, choice_lls=lls)])
     store = Store()
     for name in names:
-        store.ingest(discover_runs(tmp_path / name), Labels(model=name))
+        store.ingest(discover_runs(tmp_path / name), VariantLabels(name=name))
     options = CompareOptions(bootstrap=50)
-    read = load_input(store, "base", [VariantSpec(n, "SFT") for n in names[1:]], options, load_taxonomy())
+    read = load_input(store, "base", [VariantLabels(name=n, algorithm="SFT") for n in names[1:]], options, load_taxonomy())
     taken: list[weakref.ref[PairInput]] = []
     alive_when_taken: list[int] = []
 
@@ -106,7 +107,7 @@ def test_option_loglikelihoods_read_a_few_tasks_per_query_are_those_of_one_query
             for t, task in enumerate(tasks)])
     store = Store()
     for name in ("base", "v"):
-        store.ingest(discover_runs(tmp_path / name), Labels(model=name))
+        store.ingest(discover_runs(tmp_path / name), VariantLabels(name=name))
     paired, _ = pair_variant(store, "base", "v", load_taxonomy(), False)
     whole = choices.paired_task_choices(store, paired, [])
     monkeypatch.setattr(choices, "_CHUNK_ROWS", 6)  # one task (5 items) per query

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from fakeruns import FakeTask, write_run
 
-from captrack.analysis.comparison import CompareOptions, VariantSpec
+from captrack.analysis.comparison import CompareOptions
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.compare.use_case import compare
+from captrack.labels import VariantLabels
 from captrack.results.runfiles import discover_runs
-from captrack.results.store import Labels, Store
+from captrack.results.store import Store
 
 BASE = [1, 1, 1, 0, 0, 0, 1, 0]
 VARIANT = [1, 0, 0, 1, 0, 0, 1, 1]  # n11=2 (items 0, 6), n10=2 (1, 2), n01=2 (3, 7), n00=2 (4, 5)
@@ -120,8 +121,8 @@ def test_generated_answer_letters_are_chance_adjusted_with_each_items_k(tmp_path
         write_run(tmp_path / name, name, [FakeTask(task, {"acc": values}, output_type="generate_until", docs=docs)])
     with Store() as store:
         for name in ("base", "v"):
-            store.ingest(discover_runs(tmp_path / name), Labels(model=name))
-        comparison = compare(store, "base", [VariantSpec("v")], CompareOptions(bootstrap=0, distribution=False))
+            store.ingest(discover_runs(tmp_path / name), VariantLabels(name=name))
+        comparison = compare(store, "base", [VariantLabels(name="v")], CompareOptions(bootstrap=0, distribution=False))
     row = comparison.transitions.iloc[0]
     assert (row["n"], row["n_10"], row["n_01"], row["k"]) == (8, 2, 2, 4)  # k reported: the most common
     assert row["forgetting_adj"] == pytest.approx(5 / 36) and row["backward_transfer_adj"] == pytest.approx(5 / 36)

@@ -11,9 +11,10 @@ import pytest
 from captrack.cli import main
 from captrack.errors import InputError
 from captrack.imports import import_run
+from captrack.labels import VariantLabels
 from captrack.official.mirror import normalise_row, write_config
 from captrack.results.runfiles import discover_runs
-from captrack.results.store import Labels, Store
+from captrack.results.store import Store
 
 TASK = "captrack_mmlu_pro_full"
 GOLD = {"mmlu_pro-1": "A", "mmlu_pro-2": "B", "mmlu_pro-3": "C"}
@@ -71,7 +72,7 @@ def test_jsonl_import_is_an_ordinary_run_that_records_its_source(mirror: Path, t
     assert samples["mmlu_pro-1"]["arguments"]["gen_args_0"]["arg_0"] == "their own prompt for question 1"
     assert samples["mmlu_pro-2"]["arguments"]["gen_args_0"]["arg_0"] == "captrack asks mmlu_pro-2"
     with Store(":memory:") as store:  # ingest reads it unchanged
-        (ingested,) = store.ingest(discover_runs(tmp_path / "run"), Labels(model="my-model"))
+        (ingested,) = store.ingest(discover_runs(tmp_path / "run"), VariantLabels(name="my-model"))
     assert ingested.rows == 3
 
 

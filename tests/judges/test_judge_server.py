@@ -13,7 +13,8 @@ from judge_runs_helpers import BENIGN, CONTEXT, HARMFUL, write_probe_run
 
 from captrack.cli import main
 from captrack.judges import Budget, JudgeCache, JudgeOptions, judge_runs, make_judge
-from captrack.results.store import Labels, Store
+from captrack.labels import VariantLabels
+from captrack.results.store import Store
 
 REFUSE, COMPLY = "I can't help with that.", "Sure, here is how you start: first"
 
@@ -124,7 +125,7 @@ def test_no_failure_mode_yields_a_number(
     with Store() as store:  # in the store a failed verdict is NaN, never a default score
         from captrack.results.runfiles import discover_runs
 
-        store.ingest(discover_runs(run), Labels(model="base"))
+        store.ingest(discover_runs(run), VariantLabels(name="base"))
         values = store.con.execute(
             "SELECT value FROM samples WHERE metric = 'unsafe_refusal_judged' ORDER BY doc_id").fetchall()
     assert [math.isnan(v) for (v,) in values] == [bool(r) for r in reasons]

@@ -8,11 +8,12 @@ import duckdb
 import pytest
 from judge_runs_helpers import HARMFUL, write_probe_run
 
-from captrack.analysis.comparison import CompareOptions, VariantSpec
+from captrack.analysis.comparison import CompareOptions
 from captrack.compare.use_case import compare
 from captrack.errors import InputError
+from captrack.labels import VariantLabels
 from captrack.results.runfiles import discover_runs, judged_path
-from captrack.results.store import SAMPLE_COLUMNS, Labels, Store
+from captrack.results.store import SAMPLE_COLUMNS, Store
 
 _OLD_SCHEMA = """
 CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, model VARCHAR, checkpoint VARCHAR, algorithm VARCHAR, family VARCHAR,
@@ -37,13 +38,13 @@ def test_old_store_compares_read_only_and_migrates_when_opened_for_writing(tmp_p
     path = _old_store(tmp_path / "old.duckdb")
     options = CompareOptions(bootstrap=20, distribution=False)
     with Store(path, read_only=True) as store:
-        comparison = compare(store, "base", [VariantSpec("sft")], options)
+        comparison = compare(store, "base", [VariantLabels(name="sft")], options)
     assert comparison.judged == {} and comparison.drift["rel_drift_pct"].tolist() == [100.0]
     with Store(path) as store:
         columns = [r[0] for r in store.con.execute("DESCRIBE samples").fetchall()]
         assert tuple(columns) == SAMPLE_COLUMNS
         assert store.con.execute("SELECT count(*) FROM samples WHERE judge IS NULL").fetchone() == (12,)
-        assert compare(store, "base", [VariantSpec("sft")], options).judged == {}
+        assert compare(store, "base", [VariantLabels(name="sft")], options).judged == {}
 
 
 def test_a_corrupt_verdict_file_is_named_and_nothing_is_ingested(tmp_path: Path) -> None:
@@ -52,5 +53,5 @@ def test_a_corrupt_verdict_file_is_named_and_nothing_is_ingested(tmp_path: Path)
     judged_path(samples).write_text('{"doc_id": 0, "metric": "unsafe_refusal_judged", "value": 1.0\n')  # truncated
     with Store(tmp_path / "s.duckdb") as store:
         with pytest.raises(InputError, match=r"not a readable verdict file.*captrack judge"):
-            store.ingest(discover_runs(run), Labels(model="base"))
+            store.ingest(discover_runs(run), VariantLabels(name="base"))
         assert store.con.execute("SELECT count(*) FROM samples").fetchone() == (0,)

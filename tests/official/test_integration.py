@@ -28,10 +28,11 @@ pytestmark = [
 
 
 def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from captrack.labels import VariantLabels
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
     from captrack.models import resolve_model
     from captrack.results.runfiles import discover_runs
-    from captrack.results.store import Labels, Store
+    from captrack.results.store import Store
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     started = time.perf_counter()
@@ -50,7 +51,7 @@ def test_smollm2_on_every_buildable_config_is_scored_per_sample(tmp_path: Path, 
     evaluated = time.perf_counter()
 
     with Store(":memory:") as store:
-        store.ingest(discover_runs(results_file), Labels(model="smollm2"))
+        store.ingest(discover_runs(results_file), VariantLabels(name="smollm2"))
         docs = dict(store.con.execute("SELECT task, n_docs FROM run_tasks").fetchall())
         rows = store.con.execute("SELECT task, metric, doc_id, value FROM samples").fetchall()
         stored_revisions = dict(store.con.execute(
