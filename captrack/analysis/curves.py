@@ -33,6 +33,7 @@ from captrack.analysis.transitions import Transitions, chance_weight, count_tran
 from captrack.analysis.verdict_tables import capability_verdicts, drift_verdicts
 from captrack.analysis.verdicts import DEFAULT_MARGIN
 from captrack.errors import UnknownNameError
+from captrack.labels import VariantLabels
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems
 from captrack.taxonomy import Taxonomy
@@ -51,9 +52,13 @@ _RATES = ("forgetting", "backward_transfer", "forgetting_adj", "backward_transfe
 class Trajectory:
     """One variant's paired items at each training step (step -> items paired with the base)."""
 
-    variant: str
-    algorithm: str
+    labels: VariantLabels
     steps: Mapping[int, PairedItems]
+
+    @property
+    def variant(self) -> str:
+        """The variant's name."""
+        return self.labels.name
 
 
 @dataclass
@@ -88,9 +93,9 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
             per_step[step] = _step_rows(trajectory, step, paired, means[step], boots[step], taxonomy, level, margin)
         frames += per_step.values()
         binary, lower = _binary_items(trajectory, per_step), _lower_is_better(means)
-        churn = item_churn(trajectory.variant, trajectory.algorithm, binary, lower)
-        flips.append(step_flips(trajectory.variant, trajectory.algorithm, binary, lower, taxonomy))
-        summaries.append(capability_summary(trajectory.variant, trajectory.algorithm, per_step, boots, churn, taxonomy,
+        churn = item_churn(trajectory.variant, trajectory.labels.algorithm, binary, lower)
+        flips.append(step_flips(trajectory.variant, trajectory.labels.algorithm, binary, lower, taxonomy))
+        summaries.append(capability_summary(trajectory.variant, trajectory.labels.algorithm, per_step, boots, churn, taxonomy,
                                             level))
         churns.append(churn)
     curves = pd.concat(frames, ignore_index=True)[CURVE_COLUMNS] if frames else pd.DataFrame(columns=CURVE_COLUMNS)
@@ -181,7 +186,7 @@ def _task_row(trajectory: Trajectory, task: str, metric: str, frame: pd.DataFram
     value = float(variant.mean()) if variant.size else math.nan
     low, high, _ = drift_ci(base, variant, boot.get(key), level)  # as drift.csv's (compare warns of a withheld CI)
     row: dict[str, object] = {
-        "variant": trajectory.variant, "algorithm": trajectory.algorithm, "task": task, "metric": metric,
+        "variant": trajectory.variant, "algorithm": trajectory.labels.algorithm, "task": task, "metric": metric,
         "n_items": int(base.size), "base_value": base_value, "value": value,
         "drift_pct": relative_drift(base_value, value), "ci_low": low, "ci_high": high,
     } | dict.fromkeys(_RATES, math.nan)
