@@ -67,7 +67,7 @@ def test_no_registry_is_a_plain_dict_or_a_hand_kept_module_list() -> None:
     assert not bad, bad
 
 
-@pytest.mark.parametrize("kind", ["metric", "scorer", "probe generator", "judge backend", "official builder"])
+@pytest.mark.parametrize("kind", ["metric", "scorer", "probe generator", "judge backend", "official builder", "import format"])
 def test_the_scan_finds_every_registering_module_and_loads_each_alone(kind: str) -> None:
     """A module is found by its registering line; importing any one of them first, alone, works (no circle)."""
     registry = _registries()[kind]
@@ -98,4 +98,5 @@ def test_declared_names_are_read_from_the_source_without_importing() -> None:
 
     declared = [name for p in sorted((PACKAGE / "probes").glob("*.py")) for name in declared_names(p, "generator")]
     assert sorted(declared) == sorted(PROBES.names())
-    assert FORMATS == tuple(sorted(ADAPTERS.names())) == ("captrack", "jsonl", "mmlu-pro")
+    assert FORMATS == tuple(sorted(ADAPTERS.names())) == (
+        "captrack", "every-eval-ever", "inspect", "jsonl", "lighteval", "mmlu-pro", "nemo")

@@ -9,6 +9,12 @@
   optionally ``prompt``.
 - ``jsonl``: one JSON object a line with ``id`` (the document's own id, e.g. ``HumanEval-0``) or
   ``doc_id`` (lm-eval's integer index), ``response`` and optionally ``prompt``; needs ``--task``.
+
+Other tools' logs (each in its own module of this package, registered with ``@adapter(``): NeMo Evaluator
+runs (``nemo``), Inspect ``.eval`` logs (``inspect``), lighteval details (``lighteval``) and
+Every-Eval-Ever ``_samples.jsonl`` (``every-eval-ever``). Their adapters fill ``Source.outcomes`` (the
+tool's own per-item verdicts, see :mod:`captrack.imports.outcomes`) and, where the items are lm-eval's or
+captrack's, ``Source.records`` too (the responses, for ``--rescore``).
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from captrack.backends.recorded_answers import ReplayRecord
 from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
+from captrack.imports.outcomes import Outcome
 from captrack.imports.reading import (
     decode,
     doc_index,
@@ -34,7 +41,7 @@ from captrack.imports.reading import (
 )
 from captrack.registries import Registry
 
-__all__ = ["ADAPTERS", "MMLU_PRO_TASK", "Source", "adapter", "read_source"]
+__all__ = ["ADAPTERS", "MMLU_PRO_TASK", "ReadOptions", "Source", "adapter", "read_source"]
 
 MMLU_PRO_TASK = "captrack_mmlu_pro_full"
 TABLE_SUFFIXES = (".jsonl", ".parquet", ".csv")
@@ -42,16 +49,30 @@ TABLE_SUFFIXES = (".jsonl", ".parquet", ".csv")
 
 @dataclass(frozen=True)
 class Source:
-    """What an adapter read: the records, the model name the source suggests, and the SHA-256 of the bytes parsed."""
+    """What an adapter read: the records, the model name the source suggests, and the SHA-256 of the bytes parsed.
+
+    Another tool's log also gives `outcomes` (its own per-item verdicts) and `note`, what those values are.
+    """
 
     records: list[ReplayRecord]
     name: str
     sha256: str = ""
+    outcomes: list[Outcome] = field(default_factory=list)
+    note: str = ""
 
 
-Adapter = Callable[[Path, "str | None", str], Source]
-ADAPTERS: Registry[Adapter] = Registry("import format")
-"""The reader of each ``--format`` (all registered in this module)."""
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read a source: the response column of CapTrack files; which of the tool's per-item metrics
+    (an Inspect scorer, a lighteval metric, an Every-Eval-Ever result id) to take as the outcome."""
+
+    response_column: str = "outputs"
+    outcome: str | None = None
+
+
+Adapter = Callable[[Path, "str | None", ReadOptions], Source]
+ADAPTERS: Registry[Adapter] = Registry("import format", scan="captrack.imports", marker="@adapter(")
+"""The reader of each ``--format``: registered with ``@adapter(`` lines in the modules of captrack.imports."""
 
 
 def adapter(name: str) -> Callable[[Adapter], Adapter]:
@@ -59,7 +80,7 @@ def adapter(name: str) -> Callable[[Adapter], Adapter]:
     return ADAPTERS.register(name)
 
 
-def read_source(fmt: str, src: Path, task: str | None, response_column: str = "outputs") -> Source:
+def read_source(fmt: str, src: Path, task: str | None, options: ReadOptions | None = None) -> Source:
     """Read `src` in format `fmt` into replay records (for `task` only, when given).
 
     Raises:
@@ -69,7 +90,7 @@ def read_source(fmt: str, src: Path, task: str | None, response_column: str = "o
     read = ADAPTERS.get(fmt)
     if not src.exists():
         raise InputError(f"{src}: no such file or folder")
-    return read(src, task, response_column)
+    return read(src, task, options or ReadOptions())
 
 
 def _record(where: str, task: str, row: Mapping[str, Any], response_key: str) -> ReplayRecord:
@@ -89,7 +110,7 @@ def _record(where: str, task: str, row: Mapping[str, Any], response_key: str) ->
 
 
 @adapter("jsonl")
-def read_jsonl(src: Path, task: str | None, response_column: str) -> Source:
+def read_jsonl(src: Path, task: str | None, options: ReadOptions) -> Source:
     """A generic JSON Lines file: ``id`` or ``doc_id``, ``response``, optional ``prompt``."""
     if task is None:
         raise InputError(f"{src}: --format jsonl needs --task (the captrack task its ids belong to)")
@@ -114,7 +135,7 @@ def _mmlu_pro_items(src: Path) -> tuple[list[dict[str, Any]], str]:
 
 
 @adapter("mmlu-pro")
-def read_mmlu_pro(src: Path, task: str | None, response_column: str) -> Source:
+def read_mmlu_pro(src: Path, task: str | None, options: ReadOptions) -> Source:
     """MMLU-Pro's published outputs: ``question_id`` and ``generated_text`` of every item."""
     if not src.is_file():
         raise InputError(f"{src}: --format mmlu-pro expects a model_outputs_*.json or .zip file")
@@ -144,7 +165,7 @@ def _task_of(path: Path) -> str:
 
 
 @adapter("captrack")
-def read_captrack(src: Path, task: str | None, response_column: str) -> Source:
+def read_captrack(src: Path, task: str | None, options: ReadOptions) -> Source:
     """CapTrack's ``model_responses/<model>/``: one file per task, response column ``outputs``."""
     if not src.is_dir():
         raise InputError(f"{src}: --format captrack expects the folder model_responses/<model>/")
@@ -165,5 +186,5 @@ def read_captrack(src: Path, task: str | None, response_column: str) -> Source:
     for name, path in sorted(by_task.items(), key=lambda item: item[1].name):
         source = read_bytes(path)
         digest.update(f"{path.name}\t{source.sha256}\n".encode())
-        records += [_record(where, name, row, response_column) for where, row in table_rows(source, path.suffix)]
+        records += [_record(where, name, row, options.response_column) for where, row in table_rows(source, path.suffix)]
     return Source(records, src.name, digest.hexdigest())

@@ -17,7 +17,8 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from captrack.backends.recorded_answers import ReplayRecord, missing_message, wr
 from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
 from captrack.files import current_umask, write_atomic
-from captrack.imports.formats import Source, read_source
+from captrack.imports.formats import ReadOptions, Source, read_source
+from captrack.imports.outcomes import check_unique, select_task, write_outcomes
 from captrack.results.runfiles import file_sha256
 
 __all__ = ["REPLAY_FILE", "ImportResult", "Matched", "clean_stale_imports", "import_run", "model_name", "source_sha256"]
@@ -146,11 +148,15 @@ def _refuse_mismatch(matched: list[Matched], allow_partial: bool) -> None:
 
 def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = None, name: str | None = None,
                allow_partial: bool = False, response_column: str = "outputs", id_field: str = "id",
-               log: Callable[[str], None] | None = None, metadata: Mapping[str, Any] | None = None) -> ImportResult:
+               log: Callable[[str], None] | None = None, metadata: Mapping[str, Any] | None = None,
+               outcome: str | None = None, rescore: bool = False) -> ImportResult:
     """Score the generations in `src` with captrack's task(s) and write an lm-eval run folder at `out`.
 
     `metadata`: task metadata the documents are built with, as lm-eval's ``--metadata`` (a probe's size:
     ``{"n": 96}``, what `captrack import --items 96` passes; the same as the prompts were exported with).
+    Another tool's log (a format whose adapter gives outcomes) is imported with the tool's own per-item
+    outcomes as the scores (`outcome` picks which of its metrics), unless `rescore` asks captrack's task
+    to score its responses again.
 
     Raises:
         InputError: `out` exists and is not empty, the source is malformed, ids are duplicated, or
@@ -159,8 +165,13 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
     source_path, target = _resolved(Path(src), "SRC"), _target(Path(out))
     if name is not None:
         model_name(name, "--name")
-    source = read_source(fmt, source_path, task, response_column)
+    source = read_source(fmt, source_path, task, ReadOptions(response_column, outcome))
     name = model_name(name or source.name, f"the source's file name {source_path.name!r}; pass --name" if name is None else "--name")
+    if source.outcomes and not rescore:
+        return _import_outcomes(source, source_path, target, fmt, task, name)
+    if rescore and not source.records:
+        raise InputError(f"{source_path}: --rescore needs responses keyed by a captrack or lm-eval document; "
+                         f"this {fmt} source has none, so its own outcomes are the scores (drop --rescore)")
     _check_duplicates(source_path, source.records)
     tasks = sorted({r.task for r in source.records})
     if not tasks:
@@ -174,6 +185,23 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
                 f"{len(m.source_only)} responses match no document")
     provenance = {"source": str(source_path), "format": fmt, "sha256": source.sha256 or source_sha256(source_path)}
     return _write_run(source, target, matched, provenance, id_field, name, dict(metadata or {}))
+
+
+def _import_outcomes(source: Source, source_path: Path, target: Path, fmt: str, task: str | None,
+                     name: str) -> ImportResult:
+    """Write the tool's own per-item outcomes as an lm-eval run folder (staged, then renamed)."""
+    outcomes = select_task(source_path, source.outcomes, task)
+    check_unique(source_path, outcomes)
+    provenance = {"source": str(source_path), "format": fmt, "sha256": source.sha256 or source_sha256(source_path)}
+    with _staged(target) as work:
+        first = write_outcomes(outcomes, work, name, provenance, source.note)
+        results = target / first.relative_to(work)
+    provenance["outcomes"] = source.note
+    matched = []
+    for t in sorted({o.task for o in outcomes}):
+        items = sorted({o.index for o in outcomes if o.task == t})
+        matched.append(Matched(t, items, len(items)))
+    return ImportResult(target, results, matched, provenance)
 
 
 def _resolved(path: Path, what: str) -> Path:
@@ -200,16 +228,32 @@ def _target(out: Path) -> Path:
     return target
 
 
-def _write_run(source: Source, target: Path, matched: list[Matched], provenance: dict[str, Any],
-               id_field: str, name: str, metadata: dict[str, Any]) -> ImportResult:
-    """Run lm-eval with the replay backend into a temporary sibling of `target`, then rename it."""
-    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
-
+@contextmanager
+def _staged(target: Path) -> Iterator[Path]:
+    """A temporary sibling of `target` to write into, renamed to `target` when the block ends without an error
+    (removed otherwise: a failed import leaves nothing)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_imports(target)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}{_TEMP_MARK}", dir=target.parent))
     (work / _OWNER).write_text(str(os.getpid()), encoding="utf-8")
     try:
+        yield work
+        (work / _OWNER).unlink()
+        os.chmod(work, 0o777 & ~current_umask())  # mkdtemp's 0700 -> what mkdir would have made
+        if target.exists():
+            target.rmdir()  # an empty folder the user made beforehand
+        work.rename(target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _write_run(source: Source, target: Path, matched: list[Matched], provenance: dict[str, Any],
+               id_field: str, name: str, metadata: dict[str, Any]) -> ImportResult:
+    """Run lm-eval with the replay backend into a temporary sibling of `target`, then rename it."""
+    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
+
+    with _staged(target) as work:
         replay = write_replay(work / REPLAY_FILE, source.records)
         complete = all(len(m.indices) == m.n_docs for m in matched)
         spec = EvalSpec(
@@ -220,14 +264,6 @@ def _write_run(source: Source, target: Path, matched: list[Matched], provenance:
         )
         results = evaluate_checkpoint(spec, work)
         _record_import(results, work, target, provenance, matched)
-        (work / _OWNER).unlink()
-        os.chmod(work, 0o777 & ~current_umask())  # mkdtemp's 0700 -> what mkdir would have made
-        if target.exists():
-            target.rmdir()  # an empty folder the user made beforehand
-        work.rename(target)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return ImportResult(target, target / results.relative_to(work), matched, provenance)
 
 
