@@ -74,18 +74,19 @@ def test_a_second_captrack_run_on_one_folder_is_refused(tmp_path: Path, capsys: 
 
 
 _CHILD = """
-import pickle, sys, time
-from captrack.pipeline import runner
-from captrack.pipeline.workers_main import _main  # what `python -m captrack.pipeline.workers_main` runs
-started = lambda: (open(sys.argv[1], "w").close(), time.sleep(60))
-runner.plan = lambda experiment, console: [runner.Stage("s", None, {}, started)]
-open(sys.argv[2], "wb").write(pickle.dumps(None))
-_main([sys.argv[2], "s"])
+import sys, time
+from pathlib import Path
+from captrack.pipeline import stage_job
+from captrack.pipeline.jobs import StageJob
+started = lambda args: (open(args["ready"], "w").close(), time.sleep(60))
+stage_job.JOB_KINDS.add("sleep", started)
+spec = StageJob("sleep", "s", "s", {"ready": sys.argv[1]}).write(Path(sys.argv[2]))
+stage_job._main([str(spec)])  # what `python -m captrack.pipeline.stage_job SPEC` runs
 """
 _PARENT = """
-import subprocess, sys, os, time
-env = {**os.environ, "CAPTRACK_PARENT_PID": str(os.getpid())}  # as run_side_by_side starts a worker
-child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]], env=env)
+import sys, time
+from captrack.processes import spawn
+child = spawn([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]])  # as the local executor starts a worker
 print(child.pid, flush=True)
 time.sleep(60)
 """
@@ -94,7 +95,7 @@ time.sleep(60)
 def test_a_worker_dies_with_its_killed_parent(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ready = tmp_path / "stage-started"
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _CHILD, str(ready), str(tmp_path / "exp.pickle")],
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _CHILD, str(ready), str(tmp_path / "s.json")],
                               stdout=subprocess.PIPE, text=True, env=env)
     assert parent.stdout is not None
     child = int(parent.stdout.readline())

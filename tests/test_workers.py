@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from captrack.pipeline.workers import _latest_line, stage_warnings, worker_count
+from captrack.pipeline.workers import latest_line, stage_warnings
+from captrack.processes import worker_count
 
 
 def test_one_worker_per_usable_core_unless_told() -> None:
@@ -19,18 +20,18 @@ def test_one_worker_per_usable_core_unless_told() -> None:
 def test_the_latest_progress_line_is_the_last_progress_bar_refresh(tmp_path: Path) -> None:
     log = tmp_path / "stage.log"
     log.write_text("loading\nRunning requests:  10%| 1/10\rRunning requests:  50%| 5/10\r\n\n")
-    assert _latest_line(log) == "Running requests:  50%| 5/10"
+    assert latest_line(log) == "Running requests:  50%| 5/10"
     log.write_text("")
-    assert _latest_line(log) == "starting"
+    assert latest_line(log) == "starting"
 
 
 def test_the_heartbeat_shows_training_steps_never_a_stale_warning(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("SFTTrainer step 3/16, loss 1.234, 12 s elapsed, ETA 40 s\n"
                    "[2026-11-25 14:00:00,000] [WARNING] [real_accelerator.py:1] Setting ds_accelerator to cpu\n\n")
-    assert _latest_line(log) == "SFTTrainer step 3/16, loss 1.234, 12 s elapsed, ETA 40 s"
+    assert latest_line(log) == "SFTTrainer step 3/16, loss 1.234, 12 s elapsed, ETA 40 s"
     log.write_text("/x/y.py:3: UserWarning: something\n")
-    assert _latest_line(log) == "starting"
+    assert latest_line(log) == "starting"
 
 
 def test_warnings_of_all_stages_are_collected_once(tmp_path: Path) -> None:

@@ -5,8 +5,9 @@ its variants exactly as a single process does (captrack.compare.pair_reads.read_
 pair's own part of the analysis (captrack.analysis.variant_part) and appends the pair to OUT (its
 length, then its pickle) as soon as it is read, for the caller to unpickle while the workers go on; an
 error it raises is sent the same way and raised again in the caller.
-Workers are plain subprocesses, so a caller's script is never re-imported (as multiprocessing's
-spawn would do) and nothing of the caller's DuckDB state is forked.
+Workers are plain subprocesses started by captrack.processes.spawn (the floor `captrack run`'s stage workers
+use too), so a caller's script is never re-imported (as multiprocessing's spawn would do), nothing of the
+caller's DuckDB state is forked, and a worker dies with its caller, however the caller ends (kill -9 included).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from captrack.analysis.comparison import CompareOptions
-from captrack.analysis.types import PairInput, VariantSpec
+from captrack.analysis.types import PairInput
 from captrack.errors import CaptrackError
+from captrack.labels import VariantLabels
+from captrack.processes import die_with_parent, spawn
 from captrack.taxonomy import Taxonomy
 
 __all__ = ["WORKER_MODULE", "read_in_workers"]
@@ -33,7 +36,7 @@ WORKER_MODULE = "captrack.compare.readers"
 """The module each worker runs (``python -m WORKER_MODULE JOB OUT``)."""
 
 
-def read_in_workers(path: str, base: str, variants: Sequence[VariantSpec], options: CompareOptions,
+def read_in_workers(path: str, base: str, variants: Sequence[VariantLabels], options: CompareOptions,
                     taxonomy: Taxonomy, workers: int) -> Iterator[PairInput]:
     """The pairs of `variants` with `base` from the store file at `path`, read by `workers` processes, in order."""
     size, extra = divmod(len(variants), workers)
@@ -48,9 +51,8 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantSpec], optio
                 job.write_bytes(pickle.dumps((path, base, part, options, taxonomy)))
                 out.touch()  # read while the worker appends to it
                 with log.open("wb") as handle:
-                    started.append((subprocess.Popen([sys.executable, "-m", WORKER_MODULE, str(job), str(out)],
-                                                     stdin=subprocess.DEVNULL, stdout=handle, stderr=handle, env=env),
-                                    out, log))
+                    started.append((spawn([sys.executable, "-m", WORKER_MODULE, str(job), str(out)],
+                                          stdout=handle, stderr=handle, env=env), out, log))
             for process, out, log in started:
                 yield from _pairs(process, out)  # each pair as soon as it is written: unpickled while the workers read
                 if process.wait() != 0:
@@ -134,4 +136,5 @@ def _work(job: Path, out: Path) -> None:
             _send(handle, exc)
 
 if __name__ == "__main__":
+    die_with_parent()
     _work(Path(sys.argv[1]), Path(sys.argv[2]))

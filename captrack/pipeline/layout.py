@@ -76,11 +76,6 @@ class WorkFolder:
         return self.markers / f"{name}.json"
 
     @property
-    def frozen_experiment(self) -> Path:
-        """The experiment pickled for the worker processes."""
-        return self.markers / ".experiment.pickle"
-
-    @property
     def jobs(self) -> Path:
         """The folder of the stage jobs' specs, reports and records."""
         return self.root / "jobs"

@@ -8,9 +8,6 @@ a run killed mid-evaluation redoes only the requests that had not finished.
 
 from __future__ import annotations
 
-import math
-import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,10 +16,12 @@ from rich.console import Console
 
 from captrack.backends import LOCAL_HF
 from captrack.errors import InputError, UnknownNameError
+from captrack.pipeline.batches import Runs, check_executor, run_batch, run_here
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
-from captrack.pipeline.cpu import apply_thread_plan, bf16_features, plan_threads
-from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash, more_items_hint
 from captrack.pipeline.checkpoint_sweep import run_folders
+from captrack.pipeline.experiment import Experiment, more_items_hint
+from captrack.pipeline.job_stages import eval_stage, train_stage
+from captrack.pipeline.jobs import Placement
 from captrack.pipeline.stage import Stage
 from captrack.report.escape import console_text
 from captrack.report.ownership import MANIFEST
@@ -34,27 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["Stage", "limit_notes", "plan", "run_experiment", "validate"]
 
 
-def _model_path(checkpoint: Checkpoint, experiment: Experiment, resolved: dict[str, str]) -> Path:
-    """Where a checkpoint's weights are: its training output, or its `pretrained` with an alias resolved."""
-    if checkpoint.train:
-        return experiment.work.model(checkpoint.name)
-    spec = str(checkpoint.model_args["pretrained"])
-    return Path(resolved.get(spec, spec))
-
-
 def _needs_resolving(spec: str) -> bool:
     """Whether `pretrained` names a captrack alias or a GGUF file (converted once into the model cache)."""
     from captrack.models import KNOWN_ALIASES
 
     return not Path(spec).expanduser().is_dir() and (spec.strip().lower() in KNOWN_ALIASES or spec.lower().endswith(".gguf"))
-
-
-def _fingerprint(path: Path) -> str:
-    """Identity of a saved model folder: names, sizes, mtimes (cheap; changes when retrained)."""
-    if not path.is_dir():
-        return str(path)
-    parts = [f"{p.name}:{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in sorted(path.iterdir()) if p.is_file()]
-    return config_hash(parts)
 
 
 def _fingerprint_file(path: Path) -> str:
@@ -90,6 +73,7 @@ def validate(experiment: Experiment) -> list[str]:
             raise UnknownNameError("task in 'items' (not among the experiment's tasks)", task, selected)
     _check_item_counts(experiment)
     claim_board(experiment)  # a board folder holding the user's files is refused now, not after the evaluations
+    check_executor(experiment, Runs())
     return limit_notes(experiment)
 
 
@@ -162,11 +146,11 @@ def plan(experiment: Experiment, console: Console, shown: BoardComparisons | Non
                             {"pretrained": spec}, resolver(spec), rerun_when_reused=True))
     for variant in experiment.variants:
         if variant.train:
-            stages.append(_train_stage(experiment, variant, lambda: resolved.get(base_spec, base_spec)))
+            stages.append(train_stage(experiment, variant, lambda: resolved.get(base_spec, base_spec)))
     for checkpoint in experiment.checkpoints:
         for seed in experiment.seeds:
             stages += ([import_stage(experiment, checkpoint, seed)] if checkpoint.source else
-                       [_eval_stage(experiment, checkpoint, seed, resolved, step, out)  # a trajectory: one per step
+                       [eval_stage(experiment, checkpoint, seed, resolved, step, out)  # a trajectory: one per step
                         for step, out in run_folders(experiment.work, checkpoint, seed)])
     runs, store = experiment.work.runs, experiment.work.store
     stages.append(Stage("ingest all runs", experiment.work.marker("ingest"),
@@ -190,75 +174,6 @@ def _board_whole(folder: Path) -> bool:
     return isinstance(files, list) and bool(files) and all((folder / str(f)).is_file() for f in files)
 
 
-def _training_code() -> str:
-    """Hash of the training package: a change to a recipe's code retrains, as a change to its manifest does."""
-    import captrack.training
-
-    folder = Path(str(captrack.training.__file__)).parent
-    return config_hash([path.read_text() for path in sorted(folder.glob("*.py"))])
-
-
-def _train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable[[], str]) -> Stage:
-    """Post-train `variant` from the base's local folder (`base_dir`, read when the training starts)."""
-    from captrack.training.harness import RECORD_FILE
-
-    out = experiment.work.model(variant.name)
-
-    def action() -> Any:
-        from captrack.training.recipes import run_recipe
-
-        return run_recipe(variant.train, Path(base_dir()), out)
-
-    return Stage(_train_title(variant), experiment.work.marker(f"train-{variant.name}"),
-                 {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()}, action,
-                 produced=lambda: (out / RECORD_FILE).is_file(), side_by_side=True,
-                 cost=float(variant.train.get("steps", 1)) * _METHOD_COST.get(str(variant.train.get("method")), 1.0))
-
-
-_METHOD_COST = {"sft": 1.0, "dpo": 1.2, "rl": 2.5}
-"""Seconds per step relative to SFT (the demo's 16 steps: SFT 64 s, DPO 68 s, RL 150 s): GRPO samples its answers.
-Starting the longest training first lets its evaluation start early instead of running alone at the end."""
-
-
-def _train_title(variant: Checkpoint) -> str:
-    return f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)"
-
-
-def _eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str], step: int | None,
-                out: Path) -> Stage:
-    from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
-
-    weights = dict(checkpoint.steps)[step] if step is not None else None  # a saved checkpoint of a trajectory
-
-    def model_args() -> dict[str, Any]:
-        path = weights or _model_path(checkpoint, experiment, resolved)
-        return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(path)}
-
-    def action() -> Any:
-        args = model_args()
-        spec = EvalSpec(model_args=args, tasks=experiment.tasks, model=checkpoint.model, batch_size=experiment.batch_size,
-                        limit=experiment.limit, apply_chat_template=experiment.apply_chat_template, seed=seed,
-                        metadata=experiment.metadata,
-                        samples={task: list(range(n)) for task, n in experiment.items.items()} or None)
-        cache = experiment.work.request_cache(checkpoint.name, seed, _fingerprint(Path(args["pretrained"])), step)
-        shutil.rmtree(out, ignore_errors=True)
-        return evaluate_checkpoint(spec, out, cache)
-
-    def inputs() -> dict[str, Any]:
-        """The evaluation's configuration and the identity of the weights it reads (a retrained variant re-evaluates)."""
-        return {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
-                "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
-                "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
-                "weights": _fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {}) \
-            | ({"step": step} if step is not None else {})
-
-    title, marker = (f"evaluate {checkpoint.name} (seed {seed})", f"eval-{checkpoint.name}-{seed}") if step is None else (
-        f"evaluate {checkpoint.name} at step {step} (seed {seed})", f"eval-{checkpoint.name}-step{step}-{seed}")
-    return Stage(title, experiment.work.marker(marker),
-                 inputs, action, produced=lambda: any(results_files(out)), side_by_side=checkpoint.model in LOCAL_HF,
-                 needs=(_train_title(checkpoint),) if checkpoint.train else ())
-
-
 def _ingest(experiment: Experiment) -> None:
     """Ingest every run into a new store beside the old one, verify it, then rename it into place.
 
@@ -266,7 +181,7 @@ def _ingest(experiment: Experiment) -> None:
     """
     from captrack.results.publish import discard_store, publish_store
     from captrack.results.runfiles import discover_runs
-    from captrack.results.store import Labels, Store, StoreError
+    from captrack.results.store import Store, StoreError
 
     store_path, tmp = experiment.work.store, experiment.work.new_store
     discard_store(tmp)
@@ -276,8 +191,8 @@ def _ingest(experiment: Experiment) -> None:
             for checkpoint in experiment.checkpoints:
                 for seed in experiment.seeds:
                     for step, folder in run_folders(experiment.work, checkpoint, seed):
-                        done = store.ingest(discover_runs(folder), Labels(checkpoint.name, checkpoint.algorithm,
-                                            checkpoint.family, seed, step, fixed=checkpoint in experiment.bases))
+                        done = store.ingest(discover_runs(folder), checkpoint.labels.labelled(replicate=seed, step=step),
+                                            fixed=checkpoint in experiment.bases)
                         runs_in += len(done)
                         rows_in += sum(r.rows for r in done)
     except (StoreError, OSError) as exc:
@@ -292,16 +207,20 @@ def _ingest(experiment: Experiment) -> None:
 
 
 def run_experiment(experiment: Experiment, dry_run: bool = False, console: Console | None = None,
-                   wait: bool = False, board: BoardComparisons | None = None) -> dict[str, float]:
+                   wait: bool = False, board: BoardComparisons | None = None, executor: str | None = None,
+                   detach: bool = False) -> dict[str, float]:
     """Run (or, with `dry_run`, print) every stage; returns wall seconds per stage run.
 
-    Consecutive side-by-side stages (trainings, evaluations) that have work to do run in worker
-    processes, one per usable core (captrack.pipeline.workers); the rest run here, one after another.
+    Consecutive side-by-side stages (trainings, evaluations) that have work to do run as jobs of the run's
+    executor (`executor`, else the experiment's ``executor:``, else local: worker processes, one per usable core
+    or packed onto the node's GPUs; captrack.pipeline.batches); the rest run here, one after another.
     One runner at a time holds the work folder (captrack.pipeline.lock): a second one refuses naming
     the holder's PID, or with `wait` waits for it; a lock file deleted or replaced while this one works
     stops it at the next stage.
 
     Args:
+        executor: ``captrack run --executor NAME`` (captrack.pipeline.executors).
+        detach: hand the jobs on and return without waiting for them (a later run re-attaches and finishes).
         board: when given (not a dry run), filled with this run's comparisons, the ones its board shows: those the
             board stage computed, or, when the stage was reused, computed again from the store (still under the
             lock), so a gate never reads a file of the board folder that another run may have written.
@@ -311,15 +230,17 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         LockLostError: the lock file was deleted or replaced while this run worked.
     """
     console = console or Console(soft_wrap=True)
+    if executor is not None:  # --executor NAME (the experiment's own block is checked by validate)
+        check_executor(experiment, Runs(executor))
     for note in validate(experiment) or []:
         console.print(f"[yellow]note:[/] {console_text(note)}", highlight=False)
     if dry_run:
-        return _run_stages(experiment, dry_run, console, [], lambda: None)
+        return _run_stages(experiment, dry_run, console, [], lambda: None, Runs(None, False))
     from captrack.pipeline.lock import work_folder_lock
 
     shown: BoardComparisons = []
     with work_folder_lock(experiment.workdir, wait=wait, log=lambda line: console.print(line, markup=False)) as lock:
-        timings = _run_stages(experiment, dry_run, console, shown, lock.check)
+        timings = _run_stages(experiment, dry_run, console, shown, lock.check, Runs(executor, detach))
         if board is not None:
             if not shown:  # the board stage was reused: the same comparisons, from the same store, now
                 console.print("[dim]comparing again for the gate (the board was reused)[/]")
@@ -330,17 +251,17 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
 
 
 def _run_stages(experiment: Experiment, dry_run: bool, console: Console, shown: BoardComparisons,
-                check: Callable[[], None]) -> dict[str, float]:
+                check: Callable[[], None], runs: Runs) -> dict[str, float]:
     """Every stage in order, reused where its marker matches (run_experiment, under the work-folder lock, which
     `check` confirms is still this runner's before each stage and each marker)."""
     stages = plan(experiment, console, shown)
     timings: dict[str, float] = {}
     batch: list[Stage] = []
 
-    def finish(stage: Stage, seconds: float) -> None:
+    def finish(stage: Stage, seconds: float, placement: Placement | None = None) -> None:
         check()
         timings[stage.title] = seconds
-        stage.write_marker()
+        stage.write_marker(placement)
         console.print(f"[green]done[/] {console_text(stage.title)} in {seconds:.1f} s")
 
     for i, stage in enumerate(stages, start=1):
@@ -352,7 +273,8 @@ def _run_stages(experiment: Experiment, dry_run: bool, console: Console, shown: 
             batch.append(stage)
             continue
         if not stage.side_by_side:
-            _run_batch(experiment, batch, console, finish)
+            if not run_batch(experiment, batch, console, finish, runs):
+                return timings  # detached: its jobs run on; a later run re-attaches
             batch = []
         if stage.done():
             console.print(f"[dim]{console_text(label)}: unchanged, reusing[/]")
@@ -363,38 +285,6 @@ def _run_stages(experiment: Experiment, dry_run: bool, console: Console, shown: 
             console.print(f"{console_text(label)}: would run")
             continue
         console.rule(console_text(label))
-        _run_here(stage, console, finish)
-    _run_batch(experiment, batch, console, finish)
+        run_here(stage, console, finish)
+    run_batch(experiment, batch, console, finish, runs)
     return timings
-
-
-def _run_here(stage: Stage, console: Console, finish: Callable[[Stage, float], None]) -> None:
-    """Run one stage in this process with torch threads from the free cores."""
-    threads = plan_threads()
-    apply_thread_plan(threads)
-    console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}; {console_text(bf16_features())}[/]")
-    start = time.perf_counter()
-    stage.action()
-    finish(stage, time.perf_counter() - start)
-
-
-def _run_batch(experiment: Experiment, batch: list[Stage], console: Console, finish: Callable[[Stage, float], None]) -> None:
-    """Run queued side-by-side stages: in worker processes when there are cores for two or more, else here."""
-    from captrack.pipeline.workers import run_side_by_side, worker_count
-
-    if not batch:
-        return
-    threads = plan_threads()
-    explicit = math.isnan(threads.load)  # CAPTRACK_THREADS / OMP_NUM_THREADS: never more threads in all than that
-    workers = worker_count(len(batch), threads.threads if explicit else threads.usable_cores)
-    if workers < 2:
-        for stage in batch:
-            if stage.done():  # queued behind a stage it needs, which left its inputs as they were
-                console.print(f"[dim]{console_text(stage.title)}: unchanged, reusing[/]")
-                continue
-            console.rule(console_text(stage.title))
-            _run_here(stage, console, finish)
-        return
-    per_worker = max(1, threads.threads // workers)
-    console.print(f"[dim]{threads.reason}; {console_text(bf16_features())}[/]")
-    run_side_by_side(experiment, batch, workers, per_worker, console, finish)

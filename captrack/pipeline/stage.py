@@ -9,10 +9,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from captrack.files import read_json_or_none, write_atomic
 from captrack.pipeline.experiment import config_hash
+
+if TYPE_CHECKING:
+    from captrack.pipeline.jobs import Placement, StageJob
 
 __all__ = ["Stage"]
 
@@ -35,6 +38,9 @@ class Stage:
     """Titles of side-by-side stages that must finish first (an evaluation needs its variant's training)."""
     cost: float = 0.0
     """Rough relative cost: among ready side-by-side stages the costliest starts first."""
+    job: Callable[[int], StageJob] | None = None
+    """The stage as a job (captrack.pipeline.jobs), given the CPU threads per rank; built when the stage is ready to
+    run (what it needs has run), so it names the files as they are then. None: the stage runs in the runner."""
 
     def current_inputs(self) -> dict[str, Any]:
         """The inputs as they are now (files produced by earlier stages included)."""
@@ -55,7 +61,18 @@ class Stage:
         recorded = read_json_or_none(self.marker)
         return isinstance(recorded, dict) and recorded.get("config_hash") == self.digest
 
-    def write_marker(self) -> None:
-        """Record that the stage ran with its current inputs (atomically: a reader sees the old marker or this one)."""
+    def write_marker(self, placement: Placement | None = None) -> None:
+        """Record that the stage ran with its current inputs, and where (atomically: a reader sees the old marker or this one)."""
+        from dataclasses import asdict
+
         self.marker.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.marker, json.dumps({"config_hash": self.digest, "inputs": self.current_inputs()}, default=str, indent=2))
+        record: dict[str, Any] = {"config_hash": self.digest, "inputs": self.current_inputs()}
+        if placement is not None:
+            record["placement"] = asdict(placement)
+        write_atomic(self.marker, json.dumps(record, default=str, indent=2))
+
+    def placement(self) -> dict[str, Any] | None:
+        """Where the stage last ran, as its marker records it (None: no marker, or it ran in the runner)."""
+        recorded = read_json_or_none(self.marker) if self.marker.is_file() else None
+        found = recorded.get("placement") if isinstance(recorded, dict) else None
+        return found if isinstance(found, dict) else None

@@ -122,6 +122,8 @@ class Executor(ABC):
     name: ClassVar[str] = ""
     options_allowed: ClassVar[tuple[str, ...]] = ()
     """The keys its ``executor:`` block may hold besides ``name``."""
+    poll_every_s: ClassVar[float] = 0.2
+    """How long the driver waits between two polls."""
 
     def __init__(self, work: WorkFolder, options: Mapping[str, Any], log: Callable[[str], None] = print) -> None:
         self.work = work

@@ -1,0 +1,143 @@
+"""The stages of `captrack run` that are jobs: a variant's training and a checkpoint's evaluation.
+
+Each is a :class:`~captrack.pipeline.stage.Stage` whose work is a :class:`~captrack.pipeline.jobs.StageJob`,
+built when the stage is ready (after the training it needs and the alias resolving): its arguments name the
+weights, output folder and request cache as they are then, and its needs say the GPUs, ranks and planned
+memory per GPU (captrack.backends.memory_plan). Run here or by an executor, the stage runs that job, so the
+same experiment writes the same files wherever it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from captrack.backends import LOCAL_HF
+from captrack.errors import InputError
+from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
+from captrack.pipeline.jobs import Needs, StageJob
+from captrack.pipeline.stage import Stage
+from captrack.results.runfiles import results_files
+
+__all__ = ["DS_MODEL", "eval_stage", "fingerprint", "planned_gpu_memory", "train_stage", "train_title"]
+
+DS_MODEL = "captrack-ds"
+"""The backend that runs over several ranks (``ranks: N`` on its checkpoint)."""
+_PLAN_GPU_BYTES = 80 * 10**9  # the plan's totals do not depend on the GPU's size; only its `fits` does
+
+
+def model_path(checkpoint: Checkpoint, experiment: Experiment, resolved: dict[str, str]) -> Path:
+    """Where a checkpoint's weights are: its training output, or its `pretrained` with an alias resolved."""
+    if checkpoint.train:
+        return experiment.work.model(checkpoint.name)
+    spec = str(checkpoint.model_args["pretrained"])
+    return Path(resolved.get(spec, spec))
+
+
+def fingerprint(path: Path) -> str:
+    """Identity of a saved model folder: names, sizes, mtimes (cheap; changes when retrained)."""
+    if not path.is_dir():
+        return str(path)
+    parts = [f"{p.name}:{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in sorted(path.iterdir()) if p.is_file()]
+    return config_hash(parts)
+
+
+def planned_gpu_memory(model: str, model_args: dict[str, Any], ranks: int, batch_size: int) -> int:
+    """Planned bytes per GPU of evaluating `model_args` over `ranks` GPUs (captrack.backends.memory_plan), 0 when
+    the weights' config.json cannot be read (the job then has its GPUs to itself).
+
+    An hf model is planned as one whole copy on one GPU; captrack-ds as its mode (``auto``: tp; an offload: zero3+it).
+    """
+    from captrack.backends.memory_plan import load_config, plan_memory
+
+    dtype = str(model_args.get("dtype", "bfloat16")).lower()
+    try:
+        config = load_config(str(model_args.get("pretrained", "")))
+        plans = {p.mode: p for p in plan_memory(config, max(1, ranks), _PLAN_GPU_BYTES,
+                                                dtype_bytes=4 if dtype in ("float32", "fp32") else 2, batch_size=batch_size)}
+    except (InputError, OSError):  # no config.json there, or not one the planner reads: the evaluation says why
+        return 0
+    mode = "tp"
+    if model == DS_MODEL:
+        mode = str(model_args.get("mode", "tp")).lower()
+        offload = str(model_args.get("offload", "none")).lower()
+        mode = f"zero3+{offload}" if offload != "none" else ("tp" if mode == "auto" else mode)
+    return plans.get(mode, plans["tp"]).total
+
+
+def _training_code() -> str:
+    """Hash of the training package: a change to a recipe's code retrains, as a change to its manifest does."""
+    import captrack.training
+
+    folder = Path(str(captrack.training.__file__)).parent
+    return config_hash([path.read_text() for path in sorted(folder.glob("*.py"))])
+
+
+_METHOD_COST = {"sft": 1.0, "dpo": 1.2, "rl": 2.5}
+"""Seconds per step relative to SFT (the demo's 16 steps: SFT 64 s, DPO 68 s, RL 150 s): GRPO samples its answers.
+Starting the longest training first lets its evaluation start early instead of running alone at the end."""
+
+
+def train_title(variant: Checkpoint) -> str:
+    """The title of `variant`'s training stage (what its evaluation `needs`)."""
+    return f"train {variant.name} ({variant.train.get('method')}, {variant.train.get('steps')} steps)"
+
+
+def train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable[[], str]) -> Stage:
+    """Post-train `variant` from the base's local folder (`base_dir`, read when the training starts)."""
+    from captrack.pipeline.stage_job import run_job
+    from captrack.training.harness import RECORD_FILE
+
+    out = experiment.work.model(variant.name)
+
+    def job(threads: int) -> StageJob:
+        return StageJob("train", f"train-{variant.name}", train_title(variant),
+                        {"recipe": variant.train, "base": str(Path(base_dir()).resolve()), "out": str(out)},
+                        Needs(gpus=1, threads=threads))
+
+    return Stage(train_title(variant), experiment.work.marker(f"train-{variant.name}"),
+                 {"recipe": variant.train, "base": experiment.base.model_args, "code": _training_code()},
+                 lambda: run_job(job(1)), produced=lambda: (out / RECORD_FILE).is_file(), side_by_side=True,
+                 cost=float(variant.train.get("steps", 1)) * _METHOD_COST.get(str(variant.train.get("method")), 1.0),
+                 job=job)
+
+
+def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str], step: int | None,
+               out: Path) -> Stage:
+    """Evaluate `checkpoint` (at training `step`) with `seed` into `out`, as a job."""
+    from captrack.pipeline.stage_job import run_job
+
+    weights = dict(checkpoint.steps)[step] if step is not None else None  # a saved checkpoint of a trajectory
+    name = f"eval-{checkpoint.name}-{seed}" if step is None else f"eval-{checkpoint.name}-step{step}-{seed}"
+    title = (f"evaluate {checkpoint.name} (seed {seed})" if step is None else
+             f"evaluate {checkpoint.name} at step {step} (seed {seed})")
+
+    def model_args() -> dict[str, Any]:
+        path = weights or model_path(checkpoint, experiment, resolved)
+        return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(path)}
+
+    def job(threads: int) -> StageJob:
+        args = model_args()
+        cache = experiment.work.request_cache(checkpoint.name, seed, fingerprint(Path(args["pretrained"])), step)
+        spec = {"model_args": args, "tasks": list(experiment.tasks), "model": checkpoint.model,
+                "batch_size": experiment.batch_size, "limit": experiment.limit,
+                "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
+                "samples": {task: list(range(n)) for task, n in experiment.items.items()} or None}
+        ranks = checkpoint.ranks if checkpoint.model == DS_MODEL else 1
+        needs = Needs(gpus=ranks, ranks=ranks, threads=threads,
+                      gpu_memory=planned_gpu_memory(checkpoint.model, args, ranks, experiment.batch_size))
+        return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache)}, needs)
+
+    def inputs() -> dict[str, Any]:
+        """The evaluation's configuration and the identity of the weights it reads (a retrained variant re-evaluates)."""
+        return {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
+                "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
+                "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
+                "weights": fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {}) \
+            | ({"step": step} if step is not None else {}) | ({"ranks": checkpoint.ranks} if checkpoint.ranks > 1 else {})
+
+    as_job = checkpoint.model in LOCAL_HF or checkpoint.model == DS_MODEL
+    return Stage(title, experiment.work.marker(name), inputs, lambda: run_job(job(1)),
+                 produced=lambda: any(results_files(out)), side_by_side=as_job,
+                 needs=(train_title(checkpoint),) if checkpoint.train else (), job=job if as_job else None)
