@@ -12,7 +12,8 @@ from typing import Any
 from captrack import __version__
 from captrack.cli_parser import CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
-from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons, wants_gate
+from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons
+from captrack.pipeline.run_command import add_run_parser, cmd_run
 from captrack.schemas import (
     MAX_BOOTSTRAP,
     Bootstrap,
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = args.func(args)
     except KeyboardInterrupt:
-        resume = "; run the same command again to resume (finished stages are kept)" if args.func is _cmd_run else ""
+        resume = "; run the same command again to resume (finished stages are kept)" if args.func is cmd_run else ""
         print_error(f"stopped (Ctrl-C){resume}")
         return 130  # 128 + SIGINT, as a shell reports a process stopped by Ctrl-C
     except CaptrackError as exc:
@@ -85,17 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     add_judge_parser(sub)
     add_gate_parser(sub)
 
-    run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
-    run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
-    run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
-    run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
-    run.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
-                     help="exit 3 naming the capability cells of the board whose verdict is regressed (or regressed "
-                          "or inconclusive): stop a bad checkpoint in a training pipeline")
-    add_gate_options(run)
-    run.add_argument("--wait", action="store_true",
-                     help="when another `captrack run` holds the work folder, wait for it instead of refusing")
-    run.set_defaults(func=_cmd_run)
+    add_run_parser(sub)
     return parser
 
 
@@ -354,42 +345,6 @@ def _cmd_plan_memory(args: argparse.Namespace) -> int:
     config = load_config(args.model)
     print("\n".join(plan_lines(config, args.gpus, args.gpu_mem, args.dtype, args.seq_len,
                                args.batch_size, args.gpus_per_node)))
-    return 0
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-    from captrack.pipeline.cpu import prepare_openmp
-
-    prepare_openmp()  # before anything starts torch's thread pool
-    from rich.console import Console
-
-    from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
-    from captrack.pipeline.layout import default_workdir
-    from captrack.pipeline.runner import run_experiment
-
-    if args.experiment:
-        experiment = load_experiment(args.experiment)  # its paths are relative to the experiment file
-    else:  # the embedded demo writes under the current folder, never into the installed package
-        import dataclasses
-
-        experiment = load_experiment(demo_experiment())
-        experiment = dataclasses.replace(experiment, workdir=default_workdir(Path.cwd(), "demo"),
-                                         leaderboard=Path.cwd() / "leaderboards" / "demo")
-    if args.quick:
-        experiment = quick(experiment)  # its own work folder: announce that one
-    console = Console(soft_wrap=True)  # a log file or pipe: long paths and names are never broken mid-word
-    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
-                  highlight=False, markup=False)
-    shown: list[Any] = []  # this run's comparisons (what its board shows): the gate reads these, never a file
-    timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait,
-                             board=shown if wants_gate(args) else None)
-    if not args.dry_run:
-        for title, seconds in timings.items():
-            console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
-        board = experiment.leaderboard
-        console.print(f"leaderboard: {board / 'index.html'} (open it in a browser; {board / 'README.md'} is the same "
-                      "in Markdown)", highlight=False, markup=False)
-        return gate_comparisons(console, [c for c, _ in shown], args)
     return 0
 
 

@@ -1,0 +1,78 @@
+"""The ``captrack run`` command line: its options and what it does with them (captrack.cli registers it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_run_parser", "cmd_run"]
+
+
+def add_run_parser(sub: Any) -> None:
+    """Add ``captrack run`` to the sub-command parsers `sub`."""
+    from captrack.gate.cli import add_gate_options
+
+    run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
+    run.add_argument("experiment", nargs="?", help="EXPERIMENT.yaml (default: leaderboards/demo/experiment.yaml)")
+    run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
+    run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
+    run.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
+                     help="exit 3 naming the capability cells of the board whose verdict is regressed (or regressed "
+                          "or inconclusive): stop a bad checkpoint in a training pipeline")
+    add_gate_options(run)
+    run.add_argument("--wait", action="store_true",
+                     help="when another `captrack run` holds the work folder, wait for it instead of refusing")
+    run.add_argument("--executor", metavar="NAME", default=None,
+                     help="where the trainings and evaluations run: local (this node: worker processes, packed onto its "
+                          "GPUs) or slurm; default: the experiment's executor: block, else local")
+    run.add_argument("--status", action="store_true",
+                     help="list every stage with its state, executor, job id, host and GPU-hours, and return (runs nothing)")
+    run.set_defaults(func=cmd_run)
+
+
+def _experiment(args: argparse.Namespace) -> Any:
+    from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
+    from captrack.pipeline.layout import default_workdir
+
+    if args.experiment:
+        experiment = load_experiment(args.experiment)  # its paths are relative to the experiment file
+    else:  # the embedded demo writes under the current folder, never into the installed package
+        import dataclasses
+
+        experiment = load_experiment(demo_experiment())
+        experiment = dataclasses.replace(experiment, workdir=default_workdir(Path.cwd(), "demo"),
+                                         leaderboard=Path.cwd() / "leaderboards" / "demo")
+    return quick(experiment) if args.quick else experiment  # --quick: its own work folder, announced below
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``captrack run [EXPERIMENT] [...]``: run it (or, with --status, list its stages); the exit status."""
+    from captrack.processes import prepare_openmp
+
+    prepare_openmp()  # before anything starts torch's thread pool
+    from rich.console import Console
+
+    from captrack.gate.cli import gate_comparisons, wants_gate
+    from captrack.pipeline.runner import run_experiment
+
+    experiment = _experiment(args)
+    console = Console(soft_wrap=True)  # a log file or pipe: long paths and names are never broken mid-word
+    console.print(f"experiment {experiment.source}: work folder {experiment.workdir}, leaderboard {experiment.leaderboard}",
+                  highlight=False, markup=False)
+    if args.status:
+        from captrack.pipeline.status import print_status
+
+        print_status(experiment, console)
+        return 0
+    shown: list[Any] = []  # this run's comparisons (what its board shows): the gate reads these, never a file
+    timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait,
+                             board=shown if wants_gate(args) else None, executor=args.executor)
+    if not args.dry_run:
+        for title, seconds in timings.items():
+            console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
+        board = experiment.leaderboard
+        console.print(f"leaderboard: {board / 'index.html'} (open it in a browser; {board / 'README.md'} is the same "
+                      "in Markdown)", highlight=False, markup=False)
+        return gate_comparisons(console, [c for c, _ in shown], args)
+    return 0
