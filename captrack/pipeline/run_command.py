@@ -26,6 +26,9 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--executor", metavar="NAME", default=None,
                      help="where the trainings and evaluations run: local (this node: worker processes, packed onto its "
                           "GPUs) or slurm; default: the experiment's executor: block, else local")
+    run.add_argument("--detach", action="store_true",
+                     help="hand the jobs to the executor (slurm: submit them), say how to watch them, and return; the "
+                          "same `captrack run` again re-attaches to them and finishes")
     run.add_argument("--status", action="store_true",
                      help="list every stage with its state, executor, job id, host and GPU-hours, and return (runs nothing)")
     run.set_defaults(func=cmd_run)
@@ -67,7 +70,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     shown: list[Any] = []  # this run's comparisons (what its board shows): the gate reads these, never a file
     timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait,
-                             board=shown if wants_gate(args) else None, executor=args.executor)
+                             board=shown if wants_gate(args) else None, executor=args.executor, detach=args.detach)
+    if args.detach and not args.dry_run and _jobs_out(experiment):
+        console.print(f"detached with jobs still out: `captrack run {experiment.source} --status` lists every stage; "
+                      "the same `captrack run` again re-attaches to them and finishes", highlight=False, markup=False)
+        return 0
     if not args.dry_run:
         for title, seconds in timings.items():
             console.print(f"  {seconds:7.1f} s  {title}", highlight=False, markup=False)
@@ -76,3 +83,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                       "in Markdown)", highlight=False, markup=False)
         return gate_comparisons(console, [c for c, _ in shown], args)
     return 0
+
+
+def _jobs_out(experiment: Any) -> bool:
+    """Whether a job of this work folder is still queued or running by its driver's record (a detached run)."""
+    from captrack.pipeline.executors import JobRecord
+
+    records = [JobRecord.read(experiment.work, p.name.removesuffix(".record.json"))
+               for p in experiment.work.jobs.glob("*.record.json")]
+    return any(r is not None and r.state in ("queued", "running") for r in records)
