@@ -47,6 +47,7 @@ from captrack.pipeline.executors.slurm_queue import (
     latest_progress,
     live_job_ids,
     log_tail,
+    offers_gpus,
     require_slurm,
 )
 from captrack.pipeline.jobs import StageJob, WorkerReport, rank_command, worker_command
@@ -179,6 +180,7 @@ class SlurmExecutor(Executor):
         self.poll_s = float(self.options.get("poll_s", 5.0))
         self._tracked: dict[str, _Tracked] = {}
         self._polled = 0.0
+        self._gpus_here: bool | None = None
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any], where: str) -> None:
@@ -200,13 +202,26 @@ class SlurmExecutor(Executor):
 
         return Path(JobPaths(self.folder, job_id=slurm_id, task_id=0).stdout)
 
+    def _cpu_only(self, options: Mapping[str, Any], job: StageJob) -> Mapping[str, Any]:
+        """`options`, with ``gpus: 0`` when they name no GPUs, the job would take its placement's, and the partition
+        has none (a CPU-only cluster: said once); a ``gpus:`` of the experiment is always kept."""
+        if "gpus" in options or not job.needs.gpus:
+            return options
+        if self._gpus_here is None:
+            self._gpus_here = offers_gpus(options.get("partition"))
+            if not self._gpus_here:
+                partition = options.get("partition") or "the default partition"
+                self.log(f"{partition} offers no GPUs (sinfo): the jobs run on CPUs (gpus: N in the executor: block "
+                         "asks for GPUs anyway)")
+        return options if self._gpus_here else {**options, "gpus": 0}
+
     def submit(self, job: StageJob, spec: Path) -> JobStatus:
         """Submit `job` as one Slurm batch job (sbatch through submitit); its first status is QUEUED."""
         import submitit
 
         require_slurm()
         sbatch = submitit.SlurmExecutor(folder=self.folder, python=shlex.quote(self.python))
-        sbatch.update_parameters(**sbatch_parameters(self.options, job))
+        sbatch.update_parameters(**sbatch_parameters(self._cpu_only(self.options, job), job))
         try:
             submitted = sbatch.submit(run_in_job, str(spec), job.needs.ranks, self.python)
         except submitit.core.utils.FailedJobError as exc:

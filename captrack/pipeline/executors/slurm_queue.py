@@ -26,7 +26,7 @@ from captrack.errors import InputError
 from captrack.pipeline.executors import JobState
 
 __all__ = ["SlurmState", "cancel_jobs", "completion_log", "job_states", "latest_progress", "live_job_ids",
-           "log_tail", "require_slurm"]
+           "log_tail", "offers_gpus", "require_slurm"]
 
 _QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "RESV_DEL_HOLD", "SPECIAL_EXIT",
            "STOPPED"}
@@ -147,6 +147,18 @@ def job_states(ids: Iterable[str]) -> dict[str, SlurmState]:
     if rest:
         found.update(_completion_records(rest))
     return found
+
+
+def offers_gpus(partition: str | None) -> bool:
+    """Whether a node of `partition` (None: the default one) has GPUs as a generic resource (``sinfo %G``); True when
+    sinfo does not answer (a GPU asked for where there is none is then refused by sbatch, saying so)."""
+    out = _command(["sinfo", "-h", "-o", "%G|%P", *(["-p", partition] if partition else [])])
+    if out is None:
+        return True
+    rows = [line.split("|", 1) for line in out.splitlines() if "|" in line]
+    if not partition:
+        rows = [r for r in rows if r[1].strip().endswith("*")] or rows  # the default partition, marked with *
+    return not rows or any("gpu" in gres for gres, _ in rows)
 
 
 def live_job_ids(ids: Iterable[str]) -> list[str]:
