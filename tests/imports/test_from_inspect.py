@@ -122,3 +122,43 @@ def test_bad_logs_are_refused_in_one_line_and_nothing_is_written(tmp_path: Path)
     with pytest.raises(InputError, match=r"no sample has a score from scorer 'nosuch' \(scorers: match\)"):
         import_run(log, "inspect", tmp_path / "out", outcome="nosuch")
     assert not (tmp_path / "out").exists()
+
+
+def test_rescore_scores_the_completions_with_the_captrack_task_instead(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inspect called every answer correct; captrack's task, given the same completions, scores its own gold."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalSample,
+        EvalSpec,
+        write_eval_log,
+    )
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.scorer import Score
+
+    from captrack.official.mirror import normalise_row, write_config
+
+    task = "captrack_mmlu_pro_full"
+    rows = []
+    for doc_id, gold in {"mmlu_pro-1": "A", "mmlu_pro-2": "B", "mmlu_pro-3": "C"}.items():
+        row = normalise_row({"id": doc_id, "prompt": f"captrack asks {doc_id}", "choices": ["w", "x", "y", "z"],
+                             "gold": gold, "meta": {"question_id": int(doc_id[-1]), "category": "law"}}, "mmlu_pro.full")
+        row["revision"] = "test-1"
+        rows.append(row)
+    write_config(tmp_path / "mirror", "mmlu_pro.full", rows)
+    monkeypatch.setenv("CAPTRACK_DATA_DIR", str(tmp_path / "mirror"))
+    answers = {"mmlu_pro-1": "Answer: A", "mmlu_pro-2": "Answer: D", "mmlu_pro-3": "The answer is C.\nAnswer: C"}
+    spec = EvalSpec(created="2026-11-27T19:00:00+00:00", task="mmlu_pro", dataset=EvalDataset(name="mmlu_pro", samples=3),
+                    model="mockllm/model", config=EvalConfig())
+    samples = [EvalSample(id=i, epoch=1, input=f"captrack asks {i}", target="?", output=ModelOutput.from_content("m", text),
+                          scores={"match": Score(value="C")}) for i, text in answers.items()]
+    write_eval_log(EvalLog(eval=spec, samples=samples, status="success"), str(tmp_path / "m.eval"))
+    own = import_run(tmp_path / "m.eval", "inspect", tmp_path / "own")
+    assert set(_imported(tmp_path / "own").values()) == {1.0} and "outcomes" in own.provenance
+    rescored = import_run(tmp_path / "m.eval", "inspect", tmp_path / "rescored", task=task, rescore=True)
+    samples_file = next((tmp_path / "rescored").rglob(f"samples_{task}_*.jsonl"))
+    acc = {row["doc"]["id"]: row["acc"] for row in map(json.loads, samples_file.read_text().splitlines())}
+    assert acc == {"mmlu_pro-1": 1.0, "mmlu_pro-2": 0.0, "mmlu_pro-3": 1.0}
+    assert "outcomes" not in rescored.provenance and rescored.provenance["format"] == "inspect"
