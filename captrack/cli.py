@@ -12,7 +12,7 @@ from typing import Any
 from captrack import __version__
 from captrack.cli_parser import CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
-from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons
+from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons, item_limit
 from captrack.pipeline.run_command import add_run_parser, cmd_run
 from captrack.schemas import (
     MAX_BOOTSTRAP,
@@ -268,7 +268,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         options = CompareOptions(bootstrap=args.bootstrap, seed=args.seed, allow_partial=args.allow_partial,
                                  by=tuple(args.by), cluster=args.cluster,
                                  **({"margin": args.margin} if args.margin is not None else {}),
-                                 assume_discordance=args.assume_discordance)
+                                 assume_discordance=args.assume_discordance, drill_limit=item_limit(args))
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
         variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]

@@ -108,3 +108,23 @@ def test_fail_on_gates_the_run_on_its_board_and_margin_reaches_the_verdicts(mani
     assert "margin: 80" in (manifest.parent / "board" / "leaderboard.yaml").read_text()
     caps = pd.read_csv(manifest.parent / "board" / "capabilities.csv").set_index("key")
     assert caps.loc["C1", "verdict"] == "equivalent"
+
+
+def test_a_run_builds_lm_evals_task_index_once(manifest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks, imports and scoring in one `captrack run` process share one TaskManager (issue 41)."""
+    import lm_eval.tasks
+
+    from captrack.cli import main
+    from captrack.lmeval import integration
+
+    built = []
+    original = lm_eval.tasks.TaskManager.__init__
+
+    def counted(self: object, *args: object, **kwargs: object) -> None:
+        built.append(kwargs.get("include_path"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(integration, "_MANAGERS", {})
+    monkeypatch.setattr(lm_eval.tasks.TaskManager, "__init__", counted)
+    assert main(["run", str(manifest)]) == 0
+    assert len(built) == 1, built

@@ -98,4 +98,4 @@ def test_full_size_tasks_are_opt_in(manager) -> None:  # type: ignore[no-untyped
     assert full_task_names() == {"captrack_mmlu_pro_full"}
     assert "captrack_mmlu_pro_full" not in manager.match_tasks(["captrack_*"])
     assert "captrack_mmlu_pro_full" not in manager.match_tasks(["captrack"])
-    assert task_manager(full=True, include_defaults=False).match_tasks(["captrack_mmlu_pro_full"]) == ["captrack_mmlu_pro_full"]
+    assert task_manager(include_defaults=False).match_tasks(["captrack_mmlu_pro_full"]) == ["captrack_mmlu_pro_full"]

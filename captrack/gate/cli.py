@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPORT_FILES", "add_gate_options", "add_gate_parser", "apply_policy", "gate_comparisons", "read_tables",
-           "wants_gate"]
+__all__ = ["REPORT_FILES", "add_gate_options", "add_gate_parser", "apply_policy", "gate_comparisons", "item_limit",
+           "read_tables", "wants_gate"]
 
 REPORT_FILES = ("gate.md", "gate.json", "gate-junit.xml")
 """What a gate writes into its report folder: Markdown, JSON and JUnit XML."""
@@ -44,6 +45,13 @@ def wants_gate(args: argparse.Namespace) -> bool:
     return bool(args.fail_on or getattr(args, "gate", None))
 
 
+def item_limit(args: argparse.Namespace) -> int:
+    """CompareOptions.drill_limit for `compare`: the texts of flipped items are read only for a gate report."""
+    from captrack.report.drilldown import DRILL_LIMIT
+
+    return DRILL_LIMIT if getattr(args, "gate_report", None) else 0
+
+
 def gate_comparisons(console: Any, comparisons: list[Any], args: argparse.Namespace) -> int:
     """The exit status of `--fail-on` and `--gate` on comparisons computed in this process (never read from files):
     GATE_EXIT if either fails, else WARN_EXIT if a strict policy warns, else 0."""
@@ -58,16 +66,18 @@ def gate_comparisons(console: Any, comparisons: list[Any], args: argparse.Namesp
     statuses = [gate(console, capabilities, args.fail_on, drift)]
     if getattr(args, "gate", None):
         transitions = pd.concat([c.transitions for c in comparisons], ignore_index=True)
-        statuses.append(apply_policy(console, args.gate, capabilities, drift, transitions, args.gate_report))
+        statuses.append(apply_policy(console, args.gate, capabilities, drift, transitions, args.gate_report, comparisons))
     return max(statuses, key=lambda s: (s == 3, s != 0))
 
 
 def apply_policy(console: Any, policy_path: str, capabilities: Any, drift: Any, transitions: Any,
-                 report: str | None) -> int:
+                 report: str | None, comparisons: Sequence[Any] = ()) -> int:
     """Apply a policy file to a comparison's tables, print each rule that did not pass and the decisions,
-    write the report files when asked; returns the exit status (captrack.gate.outcomes)."""
+    write the report files when asked (with the texts of items that got worse where `comparisons`, computed in
+    this process, carry them); returns the exit status (captrack.gate.outcomes)."""
     from captrack.files import write_atomic
-    from captrack.gate.formats import gate_json, gate_junit, gate_markdown, outcome_line
+    from captrack.gate.formats import gate_json, gate_junit, gate_markdown, outcome_line, rule_flips
+    from captrack.gate.items import flipped_items
     from captrack.gate.outcomes import evaluate
     from captrack.gate.policy import load_policy
 
@@ -81,7 +91,9 @@ def apply_policy(console: Any, policy_path: str, capabilities: Any, drift: Any, 
                   highlight=False, markup=False)
     if report:
         folder = _report_folder(report)
-        texts = (gate_markdown(result, transitions, drift), gate_json(result), gate_junit(result))
+        keys = {(o.variant, task, metric) for o in result.outcomes for task, metric, *_ in rule_flips(o, transitions, drift)}
+        items = flipped_items(comparisons, keys) if comparisons and keys else {}
+        texts = (gate_markdown(result, transitions, drift, items), gate_json(result), gate_junit(result))
         for name, text in zip(REPORT_FILES, texts, strict=True):
             write_atomic(folder / name, text)
         console.print(f"wrote {', '.join(REPORT_FILES)} to {folder}", highlight=False, markup=False)

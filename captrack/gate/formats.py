@@ -14,15 +14,17 @@ from __future__ import annotations
 import json
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from captrack.gate.items import FlippedItem, ItemKey
 from captrack.gate.outcomes import Cell, GateResult, RuleOutcome
 from captrack.report.escape import md_code, md_row, md_text
 from captrack.report.numbers import ci_text, signed
 
-__all__ = ["gate_json", "gate_junit", "gate_markdown", "outcome_line"]
+__all__ = ["gate_json", "gate_junit", "gate_markdown", "outcome_line", "rule_flips"]
 
 _MARK = {"pass": "pass", "warn": "WARN", "block": "BLOCK", "missing": "MISSING"}
 
@@ -43,9 +45,11 @@ def outcome_line(outcome: RuleOutcome) -> str:
     return f"{outcome.variant} {outcome.rule.label}: {_MARK[outcome.outcome]}: {numbers}{outcome.reason}"
 
 
-def gate_markdown(result: GateResult, transitions: pd.DataFrame | None = None, drift: pd.DataFrame | None = None) -> str:
+def gate_markdown(result: GateResult, transitions: pd.DataFrame | None = None, drift: pd.DataFrame | None = None,
+                  items: Mapping[ItemKey, list[FlippedItem]] | None = None) -> str:
     """The gate as Markdown: the decision per variant, each rule's outcome, and the flips behind each rule that
-    did not pass (items right under the base and wrong under the variant, and the other way), side by side."""
+    did not pass (items right under the base and wrong under the variant, and the other way), side by side, with
+    the texts of the first items that got worse where the comparison carries them (`items`)."""
     lines = [f"# Release gate: {md_text(result.policy.source, table=False)}", "",
              md_row(["variant", "decision", "block", "missing", "warn", "pass"]), md_row(["---"] * 6)]
     for variant, decision in result.decisions.items():
@@ -59,39 +63,61 @@ def gate_markdown(result: GateResult, transitions: pd.DataFrame | None = None, d
         lines += ["", f"## {md_text(variant, table=False)}: {result.decisions[variant]}", "",
                   md_row(["rule", "outcome", "change [95% CI]", "90% CI", "margin", "why"]), md_row(["---"] * 6)]
         for o in result.for_variant(variant):
-            for i, c in enumerate(o.cells or (None,)):
-                rule = md_text(o.rule.label) + (f" ({md_code(c.key, table=True)})" if c is not None and len(o.cells) > 1 else "")
-                numbers = ([f"{signed(c.change)} {ci_text(*c.ci95)}", ci_text(*c.ci90), f"{c.margin:g}"]
-                           if c is not None and not math.isnan(c.change) else ["–", "–", f"{o.rule.margin:g}"])
-                mark = _MARK[c.outcome if c is not None else o.outcome]
-                lines.append(md_row([rule if i == 0 else "", mark, *numbers, md_text(c.reason if c is not None else o.reason)]))
-        lines += _flips(result.for_variant(variant), transitions, drift)
+            lines += _rule_rows(o)
+        flips = [(o, flip) for o in result.for_variant(variant) for flip in rule_flips(o, transitions, drift)]
+        lines += _flip_table(flips) + _item_tables(variant, flips, items or {})
     return "\n".join(lines) + "\n"
 
 
-def _flips(outcomes: list[RuleOutcome], transitions: pd.DataFrame | None, drift: pd.DataFrame | None) -> list[str]:
-    """Per task behind each rule that did not pass: the items each side got right that the other got wrong."""
-    if transitions is None or not len(transitions):
+def _rule_rows(o: RuleOutcome) -> list[str]:
+    rows = []
+    for i, c in enumerate(o.cells or (None,)):
+        rule = md_text(o.rule.label) + (f" ({md_code(c.key, table=True)})" if c is not None and len(o.cells) > 1 else "")
+        numbers = ([f"{signed(c.change)} {ci_text(*c.ci95)}", ci_text(*c.ci90), f"{c.margin:g}"]
+                   if c is not None and not math.isnan(c.change) else ["–", "–", f"{o.rule.margin:g}"])
+        mark = _MARK[c.outcome if c is not None else o.outcome]
+        rows.append(md_row([rule if i == 0 else "", mark, *numbers, md_text(c.reason if c is not None else o.reason)]))
+    return rows
+
+
+def rule_flips(o: RuleOutcome, transitions: pd.DataFrame | None, drift: pd.DataFrame | None) -> list[tuple[str, str, int, int, int]]:
+    """(task, metric, items, worse, better) per task behind a rule that did not pass (none for a passing rule):
+    worse counts the items right under the base and wrong under the variant, on the metric's better side."""
+    if o.outcome == "pass" or not o.cells or transitions is None or not len(transitions):
         return []
-    rows: list[str] = []
-    directions = {} if drift is None else {(str(r.variant), str(r.task), str(r.metric)): str(r.direction)
-                                           for r in drift.itertuples(index=False)}
-    for o in outcomes:
-        if o.outcome == "pass" or not o.cells:
-            continue
-        mine = transitions[transitions["variant"].astype(str) == o.variant]
-        column = {"capability": "capability", "group": "group", "task": "task"}[o.rule.kind]
-        mine = mine[mine[column].astype(str) == o.rule.target].drop_duplicates(["task", "metric"])
-        for r in mine.itertuples(index=False):
-            lower = directions.get((o.variant, str(r.task), str(r.metric))) == "lower"
-            lost, gained = (r.n_01, r.n_10) if lower else (r.n_10, r.n_01)
-            rows.append(md_row([md_text(o.rule.label), md_code(r.task, table=True), md_code(r.metric, table=True),
-                                str(int(r.n)), str(int(lost)), str(int(gained))]))
-    if not rows:
+    lower = set() if drift is None else {(str(r.task), str(r.metric)) for r in drift.itertuples(index=False)
+                                         if str(r.variant) == o.variant and str(r.direction) == "lower"}
+    mine = transitions[transitions["variant"].astype(str) == o.variant]
+    mine = mine[mine[o.rule.kind].astype(str) == o.rule.target].drop_duplicates(["task", "metric"])
+    out = []
+    for r in mine.itertuples(index=False):
+        lost, gained = (r.n_01, r.n_10) if (str(r.task), str(r.metric)) in lower else (r.n_10, r.n_01)
+        out.append((str(r.task), str(r.metric), int(r.n), int(lost), int(gained)))
+    return out
+
+
+def _flip_table(flips: list[tuple[RuleOutcome, tuple[str, str, int, int, int]]]) -> list[str]:
+    if not flips:
         return []
     return ["", "Flipped items behind the rules that did not pass (base → this variant; worse: right under the base, "
             "wrong under the variant, on the metric's better side):", "",
-            md_row(["rule", "task", "metric", "items", "worse", "better"]), md_row(["---"] * 6), *rows]
+            md_row(["rule", "task", "metric", "items", "worse", "better"]), md_row(["---"] * 6),
+            *(md_row([md_text(o.rule.label), md_code(task, table=True), md_code(metric, table=True), str(n), str(worse),
+                      str(better)]) for o, (task, metric, n, worse, better) in flips)]
+
+
+def _item_tables(variant: str, flips: list[tuple[RuleOutcome, tuple[str, str, int, int, int]]],
+                 items: Mapping[ItemKey, list[FlippedItem]]) -> list[str]:
+    lines: list[str] = []
+    for task, metric in dict.fromkeys((task, metric) for _, (task, metric, *_rest) in flips):
+        shown = items.get((variant, task, metric), [])
+        if not shown:
+            continue
+        lines += ["", f"Items that got worse on {md_code(task)} / {md_code(metric)} (the first {len(shown)}):", "",
+                  md_row(["doc", "question", "gold", "base answer", f"{md_text(variant)} answer"]), md_row(["---"] * 5)]
+        lines += [md_row([str(i.doc_id), md_text(i.question), md_text(i.gold), md_text(i.base_answer),
+                          md_text(i.variant_answer)]) for i in shown]
+    return lines
 
 
 def _number(value: float) -> float | None:

@@ -74,13 +74,11 @@ def match_tasks(patterns: Sequence[str], metadata: dict[str, Any] | None = None,
     """
     from captrack.errors import UnknownNameError
     from captrack.lmeval import task_manager
-    from captrack.paths import full_task_names
 
     # Indexing lm-eval's thousands of built-in tasks costs ~10 s per process: skip it when only ours are asked for.
+    # The opt-in full-size tasks join only when named exactly (a glob never selects them: captrack.lmeval.task_manager).
     only_ours = all(str(t).startswith("captrack") for t in patterns)
-    # The opt-in full-size tasks join only when named exactly (a glob never selects them).
-    full = bool(full_task_names() & {str(t) for t in patterns})
-    manager = task_manager(metadata=metadata or None, include_defaults=not only_ours, full=full)
+    manager = task_manager(metadata=metadata or None, include_defaults=not only_ours)
     for pattern in patterns if each else ():
         if not manager.match_tasks([pattern]):
             raise UnknownNameError("task", str(pattern), manager.all_subtasks)

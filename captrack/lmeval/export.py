@@ -36,7 +36,7 @@ def export_prompts(task: str, out: Path, n: int | None = None) -> int:
 
     if out.exists():
         raise InputError(f"{out} already exists; choose a new --out file")
-    manager = task_manager(full=True, include_defaults=False, metadata={"n": n} if n else None)
+    manager = task_manager(include_defaults=False, metadata={"n": n} if n else None)
     if not manager.match_tasks([task]):
         raise UnknownNameError("captrack task", task, manager.match_tasks(["captrack_*"]))
     loaded = manager.load([task])["tasks"][task]

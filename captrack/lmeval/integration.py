@@ -2,25 +2,63 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from captrack.paths import full_tasks_dir, tasks_dir
+from captrack.paths import full_task_names, full_tasks_dir, tasks_dir
 
 __all__ = ["main", "task_manager"]
 
-def task_manager(extra_paths: Sequence[str] = (), full: bool = False, **kwargs: Any) -> Any:
-    """An lm-eval TaskManager that sees captrack's tasks (plus `extra_paths`; `full`: the opt-in full-size tasks)."""
+_MANAGERS: dict[str, Any] = {}
+"""The task index of this process per set of arguments: lm-eval's TaskManager indexes every task folder (seconds,
+~10 s with its built-in tasks), so one process builds each index once."""
+
+
+def task_manager(extra_paths: Sequence[str] = (), **kwargs: Any) -> Any:
+    """lm-eval's TaskManager that sees captrack's tasks and the opt-in full-size ones (plus `extra_paths`), built once
+    per process for the same arguments (``metadata=None`` and ``{}`` alike). A full-size task is selected only when
+    named exactly: a glob such as ``captrack_*`` never selects it."""
     from lm_eval.tasks import TaskManager
 
     from captrack.lmeval.quiet import quiet_lm_eval
 
     quiet_lm_eval()  # every lm-eval logger imported by now (the evaluator's too): custom_dataset advice dropped, others once
-    paths = [tasks_dir(), *([full_tasks_dir()] if full else []), *extra_paths]
-    return TaskManager(include_path=paths, **kwargs)
+    paths = [tasks_dir(), full_tasks_dir(), *extra_paths]
+    if not kwargs.get("metadata"):
+        kwargs.pop("metadata", None)
+    key = json.dumps([paths, _folder_state(paths), sorted(kwargs.items())], default=repr, sort_keys=True)
+    if key not in _MANAGERS:
+        _MANAGERS[key] = _selecting(TaskManager)(include_path=paths, **kwargs)
+    return _MANAGERS[key]
+
+
+@functools.cache
+def _selecting(manager: type) -> type:
+    """`manager` whose match_tasks leaves out full-size tasks that were not named exactly."""
+
+    class CaptrackTaskManager(manager):
+        def match_tasks(self, task_list: Any) -> list[str]:
+            named = {str(t) for t in ([task_list] if isinstance(task_list, str) else task_list)}
+            full = full_task_names()
+            return [t for t in super().match_tasks(task_list) if t not in full or t in named]
+
+    return CaptrackTaskManager
+
+
+def _folder_state(paths: Sequence[str]) -> list[int]:
+    """When each task folder and its direct sub-folders last changed: a task added, removed or rewritten (files are
+    written by rename) since an index was built makes a new one."""
+    state = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            with os.scandir(path) as entries:
+                state += [os.stat(path).st_mtime_ns, *(e.stat().st_mtime_ns for e in entries if e.is_dir())]
+    return state
 
 
 def _with_include_path(argv: list[str]) -> list[str]:

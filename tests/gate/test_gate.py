@@ -153,6 +153,9 @@ def test_compare_with_gate_writes_markdown_json_and_junit_that_validates(compare
     markdown = (tmp_path / "gate" / "gate.md").read_text()
     assert "| sft | **fail** |" in markdown
     assert f"| advisory task {PRIVATE} | `{PRIVATE}` | `acc` | 300 | 60 | 2 |" in markdown  # worse 60, better 2
+    # and the first items that got worse, side by side: base right (items 150.. of the n10 block), variant wrong
+    assert f"Items that got worse on `{PRIVATE}` / `acc` (the first 5):" in markdown
+    assert f"| 150 | {PRIVATE} question 150 |" in markdown and f"| 149 | {PRIVATE} question 149 |" not in markdown
 
 
 def test_the_gate_command_reads_a_comparison_folder(compared: Path, tmp_path: Path) -> None:
@@ -253,4 +256,8 @@ def test_run_with_gate_decides_on_the_comparison_it_computed(tmp_path: Path, mon
     assert not (tmp_path / "wrong" / "work").exists()
     assert main(["run", str(experiment), "--gate", str(policy), "--gate-report", str(tmp_path / "r")]) == GATE_EXIT
     assert json.loads((tmp_path / "r" / "gate.json").read_text())["decisions"] == {"tuned": "fail"}  # -100 points
+    markdown = (tmp_path / "r" / "gate.md").read_text()
+    assert "| `captrack_mmlu_pro_full` | `acc` | 40 | 40 | 0 |" in markdown
+    assert "Question: question 0?" in markdown  # the texts the run's board read: gold, base answer, candidate answer
+    assert "| A. w | Answer: A | Answer: J |" in markdown
     assert main(["run", str(_experiment(tmp_path / "right", tuned_correct=True)), "--gate", str(policy)]) == 0
