@@ -7,6 +7,7 @@ its flip report (``build_flip_report``, what ``nel compare`` counts) are the ref
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -103,3 +104,20 @@ def test_a_truncated_results_file_is_refused_and_nothing_is_written(nel_runs: Pa
         import_run(broken.parent, "nemo", tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert not list(tmp_path.glob(".out*"))
+
+
+def test_the_board_says_the_scores_are_the_tools_own(nel_runs: Path, tmp_path: Path) -> None:
+    from captrack.compare.board import build_leaderboard
+
+    store = tmp_path / "store.duckdb"
+    for model in ("base", "cand"):
+        import_run(nel_runs / model, "nemo", tmp_path / model)
+        assert main(["ingest", str(tmp_path / model), "--store", str(store), "--name", model]) == 0
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "leaderboard.yaml").write_text(
+        f"title: imported\ndescription: from nel\nstore: {store}\ncomparisons:\n- base: base\n  variants:\n  - name: cand\n"
+        "bootstrap: 0\n", encoding="utf-8")
+    build_leaderboard(board)
+    pages = html.unescape("".join(p.read_text(encoding="utf-8") for p in (board / "tasks").glob("*.html")))
+    assert "the evaluating tool's own per-item outcome, imported by `captrack import` and not re-scored" in pages
