@@ -31,7 +31,7 @@ from captrack.pipeline.jobs import StageJob, WorkerReport, rank_command, worker_
 from captrack.pipeline.workers import latest_line, log_tail, slug
 from captrack.processes import spawn, usable_cores, worker_count
 
-__all__ = ["GPUS_ENV", "Gpu", "LocalExecutor", "gpu_inventory"]
+__all__ = ["GPUS_ENV", "Gpu", "LocalExecutor", "claim", "gpu_inventory", "place", "release"]
 
 GPUS_ENV = "CAPTRACK_GPUS"
 """Overrides the node's GPU inventory: ``2x80GB``, ``0:80GB,1:80GB`` or ``0`` (none)."""
@@ -159,12 +159,7 @@ class LocalExecutor(Executor):
         return JobStatus(job, JobState.QUEUED, host=self.host)
 
     def _place(self, job: StageJob) -> list[Gpu] | None:
-        """The GPUs `job` gets now (emptiest first), or None when they are not free."""
-        need = job.needs.gpu_memory
-        fitting = [g for g in self.gpus if g.takes(need if 0 < need <= g.memory else 0)]
-        fitting.sort(key=lambda g: (len(g.holders), g.planned, self.gpus.index(g)))
-        wanted = self._wanted(job)
-        return fitting[:wanted] if len(fitting) >= wanted else None
+        return place(self.gpus, job, self._wanted(job))
 
     def _start_ready(self) -> None:
         for job, spec in list(self.queue):
@@ -181,12 +176,7 @@ class LocalExecutor(Executor):
             self.queue.remove((job, spec))
 
     def _start(self, job: StageJob, spec: Path, placed: list[Gpu], slots: int) -> None:
-        need = job.needs.gpu_memory
-        for gpu in placed:
-            gpu.holders.add(job.id)
-            alone = need <= 0 or need > gpu.memory or gpu.memory <= 0
-            gpu.exclusive = gpu.exclusive or alone
-            gpu.planned += 0 if alone else need
+        claim(placed, job)
         env = {k: v for k, v in os.environ.items() if k not in _LAUNCH_KEYS}
         threads = str(max(1, job.needs.threads))
         env.update(OMP_NUM_THREADS=threads, CAPTRACK_THREADS=threads, OMP_WAIT_POLICY="PASSIVE",
@@ -205,13 +195,7 @@ class LocalExecutor(Executor):
 
     def _release(self, run: _Running) -> None:
         run.handle.close()
-        need = run.job.needs.gpu_memory
-        for gpu in self.gpus:
-            if run.job.id in gpu.holders:
-                gpu.holders.discard(run.job.id)
-                alone = need <= 0 or need > gpu.memory or gpu.memory <= 0
-                gpu.planned -= 0 if alone else need
-                gpu.exclusive = gpu.exclusive and not alone
+        release(self.gpus, run.job)
         del self.running[run.job.id]
 
     def poll(self) -> list[JobStatus]:
@@ -250,6 +234,37 @@ class LocalExecutor(Executor):
             run.process.kill()
             run.process.wait()
             self._release(run)
+
+
+def _alone(gpu: Gpu, need: int) -> bool:
+    """Whether a job planning `need` bytes per GPU has `gpu` to itself (no plan, or more than the GPU holds)."""
+    return need <= 0 or gpu.memory <= 0 or need > gpu.memory
+
+
+def place(gpus: list[Gpu], job: StageJob, wanted: int) -> list[Gpu] | None:
+    """The `wanted` GPUs `job` gets now (the emptiest first), or None when that many are not free for it."""
+    fitting = [g for g in gpus if g.takes(0 if _alone(g, job.needs.gpu_memory) else job.needs.gpu_memory)]
+    fitting.sort(key=lambda g: (len(g.holders), g.planned, gpus.index(g)))
+    return fitting[:wanted] if len(fitting) >= wanted else None
+
+
+def claim(placed: list[Gpu], job: StageJob) -> None:
+    """Record that `job` runs on `placed` (its planned memory on each; alone where it has no plan that fits)."""
+    for gpu in placed:
+        gpu.holders.add(job.id)
+        alone = _alone(gpu, job.needs.gpu_memory)
+        gpu.exclusive = gpu.exclusive or alone
+        gpu.planned += 0 if alone else job.needs.gpu_memory
+
+
+def release(gpus: list[Gpu], job: StageJob) -> None:
+    """Record that `job` ended: its GPUs take other jobs again."""
+    for gpu in gpus:
+        if job.id in gpu.holders:
+            gpu.holders.discard(job.id)
+            alone = _alone(gpu, job.needs.gpu_memory)
+            gpu.planned -= 0 if alone else job.needs.gpu_memory
+            gpu.exclusive = gpu.exclusive and not alone
 
 
 def _free_port() -> int:
