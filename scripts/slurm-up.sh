@@ -39,7 +39,9 @@ fi
 
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
   say "installing slurm-wlm and munge (Debian packages)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends slurm-wlm munge >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q --no-install-recommends slurm-wlm munge >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends slurm-wlm munge >/dev/null; }
 fi
 
 # munge: the key, then the daemon (Slurm authenticates every call through it).
