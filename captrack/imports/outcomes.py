@@ -27,6 +27,7 @@ from typing import Any
 
 from captrack.backends.recorded_answers import missing_message
 from captrack.errors import InputError, UnknownNameError
+from captrack.results.runfiles import results_path_of, samples_path
 
 __all__ = ["METRIC", "Outcome", "check_unique", "outcome_value", "select_task", "write_outcomes"]
 
@@ -154,10 +155,10 @@ def write_outcomes(outcomes: list[Outcome], folder: Path, name: str, provenance:
         rows = {t: sorted((o for o in by_task[t] if o.replicate == replicate), key=lambda o: (o.index, o.item))
                 for t in task_metric}
         present = {t: m for t, m in task_metric.items() if rows[t]}
+        results = results_path_of(model_dir, stamp)
         for task in present:
             text = "".join(json.dumps(_sample_line(o, present[task]), ensure_ascii=False) + "\n" for o in rows[task])
-            (model_dir / f"samples_{task}_{stamp}.jsonl").write_text(text, encoding="utf-8")
-        results = model_dir / f"results_{stamp}.json"
+            samples_path(results, task).write_text(text, encoding="utf-8")
         body = _results(present, rows, name, replicate, provenance, note)
         results.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
         written.append(results)

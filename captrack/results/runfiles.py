@@ -25,6 +25,7 @@ __all__ = [
     "judged_path",
     "results_files",
     "results_files_of_date",
+    "results_path_of",
     "run_output_files",
     "samples_error",
     "samples_path",
@@ -63,6 +64,12 @@ def run_output_files(folder: Path) -> list[Path]:
 def results_files_of_date(folder: Path, date_id: str) -> list[Path]:
     """The results files lm-eval wrote under `folder` for one run (``results_<date_id>.json``), sorted."""
     return sorted(folder.rglob(f"results_{date_id}.json"))
+
+
+def results_path_of(folder: Path, date_id: str) -> Path:
+    """Where lm-eval writes a run's results file in `folder`: ``results_<date_id>.json`` (captrack import writes
+    another tool's outcomes there too, captrack.imports.outcomes)."""
+    return folder / f"results_{date_id}.json"
 
 
 def samples_path(results_path: Path, task: str) -> Path:
