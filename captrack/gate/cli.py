@@ -46,9 +46,11 @@ def wants_gate(args: argparse.Namespace) -> bool:
 
 
 def item_limit(args: argparse.Namespace) -> int:
-    """CompareOptions.drill_limit for `compare`: the texts of flipped items are read only for a gate report."""
+    """CompareOptions.drill_limit for `compare`: the texts of flipped items are read only for a gate report.
+    The gate options are checked here, before the comparison starts (a bad policy costs no comparison)."""
     from captrack.report.drilldown import DRILL_LIMIT
 
+    wants_gate(args)
     return DRILL_LIMIT if getattr(args, "gate_report", None) else 0
 
 

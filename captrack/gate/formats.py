@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from captrack.analysis.verdicts import GATE_ALPHA
 from captrack.gate.items import FlippedItem, ItemKey
 from captrack.gate.outcomes import Cell, GateResult, RuleOutcome
 from captrack.report.escape import md_code, md_row, md_text
@@ -139,7 +140,7 @@ def gate_json(result: GateResult) -> str:
               "outcome": o.outcome, "reason": o.reason, "counts": o.counts, "cells": [_cell_json(c) for c in o.cells]}
              for o in result.outcomes]
     return json.dumps({"policy": result.policy.source, "exit_status": result.exit_status,
-                       "decisions": result.decisions, "family_wise_alpha": 0.025, "rules": rules}, indent=2) + "\n"
+                       "decisions": result.decisions, "family_wise_alpha": GATE_ALPHA, "rules": rules}, indent=2) + "\n"
 
 
 def gate_junit(result: GateResult) -> str:

@@ -163,6 +163,11 @@ def test_the_gate_command_reads_a_comparison_folder(compared: Path, tmp_path: Pa
     assert main(["gate", str(policy), str(compared / "out"), "--report", str(tmp_path / "r")]) == GATE_EXIT
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["gate-junit.xml", "gate.json", "gate.md"]
     assert main(["gate", str(policy), str(tmp_path / "nowhere")]) == 1
+    # a bad policy, or a report without a policy, is refused before the comparison starts: nothing is written
+    bad = _policy(tmp_path, "bad.yaml", "rules: [{group: CAN, tier: blocker}]\n")
+    args = ["compare", "--base", str(compared / "base"), "--variant", f"sft={compared / 'sft'}", "--out", str(tmp_path / "never")]
+    assert main([*args, "--gate", str(bad)]) == 1 and main([*args, "--gate-report", str(tmp_path / "g")]) == 1
+    assert not (tmp_path / "never").exists() and not (tmp_path / "g").exists()
     # a report folder inside the comparison's own folder would make its next `compare --out` refuse: refused here
     assert main(["gate", str(policy), str(compared / "out"), "--report", str(compared / "out" / "gate")]) == 1
     assert not (compared / "out" / "gate").exists()
