@@ -12,7 +12,7 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox slurm
+.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox slurm tool-venv
 
 help:  ## list the targets
 	@echo "make demo       the offline end-to-end demo (train, evaluate, compare, leaderboards/demo; 13-23 min on 2 cores)"
@@ -59,9 +59,15 @@ sandbox:
 	  { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null; } || \
 	  echo "bubblewrap (bwrap) missing and not root: apt-get install bubblewrap; code-sandbox tests will be skipped"
 
+# NeMo Evaluator 0.3.0 and Every-Eval-Ever 0.3.0 need Python >= 3.12: the import tests write their files in an
+# environment of their own, .cache/tool-venvs/ (tests/imports/conftest.py), built once from pyenv's or PATH's 3.12;
+# without one they skip with the reason.
+tool-venv: $(STAMP)
+	@$(BIN)/python tests/imports/conftest.py || echo "make tool-venv: not built (see above): those import tests will be skipped"
+
 # The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data):
 # about 2 minutes of tests on 2 CPU cores (the slow ones about 8). CI (.ci/run) runs both.
-test: lint browser sandbox
+test: lint browser sandbox tool-venv
 	$(BIN)/pytest -q -m "not slow"
 
 # Gemma-3-270M base (GGUF in four parts), the probe suite's second reference model: slow tests only.

@@ -73,3 +73,10 @@ def run_writer(python: str, script: str, *args: str) -> None:
     """Run one of tool_writers/ with the tool environment's python (its output shown on failure)."""
     done = subprocess.run([python, str(WRITERS / script), *args], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+if __name__ == "__main__":  # `make tool-venv`: build the environment ahead of the tests
+    found = _python312()
+    if found is None:
+        sys.exit("no Python 3.12 on PATH or under pyenv: the NeMo Evaluator and Every-Eval-Ever import tests will skip")
+    print(_build(found))
