@@ -78,7 +78,8 @@ def test_the_imported_comparison_gives_the_direct_lm_eval_comparisons_verdict(ee
     assert (flips[0]["n_10"], flips[0]["n_01"]) == (flips[1]["n_10"], flips[1]["n_01"])
 
 
-def test_duplicate_and_truncated_rows_are_refused_and_nothing_is_written(eee: Path, tmp_path: Path) -> None:
+def test_duplicate_and_truncated_rows_are_refused_and_nothing_is_written(eee: Path, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     src = next((eee / "eee" / "base").glob("*_samples.jsonl"))
     lines = src.read_text().splitlines()
     (tmp_path / "dup_samples.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
@@ -89,4 +90,8 @@ def test_duplicate_and_truncated_rows_are_refused_and_nothing_is_written(eee: Pa
         import_run(tmp_path / "cut_samples.jsonl", "every-eval-ever", tmp_path / "out")
     with pytest.raises(InputError, match="no rows with evaluation_result_id 'f1'"):
         import_run(src, "every-eval-ever", tmp_path / "out", outcome="f1")
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "dup_samples.jsonl"), "--format", "every-eval-ever", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and "nothing was written" in err
     assert not (tmp_path / "out").exists()
