@@ -182,3 +182,23 @@ def test_modules_and_functions_stay_small() -> None:
 
 def test_the_package_ships_type_information() -> None:
     assert (PACKAGE / "py.typed").is_file()
+
+
+def test_report_renders_and_calls_no_function_of_analysis() -> None:
+    """report/ takes types and constants from analysis/, never a function: what a page shows is computed before
+    (the comparison, captrack.analysis.board_summary) and only drawn here (issue 41)."""
+    import importlib
+    import inspect
+
+    bad = []
+    for path in _modules("report"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import) and any(a.name.startswith("captrack.analysis") for a in node.names):
+                bad.append(f"{path.relative_to(PACKAGE)} imports a module of analysis")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("captrack.analysis"):
+                module = importlib.import_module(str(node.module))
+                for alias in node.names:
+                    value = getattr(module, alias.name, None)
+                    if inspect.ismodule(value) or (callable(value) and not inspect.isclass(value)):
+                        bad.append(f"{path.relative_to(PACKAGE)} imports {node.module}.{alias.name}")
+    assert not bad, bad

@@ -1,15 +1,81 @@
-"""Leaderboard tables computed from the comparison tables: per algorithm and capability, and per checkpoint."""
+"""A leaderboard's tables, computed from its comparisons before any page is drawn: the comparisons' tables joined
+with the variants' labels, per algorithm and capability, per checkpoint, and each task's flipped items."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from captrack.report.numbers import is_significant
+from captrack.analysis.transitions import flipped_by_key
+from captrack.analysis.verdicts import SIGNIFICANT_VERDICTS
+from captrack.metrics.registry import lower_is_better
 from captrack.taxonomy import load_taxonomy
 
-__all__ = ["algorithm_summary", "checkpoint_rows"]
+if TYPE_CHECKING:
+    from captrack.analysis.comparison import Comparison
+    from captrack.labels import VariantLabels
+
+__all__ = ["BoardTables", "Flips", "algorithm_summary", "board_tables", "checkpoint_rows"]
+
+Flips = dict[str, dict[tuple[str, str], tuple[pd.DataFrame, int]]]
+"""variant -> (task, metric) -> its first flipped items (up to a limit) and how many flipped."""
+
+
+@dataclass
+class BoardTables:
+    """What a board shows, computed: `frames` (capabilities with labels, drift, transitions, labels, power,
+    contrasts), the per-algorithm summary, the per-checkpoint rows and each variant's flipped items."""
+
+    frames: dict[str, pd.DataFrame]
+    algorithms: pd.DataFrame
+    checkpoints: pd.DataFrame
+    variants: list[str]
+    aggregate_only: bool
+    flips: Flips = field(default_factory=dict)
+
+
+def board_tables(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]], drill_limit: int = 0) -> BoardTables:
+    """The board's tables from its comparisons (each with its variants' labels); `drill_limit`: how many flipped
+    items per (variant, task, metric) the task pages list (0: no task pages)."""
+    frames = _joined(comparisons)
+    aggregate_only = all(c.aggregate_only for c, _ in comparisons)
+    variants = [v.name for c, _ in comparisons for v in c.variants]
+    flips = _flips(comparisons, frames["transitions"], drill_limit) if drill_limit else {}
+    return BoardTables(frames, algorithm_summary(frames["capabilities"], aggregate_only),
+                       checkpoint_rows(frames, variants), variants, aggregate_only, flips)
+
+
+def _joined(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, pd.DataFrame]:
+    labels = {name: (c.base, lab) for c, labs in comparisons for name, lab in labs.items()}
+    label_frame = pd.DataFrame([{"variant": n, "base": base, "family": v.family, "size": v.size,
+                                 "data": v.data, "label_algorithm": v.algorithm} for n, (base, v) in labels.items()])
+    caps = pd.concat([c.capabilities for c, _ in comparisons], ignore_index=True).merge(label_frame, on="variant")
+    caps["algorithm"] = caps["label_algorithm"].where(caps["label_algorithm"] != "", caps["algorithm"])
+    caps = caps.drop(columns="label_algorithm")
+    drift = pd.concat([c.drift for c, _ in comparisons], ignore_index=True)
+    trans = pd.concat([c.transitions for c, _ in comparisons], ignore_index=True)
+    power = pd.concat([c.power for c, _ in comparisons], ignore_index=True)
+    contrasts = pd.concat([c.contrasts for c, _ in comparisons], ignore_index=True)
+    return {"capabilities": caps, "drift": drift, "transitions": trans, "labels": label_frame, "power": power,
+            "contrasts": contrasts}
+
+
+def _flips(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]], transitions: pd.DataFrame,
+           limit: int) -> Flips:
+    """Per variant with paired items, each of its (task, metric)'s first `limit` flipped items, found at once."""
+    paired = {name: p for c, _ in comparisons for name, p in c.paired.items()}
+    flips: Flips = {}
+    trans = transitions.drop_duplicates(["variant", "task", "metric"])
+    for variant, rows_of in trans.groupby("variant", sort=True):
+        if str(variant) not in paired:
+            continue
+        lower = {(str(t), str(m)): lower_is_better(str(m)) for t, m in zip(rows_of["task"], rows_of["metric"], strict=True)}
+        flips[str(variant)] = flipped_by_key(paired[str(variant)].items, lower, limit)
+    return flips
 
 
 def algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.DataFrame:
@@ -56,5 +122,5 @@ def checkpoint_rows(tables: dict[str, pd.DataFrame], variants: list[str]) -> pd.
                     **{g: groups.get(g, math.nan) for g in ("CAN", "WILL", "HOW")},
                     "forgetting_adj": t["forgetting_adj"].astype(float).mean() if len(t) else math.nan,
                     "backward_transfer_adj": t["backward_transfer_adj"].astype(float).mean() if len(t) else math.nan,
-                    "significant_tasks": int(sum(is_significant(v) for v in mine["verdict"])), "tasks": len(mine)})
+                    "significant_tasks": int(sum(isinstance(v, str) and v in SIGNIFICANT_VERDICTS for v in mine["verdict"])), "tasks": len(mine)})
     return pd.DataFrame(out)

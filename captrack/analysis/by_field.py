@@ -21,25 +21,19 @@ from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
 from captrack.analysis.transitions import Transitions, count_transitions
 from captrack.errors import InputError, UnknownNameError
 from captrack.metrics.registry import MetricSpec, get_metric
+from captrack.output_names import by_field_file
 
 if TYPE_CHECKING:
     from captrack.analysis.types import PairInput
     from captrack.labels import VariantLabels
 
-__all__ = ["GROUP_STAT_COLUMNS", "by_field_file", "field_table", "group_table", "join_field_tables"]
+__all__ = ["GROUP_STAT_COLUMNS", "field_table", "group_table", "join_field_tables"]
 
 GROUP_STAT_COLUMNS = [
     "n", "n_11", "n_10", "n_01", "n_00", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high",
     "forgetting", "backward_transfer", "k", "forgetting_adj", "backward_transfer_adj", "mcnemar_p", "q_value",
 ]
 """Columns after ``variant, algorithm, task, metric[, <field>]``; proportions are fractions, delta = variant − base."""
-
-
-def by_field_file(field: str) -> str:
-    """The output file of `--by field`: ``by_<field>.csv`` (characters unsafe in a file name become _)."""
-    import re
-
-    return "by_" + re.sub(r"[^A-Za-z0-9_.-]", "_", field) + ".csv"
 
 
 def _spec(metric: str) -> MetricSpec | None:

@@ -11,6 +11,7 @@ import pandas as pd
 from captrack.analysis.comparison import REPLICATE_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import (
     aggregate_capabilities,
+    compatible_table,
     oriented_drift,
     relative_drift,
     with_membership,
@@ -104,6 +105,7 @@ def compare_scores(frame: pd.DataFrame, taxonomy: Taxonomy | None = None) -> Com
                              "minimum detectable effects or rankings can be computed"],
         counts={"rows": len(frame), "variants": len(variants)},
         aggregate_only=True,
+        compatible=compatible_table(drift, taxonomy, [v.name for v in variants]),
     )
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_MARGIN",
     "DRIFT_VERDICT_COLUMNS",
     "GATE_ALPHA",
+    "SIGNIFICANT_VERDICTS",
     "VERDICTS",
     "Change",
     "combine_changes",
@@ -59,6 +60,7 @@ __all__ = [
 
 DEFAULT_MARGIN = 5.0  # points (binary/score metrics) or percent of the base mean (count metrics)
 VERDICTS = ("regressed", "inconclusive", "equivalent", "improved", "changed")
+SIGNIFICANT_VERDICTS = ("regressed", "improved", "changed")  # the 95% CI of the change excludes 0
 # Columns appended to drift.csv and capabilities.csv (captrack.analysis.verdict_tables fills them in).
 DRIFT_VERDICT_COLUMNS = ["change_unit", "oriented_change", "change_ci_low", "change_ci_high", "change_ci90_low",
                          "change_ci90_high", "verdict", "p_value", "change_method"]

@@ -62,11 +62,13 @@ def publish_board(spec: LeaderboardSpec, comparisons: BoardComparisons, claimed:
     Args:
         also_written: files this write put there itself before the pages (`captrack run`'s leaderboard.yaml).
     """
+    from captrack.analysis.board_summary import board_tables
     from captrack.compare.step_texts import board_step_texts
     from captrack.report.leaderboard_pages import write_pages
 
     texts = board_step_texts(spec.store, [c for c, _ in comparisons], spec.bases)
-    written = write_pages(spec, comparisons, texts)
+    computed = board_tables(comparisons, DRILL_LIMIT if spec.store is not None else 0)
+    written = write_pages(spec, comparisons, computed, texts)
     write_manifest(spec.folder, "leaderboard", [*written, *also_written], claimed)
     return written
 

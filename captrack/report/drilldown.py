@@ -20,6 +20,7 @@ from captrack.report.slugs import task_page_name
 from captrack.results.samples import ItemText
 
 if TYPE_CHECKING:
+    from captrack.analysis.board_summary import BoardTables
     from captrack.labels import VariantLabels
     from captrack.report.board_spec import LeaderboardSpec
 
@@ -95,26 +96,19 @@ class DrillRow:
 
 
 def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
-               transitions: pd.DataFrame, scoring: pd.DataFrame, drift: pd.DataFrame | None = None) -> dict[str, str]:
+               computed: BoardTables, scoring: pd.DataFrame, drift: pd.DataFrame | None = None) -> dict[str, str]:
     """One HTML page per task with transitions: file name -> page text, each headed by its change per variant and
-    metric as drift.csv gives it (base, variant, Δ with its 95% CI and verdict)."""
-    from captrack.analysis.transitions import flipped_by_key
-    from captrack.metrics.registry import lower_is_better
-
+    metric as drift.csv gives it (base, variant, Δ with its 95% CI and verdict), then the flipped items the board's
+    tables found (captrack.analysis.board_summary)."""
     pages: dict[str, str] = {}
     if spec.store is None:
         return pages
     kinds, kinds_of_task = _forgetting_kinds(comparisons), _output_types(comparisons)
-    paired = {name: p for c, _ in comparisons for name, p in c.paired.items()}
-    trans = transitions.drop_duplicates(["variant", "task", "metric"])
+    trans, flips = computed.frames["transitions"].drop_duplicates(["variant", "task", "metric"]), computed.flips
     texts: Texts = {}
     for comparison, _ in comparisons:
         for key, found in comparison.item_texts.items():
             texts.setdefault(key, {}).update(found)
-    flips: dict[str, dict[tuple[str, str], tuple[pd.DataFrame, int]]] = {}  # variant -> (task, metric) -> its first DRILL_LIMIT flipped items and how many flipped, found at once
-    for variant, rows_of in trans.groupby("variant", sort=True):
-        lower = {(str(t), str(m)): lower_is_better(str(m)) for t, m in zip(rows_of["task"], rows_of["metric"], strict=True)}
-        flips[str(variant)] = flipped_by_key(paired[str(variant)].items, lower, DRILL_LIMIT)
     for task, frame in trans.groupby("task", sort=True):
         rows: list[DrillRow] = []
         total = 0

@@ -20,7 +20,6 @@ from captrack.report.board_model import (
     scale_label,
 )
 from captrack.report.board_readme import board_readme
-from captrack.report.board_tables import algorithm_summary, checkpoint_rows
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
 from captrack.report.numbers import ci_text, missing, plain, verdict_text
@@ -44,6 +43,7 @@ from captrack.report.verdict_cells import (
 from captrack.report.writer import write_contract_tables
 
 if TYPE_CHECKING:
+    from captrack.analysis.board_summary import BoardTables
     from captrack.labels import VariantLabels
     from captrack.report.board_spec import LeaderboardSpec
 
@@ -65,21 +65,6 @@ def _num(value: float, pct: bool = True, signed: bool = True, oriented: float | 
 
 def _td(value: object) -> str:
     return f"<td>{esc(value)}</td>"
-
-
-def _tables(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, pd.DataFrame]:
-    labels = {name: (c.base, lab) for c, labs in comparisons for name, lab in labs.items()}
-    label_frame = pd.DataFrame([{"variant": n, "base": base, "family": v.family, "size": v.size,
-                                 "data": v.data, "label_algorithm": v.algorithm} for n, (base, v) in labels.items()])
-    caps = pd.concat([c.capabilities for c, _ in comparisons], ignore_index=True).merge(label_frame, on="variant")
-    caps["algorithm"] = caps["label_algorithm"].where(caps["label_algorithm"] != "", caps["algorithm"])
-    caps = caps.drop(columns="label_algorithm")
-    drift = pd.concat([c.drift for c, _ in comparisons], ignore_index=True)
-    trans = pd.concat([c.transitions for c, _ in comparisons], ignore_index=True)
-    power = pd.concat([c.power for c, _ in comparisons], ignore_index=True)
-    contrasts = pd.concat([c.contrasts for c, _ in comparisons], ignore_index=True)
-    return {"capabilities": caps, "drift": drift, "transitions": trans, "labels": label_frame, "power": power,
-            "contrasts": contrasts}
 
 
 def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -107,21 +92,19 @@ def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
-                step_texts: Mapping[FlipKey, StepTexts] | None = None) -> list[Path]:
-    """Write every output of the leaderboard into ``spec.folder``; returns the paths (`step_texts`: each item flipped
-    at a training step, its question and answers, captrack.compare.step_texts; None: the steps page lists ids only)."""
+                computed: BoardTables, step_texts: Mapping[FlipKey, StepTexts] | None = None) -> list[Path]:
+    """Write every output of the leaderboard into ``spec.folder``; returns the paths. `computed`: the board's tables
+    (captrack.analysis.board_summary); `step_texts`: each item flipped at a training step, its question and answers
+    (captrack.compare.step_texts; None: the steps page lists ids only)."""
     from captrack.report.drilldown import scoring_table, task_pages
     from captrack.report.slugs import task_page_name
 
     folder = spec.folder
-    tables = _tables(comparisons)
-    aggregate_only = all(c.aggregate_only for c, _ in comparisons)
-    variants = [v.name for c, _ in comparisons for v in c.variants]
+    tables, aggregate_only, variants = computed.frames, computed.aggregate_only, computed.variants
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
     units = capability_units(tables["drift"])
     cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
-    summary = algorithm_summary(tables["capabilities"], aggregate_only)
-    checkpoints = checkpoint_rows(tables, variants)
+    summary, checkpoints = computed.algorithms, computed.checkpoints
     written = figures.heatmap_figure(cells.value, cells.significant, folder / "figures", with_cis=not aggregate_only,
                                      colors=cells.colour, verdicts=cells.verdict if cells.with_verdicts else None,
                                      unit=scale_label(cells) if cells.with_verdicts else "")
@@ -145,7 +128,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
         html_sections, md_sections = [power_html, *html_sections], [power_md, *md_sections]
     written += write_contract_tables(folder, extra_tables)
     scoring = scoring_table(spec, comparisons)
-    pages = task_pages(spec, comparisons, tables["transitions"], scoring, tables["drift"]) if spec.store is not None else {}
+    pages = task_pages(spec, comparisons, computed, scoring, tables["drift"]) if spec.store is not None else {}
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
@@ -168,7 +151,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
 def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]
                    ) -> tuple[dict[str, pd.DataFrame], list[str], list[str]]:
     """pairs.csv (when there are transitions) and by_<field>.csv, with their HTML and README sections."""
-    from captrack.analysis.by_field import by_field_file
+    from captrack.output_names import by_field_file
     from captrack.report.pair_tables import (
         by_field_html,
         by_field_markdown,

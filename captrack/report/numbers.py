@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from captrack.analysis.verdicts import SIGNIFICANT_VERDICTS
+
 __all__ = ["MIXED_UNITS", "NO_SPREAD", "SIGNIFICANT", "ZERO_WIDTH", "change_text", "ci_text", "is_significant", "missing",
            "plain", "signed", "verdict_text", "zero_width"]
 
-SIGNIFICANT = ("regressed", "improved", "changed")
+SIGNIFICANT = SIGNIFICANT_VERDICTS
 """The verdicts whose 95% CI of the change excludes 0: the only cells a page calls significant (``*``)."""
 
 ZERO_WIDTH = "no spread: a CI of width 0 is no certainty"

@@ -16,9 +16,10 @@ from typing import Any
 import pandas as pd
 
 from captrack.analysis.comparison import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
-from captrack.analysis.drift import CAPABILITY_COLUMNS, compatible_table
+from captrack.analysis.drift import CAPABILITY_COLUMNS
 from captrack.analysis.item_spool import DistributionItems
 from captrack.files import staged_folder, write_atomic
+from captrack.output_names import by_field_file
 from captrack.report.escape import inert_cell
 from captrack.report.fast_csv import csv_chunks
 from captrack.report.markdown import render_report
@@ -100,8 +101,7 @@ def write_comparison(
 
 def _write_comparison(comparison: Comparison, folder: Path, inputs: dict[str, Any], taxonomy: Taxonomy) -> list[Path]:
     """Write every comparison file into `folder` (a staging folder)."""
-    names = [v.name for v in comparison.variants]
-    means, stds = compatible_table(comparison.drift, taxonomy, names)
+    means, stds = comparison.compatible
     tables = {
         "transitions.csv": comparison.transitions,
         "drift.csv": comparison.drift,
@@ -113,17 +113,13 @@ def _write_comparison(comparison: Comparison, folder: Path, inputs: dict[str, An
     if not comparison.aggregate_only:  # per-item statistics: none exist for aggregate scores
         tables |= {"power.csv": comparison.power, "rankings.csv": comparison.contrasts}
     if not comparison.distribution.empty:
-        from captrack.analysis.distribution import aggregate_by_algorithm
-
         tables |= {
             "distribution_items.csv": comparison.distribution_items,
             "distribution.csv": comparison.distribution,
-            "distribution_by_algorithm.csv": aggregate_by_algorithm(comparison.distribution),
+            "distribution_by_algorithm.csv": comparison.distribution_by_algorithm,
             "calibration.csv": comparison.calibration,
         }
     if comparison.by_field:
-        from captrack.analysis.by_field import by_field_file
-
         tables |= {by_field_file(name): frame for name, frame in comparison.by_field.items()}
     over = over_training_tables([comparison.curves] if comparison.curves is not None else [])  # drift over training
     written = write_contract_tables(folder, tables | over)
