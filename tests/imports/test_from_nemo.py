@@ -121,3 +121,30 @@ def test_the_board_says_the_scores_are_the_tools_own(nel_runs: Path, tmp_path: P
     build_leaderboard(board)
     pages = html.unescape("".join(p.read_text(encoding="utf-8") for p in (board / "tasks").glob("*.html")))
     assert "the evaluating tool's own per-item outcome, imported by `captrack import` and not re-scored" in pages
+
+
+def test_rescore_scores_an_lm_eval_benchmarks_responses_by_doc_index(tool_python: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """nel said every answer was right; captrack's task, given the same responses by problem_idx, scores its own gold."""
+    from captrack.official.mirror import normalise_row, write_config
+
+    task = "captrack_mmlu_pro_full"
+    rows = []
+    for doc_id, gold in {"mmlu_pro-1": "A", "mmlu_pro-2": "B", "mmlu_pro-3": "C"}.items():
+        row = normalise_row({"id": doc_id, "prompt": f"captrack asks {doc_id}", "choices": ["w", "x", "y", "z"],
+                             "gold": gold, "meta": {"question_id": int(doc_id[-1]), "category": "law"}}, "mmlu_pro.full")
+        row["revision"] = "test-1"
+        rows.append(row)
+    write_config(tmp_path / "mirror", "mmlu_pro.full", rows)
+    monkeypatch.setenv("CAPTRACK_DATA_DIR", str(tmp_path / "mirror"))
+    responses = ["Answer: A", "Answer: D", "The answer is C.\nAnswer: C"]
+    records = [{"problem_idx": i, "repeat": 0, "reward": 1.0, "prompt": f"q{i}", "model_response": text,
+                "expected_answer": "?"} for i, text in enumerate(responses)]
+    spec = {"runs": {"m": {f"lm-eval://{task}": records}}, "repeats": 1}
+    (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    run_writer(tool_python, "nemo_bundles.py", str(tmp_path / "spec.json"), str(tmp_path / "nel"))
+    own = import_run(tmp_path / "nel" / "m", "nemo", tmp_path / "own")
+    assert json.loads(own.results_file.read_text())["results"][task]["outcome,none"] == 1.0
+    import_run(tmp_path / "nel" / "m", "nemo", tmp_path / "rescored", rescore=True)
+    samples = next((tmp_path / "rescored").rglob(f"samples_{task}_*.jsonl"))
+    assert [json.loads(line)["acc"] for line in samples.read_text().splitlines()] == [1.0, 0.0, 1.0]
