@@ -175,12 +175,12 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdout: 
                             pass_fds=(read,), preexec_fn=in_child)
 
 
-def _watch_lifeline(fd: int) -> None:
+def _watch_lifeline(fd: int, parent: int, every_s: float) -> None:
     try:
         while os.read(fd, 1):
             pass
-    except OSError:
-        pass
+    except OSError:  # not the lifeline after all (closed on the way): watch the parent instead
+        _watch_parent(parent, every_s)
     os._exit(1)  # end of file: every writer (the parent) is gone
 
 
@@ -195,7 +195,9 @@ def die_with_parent(parent: int | None = None, every_s: float = 1.0) -> None:
     """Make this process end with its parent, however that ends (kill -9 included).
 
     Args:
-        parent: the parent's PID; None: the one :func:`spawn` named in PARENT_ENV (nothing to do without it).
+        parent: the parent's PID; None: the one :func:`spawn` named in PARENT_ENV (nothing to do without it). A
+            process whose parent is not the one that spawned it (a rank under torchrun, which passes its own
+            environment on) gives its parent here: the lifeline is then not its own and is left alone.
 
     Arms PR_SET_PDEATHSIG (Linux), ends at once when the parent is already gone, and starts a daemon thread
     reading the lifeline pipe (or, without one, checking every `every_s` seconds that the parent is still the
@@ -212,7 +214,8 @@ def die_with_parent(parent: int | None = None, every_s: float = 1.0) -> None:
         deathsig()
     if os.getppid() != parent:
         os._exit(1)
-    if fd.isdigit():
-        threading.Thread(target=_watch_lifeline, args=(int(fd),), name="captrack-lifeline", daemon=True).start()
+    if fd.isdigit() and named == str(parent):
+        threading.Thread(target=_watch_lifeline, args=(int(fd), parent, every_s), name="captrack-lifeline",
+                         daemon=True).start()
     else:
         threading.Thread(target=_watch_parent, args=(parent, every_s), name="captrack-parent-watch", daemon=True).start()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack.pipeline.jobs import StageJob, WorkerReport
-from captrack.processes import PARENT_ENV, die_with_parent, prepare_openmp
+from captrack.processes import die_with_parent, prepare_openmp
 from captrack.registries import Registry
 
 __all__ = ["JOB_KINDS", "run_job"]
@@ -69,7 +69,7 @@ def _threads(job: StageJob) -> None:
 
 def _main(argv: list[str]) -> int:
     """Run the job in spec file ``argv[0]``; write its report when it ends well (rank 0)."""
-    under_launcher = "LOCAL_RANK" in os.environ and PARENT_ENV not in os.environ
+    under_launcher = "LOCAL_RANK" in os.environ  # torchrun / DeepSpeed's launcher started this rank
     die_with_parent(os.getppid() if under_launcher else None)  # a rank dies with its launcher, a worker with its runner
     if "LOCAL_WORLD_SIZE" in os.environ:  # torchrun: what DeepSpeed's launcher calls LOCAL_SIZE
         os.environ.setdefault("LOCAL_SIZE", os.environ["LOCAL_WORLD_SIZE"])
