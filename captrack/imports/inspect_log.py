@@ -124,7 +124,7 @@ def _read_log(path: Path, options: ReadOptions) -> tuple[list[Outcome], str, str
         if not names:
             raise InputError(f"{path}: no samples/<id>_epoch_<n>.json members (status {header.get('status')!r})")
         samples = [_json(f"{path}:{n}", _member(archive, source.data, members[n], f"{path}:{n}")) for n in names]
-    scorer = options.outcome or _first_scorer(spec, samples)
+    scorer = options.outcome or _first_scorer(path, spec, samples)
     if not any(scorer in (sample.get("scores") or {}) for sample in samples):
         known = sorted({str(k) for sample in samples for k in (sample.get("scores") or {})})
         raise InputError(f"{path}: no sample has a score from scorer {scorer!r} (scorers: {', '.join(known) or 'none'})")
@@ -145,14 +145,14 @@ def _read_log(path: Path, options: ReadOptions) -> tuple[list[Outcome], str, str
     return outcomes, str(spec.get("model") or ""), scorer, source.sha256
 
 
-def _first_scorer(spec: dict[str, Any], samples: list[dict[str, Any]]) -> str:
+def _first_scorer(path: Path, spec: dict[str, Any], samples: list[dict[str, Any]]) -> str:
     for entry in spec.get("scorers") or []:
         if isinstance(entry, dict) and entry.get("name"):
             return str(entry["name"])
     for sample in samples:
         if sample.get("scores"):
             return str(next(iter(sample["scores"])))
-    raise InputError("the log's samples hold no scores; score the log (inspect score) first")
+    raise InputError(f"{path}: its samples hold no scores; score the log first (`inspect score`)")
 
 
 @adapter("inspect")
