@@ -15,7 +15,8 @@ from captrack.analysis.transitions import flipped_by_key
 from captrack.analysis.types import ChurnAnswers, ItemTexts, RunTask
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import get_metric, lower_is_better
-from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
+from captrack.metrics.scored import WHOLE_RESPONSE
+from captrack.official.scorers import scored_answer_text
 from captrack.results.samples import read_many_item_texts, unavailable_reason
 from captrack.results.store import SamplesFile
 
@@ -146,10 +147,10 @@ def _answers(key: ChurnKey, unchanged: tuple[list[str], list[int]], base: ItemTe
             known = (base_run, task, metric, doc_id)
             before = base_answers.get(known)
             if before is None:
-                before = base_answers[known] = scored_text(task, metric, b.doc, b.response, kind)
+                before = base_answers[known] = scored_answer_text(task, metric, b.doc, b.response, kind)
             if before == WHOLE_RESPONSE:
                 break
-            pairs.append((before, scored_text(task, metric, v.doc, v.response, kind)))
+            pairs.append((before, scored_answer_text(task, metric, v.doc, v.response, kind)))
         else:
             out[metric] = pairs
             continue

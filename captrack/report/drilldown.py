@@ -14,7 +14,8 @@ import pandas as pd
 
 from captrack.analysis.comparison import Comparison
 from captrack.errors import UnknownNameError
-from captrack.metrics.scored import WHOLE_RESPONSE, scored_text
+from captrack.metrics.scored import WHOLE_RESPONSE
+from captrack.official.scorers import scored_answer_text
 from captrack.report.html import esc, page, table
 from captrack.report.slugs import task_page_name
 from captrack.results.samples import ItemText
@@ -179,8 +180,8 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, lost: list[str], 
         cells = "".join([
             f'<td class="num key">{int(doc_id)}</td><td class="key key2">{esc(variant)}</td><td class="change">{esc(change)}</td>',
             _question(b.prompt) if b else _pre(missing), f'<td class="gold"><pre class="text">{esc(gold)}</pre></td>',
-            _answer(scored_text(task, metric, b.doc, b.response, kind), b.response) if b else _pre(missing),
-            _answer(scored_text(task, metric, v.doc, v.response, kind), v.response) if v else _pre(missing),
+            _answer(scored_answer_text(task, metric, b.doc, b.response, kind), b.response) if b else _pre(missing),
+            _answer(scored_answer_text(task, metric, v.doc, v.response, kind), v.response) if v else _pre(missing),
             f'<td>{esc(metric)}</td>',
         ])
         out.append(DrillRow(variant, flip, gold, cells))

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from captrack.metrics.registry import get_metric, get_scorer, score
-from captrack.metrics.scored import NONE_FOUND, WHOLE_RESPONSE, task_scorers
+from captrack.metrics.scored import NONE_FOUND, WHOLE_RESPONSE
+from captrack.official.scorers import task_scorers
 from captrack.results.samples import read_item_texts
 from captrack.results.store import Store
 
