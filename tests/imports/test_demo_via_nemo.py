@@ -23,6 +23,9 @@ from captrack.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs" / "demo" / "runs"
 MODELS = ("base", "sft", "dpo", "rl")
+pytestmark = pytest.mark.skipif(not all((RUNS / m / "seed0").is_dir() for m in MODELS),
+                                reason=f"needs the demo's runs ({RUNS.relative_to(ROOT)}/<model>/seed0), which only "
+                                       "`make demo` makes")
 
 
 def _records(samples: Path) -> tuple[str, list[dict]]:  # type: ignore[type-arg]
@@ -47,8 +50,6 @@ def _spec() -> tuple[dict, dict[str, str]]:  # type: ignore[type-arg]
 
 
 def test_the_demo_through_nemo_gives_the_direct_comparisons_verdicts(tool_python: str, tmp_path: Path) -> None:
-    if not all((RUNS / m / "seed0").is_dir() for m in MODELS):
-        pytest.skip(f"needs the demo's runs ({RUNS.relative_to(ROOT)}/<model>/seed0), which only `make demo` makes")
     spec, metrics = _spec()
     (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     run_writer(tool_python, "nemo_bundles.py", str(tmp_path / "spec.json"), str(tmp_path / "nel"))
