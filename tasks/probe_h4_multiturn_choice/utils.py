@@ -8,6 +8,9 @@ from captrack.probes.tasks import ConversationFormsTask
 
 __all__ = ["ConversationFormsTask", "load", "process_results"]
 
+TWIN_OF = "captrack_probe_h4_multiturn"  # the same turn 1; turn 2 the same at level 1 only
+"""The generative task(s) this forced-choice twin asks the items of (captrack.probes.twins reads it)."""
+
 
 def load(**metadata: Any) -> Any:
     """Generate the items (lm-eval passes the task metadata as keyword arguments)."""

@@ -4,6 +4,9 @@ from typing import Any
 
 from captrack.probes import to_dataset
 
+TWIN_OF = "captrack_probe_h5_retrieval"
+"""The generative task(s) this forced-choice twin asks the items of (captrack.probes.twins reads it)."""
+
 
 def load(**metadata: Any) -> Any:
     """Generate the items (lm-eval passes the task metadata as keyword arguments)."""

@@ -8,6 +8,9 @@ from captrack.probes.tasks import FormsTask
 
 __all__ = ["FormsTask", "load", "process_results"]
 
+TWIN_OF = ("captrack_probe_w1_harmful", "captrack_probe_w1_benign")  # its items: a harmful request, and the benign one as control
+"""The generative task(s) this forced-choice twin asks the items of (captrack.probes.twins reads it)."""
+
 
 def load(**metadata: Any) -> Any:
     """Generate the items (lm-eval passes the task metadata as keyword arguments)."""

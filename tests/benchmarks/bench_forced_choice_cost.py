@@ -16,15 +16,11 @@ import argparse
 import time
 from typing import Any
 
-# forced-choice twin -> its generative twin(s); W1's choice item is one harmful and one benign request
-TWINS = {
-    "captrack_probe_w1_choice": ["captrack_probe_w1_harmful", "captrack_probe_w1_benign"],
-    "captrack_probe_w2_false_premise_choice": ["captrack_probe_w2_false_premise"],
-    "captrack_probe_h5_retrieval_choice": ["captrack_probe_h5_retrieval"],
-    "captrack_probe_h6_citations_choice": ["captrack_probe_h6_citations"],
-    "captrack_probe_h3_tools_choice": ["captrack_probe_h3_tools"],
-    "captrack_probe_h4_multiturn_choice": ["captrack_probe_h4_multiturn"],
-}
+from captrack.probes.twins import forced_choice_twins
+
+# forced-choice twin -> its generative twin(s), as each task declares them (W1's choice item is one harmful and one
+# benign request)
+TWINS = {task: list(twins) for task, twins in forced_choice_twins().items()}
 
 
 def _instances(task_names: list[str], lm: Any, n: int) -> dict[str, list[Any]]:

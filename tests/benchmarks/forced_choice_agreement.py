@@ -19,14 +19,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PAIRS = {  # forced-choice task -> (its metric, twin task, twin metric, the twin's "right" value)
-    "captrack_probe_w2_false_premise_choice": ("contrast_acc", "captrack_probe_w2_false_premise", "overreach", 0.0),
-    "captrack_probe_h5_retrieval_choice": ("acc", "captrack_probe_h5_retrieval", "exact_match", 1.0),
-    "captrack_probe_h6_citations_choice": ("acc", "captrack_probe_h6_citations", "citation_source", 1.0),
-    "captrack_probe_h3_tools_choice": ("contrast_acc", "captrack_probe_h3_tools", "tool_selection", 1.0),
+from captrack.probes.twins import forced_choice_twins
+
+# forced-choice task -> (its metric, its twin's metric, the twin's "right" value); the twin is the task's own TWIN_OF
+MEASURES = {
+    "captrack_probe_w2_false_premise_choice": ("contrast_acc", "overreach", 0.0),
+    "captrack_probe_h5_retrieval_choice": ("acc", "exact_match", 1.0),
+    "captrack_probe_h6_citations_choice": ("acc", "citation_source", 1.0),
+    "captrack_probe_h3_tools_choice": ("contrast_acc", "tool_selection", 1.0),
     # H4: only level-1 items ask the same conversation (the recall question) in both twins
-    "captrack_probe_h4_multiturn_choice": ("contrast_acc", "captrack_probe_h4_multiturn", "pass_all", 1.0),
+    "captrack_probe_h4_multiturn_choice": ("contrast_acc", "pass_all", 1.0),
 }
+PAIRS = {task: (metric, forced_choice_twins()[task][0], twin_metric, right)
+         for task, (metric, twin_metric, right) in MEASURES.items()}
 
 
 def _samples(dirs: list[Path], task: str) -> dict[str, dict[str, Any]]:

@@ -12,19 +12,13 @@ from probe_helpers import docs, hooks, task_config
 
 from captrack.errors import InputError
 from captrack.metrics.form_consistency import contrast_metrics
+from captrack.probes.twins import forced_choice_twins
 
 SEEDS = range(8)
 CONTRAST = ["probe_w1_choice", "probe_w2_false_premise_choice", "probe_h3_tools_choice", "probe_h4_multiturn_choice"]
 PLAIN = ["probe_h5_retrieval_choice", "probe_h6_citations_choice"]
-# forced-choice folder -> (generative twin folder, the prompt field both share)
-TWINS = {
-    "probe_w1_choice": "probe_w1_harmful",
-    "probe_w2_false_premise_choice": "probe_w2_false_premise",
-    "probe_h5_retrieval_choice": "probe_h5_retrieval",
-    "probe_h6_citations_choice": "probe_h6_citations",
-    "probe_h3_tools_choice": "probe_h3_tools",
-    "probe_h4_multiturn_choice": "probe_h4_multiturn",  # the same turn 1; turn 2 the same at level 1 only
-}
+# forced-choice folder -> the generative twin folder whose items it asks, as each task declares it (TWIN_OF)
+TWINS = {task.removeprefix("captrack_"): twins[0].removeprefix("captrack_") for task, twins in forced_choice_twins().items()}
 
 
 def _contrast_results(probe_margin: float, control_margin: float) -> list[tuple[float, bool]]:
@@ -141,3 +135,7 @@ def test_tools_controls_ask_for_the_other_offered_tool() -> None:
         assert head == control_head and request != control_request and target != other
         assert f'"name": "{target}"' in head and f'"name": "{other}"' in head  # both are offered
         assert target == doc["kind"]
+
+
+def test_every_forced_choice_task_declares_its_twin() -> None:
+    assert set(TWINS) == set(CONTRAST) | set(PLAIN)
