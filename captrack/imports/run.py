@@ -94,7 +94,7 @@ def _task_docs(tasks: list[str], metadata: Mapping[str, Any] | None = None) -> d
     """Each task's documents in lm-eval's order (their index is lm-eval's doc_id), built with `metadata` (a probe's n)."""
     from captrack.lmeval import task_manager
 
-    manager = task_manager(full=True, include_defaults=False, metadata=dict(metadata) if metadata else None)
+    manager = task_manager(include_defaults=False, metadata=dict(metadata) if metadata else None)
     unknown = [t for t in tasks if not manager.match_tasks([t])]
     if unknown:
         raise UnknownNameError("captrack task", unknown[0], manager.match_tasks(["captrack_*"]))
