@@ -104,6 +104,34 @@ def test_four_one_gpu_evaluations_on_two_gpus_never_share_one(tmp_path: Path, mo
         spans = sorted((r.started, r.ended) for r in reports if r.cuda_visible_devices == gpu)
         assert spans, f"GPU {gpu} ran nothing"
         assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), f"GPU {gpu} ran two at once: {spans}"
+    from captrack.pipeline.status import stage_states
+
+    states = {s.title: s for s in stage_states(load_experiment(tmp_path / "exp.yaml"), Console(file=io.StringIO()))}
+    evaluation = states["evaluate v1 (seed 0)"]  # `captrack run --status`: state, executor, job id, host, GPUs
+    assert (evaluation.state, evaluation.executor) == ("done", "local") and evaluation.job_id.isdigit()
+    assert evaluation.gpus in ("0", "1") and evaluation.host and evaluation.gpu_hours is not None
+    assert states["ingest all runs"].state == "done"
+
+
+@pytest.mark.slow
+def test_the_same_experiment_gives_byte_identical_csvs_here_and_as_packed_jobs(
+        tmp_path: Path, models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process one stage after another (one worker), and as jobs packed onto two injected GPUs: the same board."""
+    boards = []
+    for name, env in (("here", {"CAPTRACK_WORKERS": "1", "CAPTRACK_GPUS": "0"}), ("jobs", {"CAPTRACK_GPUS": "2"})):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        folder = tmp_path / name
+        folder.mkdir()
+        run_experiment(load_experiment(_manifest(folder, models, variants=1)), console=Console(file=io.StringIO()))
+        boards.append(folder / "board")
+        monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
+    assert not list((tmp_path / "here" / "work" / "jobs").glob("*.report.json"))  # really run here
+    assert len(list((tmp_path / "jobs" / "work" / "jobs").glob("*.report.json"))) == 2  # really run as jobs
+    csvs = sorted(p.relative_to(boards[0]) for p in boards[0].rglob("*.csv"))
+    assert csvs and csvs == sorted(p.relative_to(boards[1]) for p in boards[1].rglob("*.csv"))
+    for csv in csvs:
+        assert (boards[0] / csv).read_bytes() == (boards[1] / csv).read_bytes(), csv
 
 
 def test_a_worker_runs_its_spec_with_the_experiment_file_gone(tmp_path: Path, models: tuple[Path, Path]) -> None:
