@@ -47,9 +47,12 @@ _CACHE: list[_Cache] = []
 
 
 @contextmanager
-def shared_resamples(max_bytes: int = 768 << 20) -> Iterator[None]:
+def shared_resamples(max_bytes: int = 256 << 20) -> Iterator[None]:
     """Within the block, the resample counts of a (task, n_items) are drawn once and shared by every statistic
-    that resamples that task (drift CIs, calibration, contrasts), up to `max_bytes` of counts held."""
+    that resamples that task (drift CIs, calibration, contrasts), up to `max_bytes` of counts held: every task of a
+    million records (50 tasks of 5,000 items, 1,000 resamples: 250 MB); at ten million (50 MB a task) each
+    statistic's pass over the tasks would push the first out before the next pass came back to it, so no more is
+    held for them (it was 768 MB, never read again there)."""
     _CACHE.append(_Cache(max_bytes))
     try:
         yield
@@ -87,6 +90,12 @@ def resample_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDA
     items shares the resamples and capability CIs stay paired across members (inside
     `shared_resamples`, they are drawn once).
     """
+    return _shared_counts(task, n_items, n_resamples, seed).astype(np.float32)
+
+
+def _shared_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArray[np.generic]:
+    """`resample_counts` as drawn and kept (uint8 where every count fits): a caller wanting another type casts it
+    once (the same whole numbers), not through a float32 copy."""
     key = (task, n_items, n_resamples, seed)
     cache = _CACHE[-1] if _CACHE else None
     counts = cache.get(key) if cache is not None else None
@@ -94,7 +103,7 @@ def resample_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDA
         counts = _draw_counts(task, n_items, n_resamples, seed)
         if cache is not None:
             cache.put(key, counts)
-    return counts.astype(np.float32)
+    return counts
 
 
 def cluster_resample_counts(task: str, labels: Sequence[object], n_resamples: int, seed: int) -> NDArray[np.float32]:
@@ -124,15 +133,16 @@ def bootstrap_drift(items: Items, n_resamples: int, seed: int,
         for key in all_keys:
             by_labels[tuple(map(str, clusters[key])) if clusters and key in clusters else ()].append(key)
         for labels, keys in by_labels.items():
-            if labels:
-                counts = cluster_resample_counts(task, labels, n_resamples, seed)
-            else:
-                counts = resample_counts(task, n_items, n_resamples, seed)
+            # (whole numbers: the same float64 matrix whether cast from uint8 or float32; one copy, not two)
+            counts = cluster_resample_counts(task, labels, n_resamples, seed) if labels else _shared_counts(
+                task, n_items, n_resamples, seed)
             columns = np.empty((n_items, 2 * len(keys)), dtype=np.float64)
             for i, key in enumerate(keys):
                 columns[:, 2 * i], columns[:, 2 * i + 1] = items[key]
-            drawn = counts.astype(np.float64).sum(axis=1, keepdims=True) if labels else n_items  # clusters vary in size
-            means = (counts.astype(np.float64) @ columns) / drawn
+            wide = counts.astype(np.float64)
+            drawn = wide.sum(axis=1, keepdims=True) if labels else n_items  # clusters vary in size
+            means = (wide @ columns) / drawn
+            del wide
             for i, key in enumerate(keys):
                 out[key] = relative_drift_array(means[:, 2 * i], means[:, 2 * i + 1])
     return out

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-__all__ = ["CHURN_COLUMNS", "answer_churn", "choice_churn", "seed_agreements"]
+__all__ = ["CHURN_COLUMNS", "answer_churn", "answer_churn_counts", "choice_churn", "churn_warning", "seed_agreements"]
 
 CHURN_COLUMNS = ["answer_churn", "n_replicates", "n_10_all_seeds", "n_01_all_seeds"]
 
@@ -62,6 +62,13 @@ def answer_churn(paired: PairedItems, answers: ChurnAnswers, warnings: list[str]
     metric that reads the whole response: NaN), or None where the samples files cannot be read: NaN
     for its metrics (one warning). Option-likelihood tasks are absent: choice_churn counts them.
     """
+    out, unreadable = answer_churn_counts(paired, answers)
+    warnings += churn_warning(paired.variant, unreadable)
+    return out
+
+
+def answer_churn_counts(paired: PairedItems, answers: ChurnAnswers) -> tuple[dict[tuple[str, str], float], list[str]]:
+    """`answer_churn`'s counts, and the tasks whose answers could not be read (sorted) instead of its warning."""
     out: dict[tuple[str, str], float] = {}
     unreadable: set[str] = set()
     for (task, base_run, variant_run), frame in paired.items.groupby(["task", "base_run", "variant_run"], sort=True):
@@ -76,10 +83,15 @@ def answer_churn(paired: PairedItems, answers: ChurnAnswers, warnings: list[str]
             count = math.nan if pairs is None else float(sum(_normal(b) != _normal(v) for b, v in pairs))
             out_key = (str(task), str(metric))
             out[out_key] = math.nan if found is None else out.get(out_key, 0.0) + count
-    if unreadable:
-        warnings.append(f"{paired.variant}: answer churn not computed for {', '.join(sorted(unreadable))} "
-                        "(samples files unavailable; re-ingest the runs)")
-    return out
+    return out, sorted(unreadable)
+
+
+def churn_warning(variant: str, unreadable: list[str]) -> list[str]:
+    """The one warning naming the tasks whose answer churn could not be read (none without such tasks)."""
+    if not unreadable:
+        return []
+    return [f"{variant}: answer churn not computed for {', '.join(sorted(unreadable))} "
+            "(samples files unavailable; re-ingest the runs)"]
 
 
 def _normal(answer: str) -> str:

@@ -18,12 +18,14 @@ from captrack.analysis.curves import Curves, Trajectory, curve_tables
 from captrack.analysis.distribution import (
     KEYS,
     CalibrationGroup,
+    aggregate_by_algorithm,
     calibration_inputs,
     calibration_table,
     diagnose,
 )
 from captrack.analysis.drift import (
     aggregate_capabilities,
+    compatible_table,
     oriented_drift,
     with_membership,
 )
@@ -31,7 +33,8 @@ from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.power import POWER_COLUMNS, power_table
 from captrack.analysis.ranking import CONTRAST_COLUMNS, algorithm_contrasts
 from captrack.analysis.stats import bh_qvalues
-from captrack.analysis.types import CompareInput, PairInput, VariantSpec
+from captrack.analysis.types import CompareInput, PairInput
+from captrack.analysis.variant_chunks import VariantChunks
 from captrack.analysis.variant_part import PAIR_DELTA_COLUMNS, PartOptions, variant_part
 from captrack.analysis.verdict_tables import (
     Clusters,
@@ -39,6 +42,7 @@ from captrack.analysis.verdict_tables import (
     drift_verdicts,
 )
 from captrack.analysis.verdicts import DEFAULT_MARGIN, DRIFT_VERDICT_COLUMNS
+from captrack.labels import VariantLabels
 from captrack.results.pairing import PairedItems
 from captrack.results.samples import ItemText
 from captrack.taxonomy import Taxonomy, load_taxonomy
@@ -49,7 +53,6 @@ __all__ = [
     "TRANSITION_COLUMNS",
     "CompareOptions",
     "Comparison",
-    "VariantSpec",
     "analyse",
     "part_options",
 ]
@@ -94,7 +97,7 @@ class Comparison:
     """Everything `compare` computed, as tables (written out by captrack.report.writer)."""
 
     base: str
-    variants: list[VariantSpec]
+    variants: list[VariantLabels]
     transitions: pd.DataFrame
     drift: pd.DataFrame
     capabilities: pd.DataFrame
@@ -119,6 +122,9 @@ class Comparison:
     item_texts: dict[tuple[str, str], dict[int, ItemText]] = field(default_factory=dict)  # (run id, task) -> doc_id -> texts
     texts_unavailable: list[str] = field(default_factory=list)  # why some item texts could not be read
     curves: Curves | None = None  # variants evaluated at training steps (trajectories): drift over training
+    compatible: tuple[pd.DataFrame, pd.DataFrame] = field(  # CapTrack's published layout: (means, stds) per variant
+        default_factory=lambda: (pd.DataFrame(), pd.DataFrame()))
+    distribution_by_algorithm: pd.DataFrame = field(default_factory=pd.DataFrame)  # the distribution pooled per algorithm
 
 
 def part_options(options: CompareOptions) -> PartOptions:
@@ -143,7 +149,7 @@ class _Gathered:
     so a comparison holds one variant's items at a time, not all of them."""
 
     options: CompareOptions
-    variants: list[VariantSpec] = field(default_factory=list)
+    variants: list[VariantLabels] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     transitions: list[dict[str, Any]] = field(default_factory=list)
@@ -163,14 +169,29 @@ class _Gathered:
     paired: dict[str, PairedItems] = field(default_factory=dict)
     item_texts: dict[tuple[str, str], dict[int, ItemText]] = field(default_factory=dict)
     texts_unavailable: set[str] = field(default_factory=set)
+    chunks: VariantChunks = field(default_factory=VariantChunks)  # a large variant's chunks, until its last
 
-    def add(self, pair: PairInput) -> None:
-        """Take what the comparison needs from one pair."""
-        options, paired, variant = self.options, pair.paired, pair.spec
+    def add(self, pair: PairInput) -> int | None:
+        """Take what the comparison needs from one pair, or from one chunk of a large variant (what the variant as a
+        whole gives is taken at its last: captrack.analysis.variant_chunks); the variant's paired rows once whole."""
+        options = self.options
         part = pair.part if pair.part is not None else variant_part(pair, part_options(options))
+        if options.distribution and pair.choices is not None and not pair.choices.empty:
+            items, summary = diagnose(pair.choices)
+            self.distribution_items.add(items)
+            self.summaries.append(summary)
+            self.calibration += calibration_inputs(pair.choices)
+        for key, texts in pair.item_texts.items():  # the base's files serve every variant: each pair read its own flips
+            self.item_texts.setdefault(key, {}).update(texts)
+        self.texts_unavailable.update(pair.texts_unavailable)
+        whole = self.chunks.add(pair, part)
+        if whole is None:
+            return None
+        pair, part, rows = whole
+        paired, variant = pair.paired, pair.spec
         self.variants.append(variant)
         if pair.steps:  # the last step is the end point
-            self.trajectories.append(Trajectory(variant.name, variant.algorithm, pair.steps))
+            self.trajectories.append(Trajectory(variant, pair.steps))
         self.differences += pair.setting_differences
         self.warnings += [*pair.warnings, *part.warnings]
         self.items |= part.items
@@ -182,29 +203,22 @@ class _Gathered:
         self.counts[variant.name] = part.counts | {"nan_excluded": paired.nan_excluded, "replicates": paired.replicates}
         self.counts[variant.name] |= {"seeds": paired.seeds} if paired.seeds is not None else {}  # one run each, other seeds
         self.pair_deltas[variant.name] = part.pair_deltas
-        if options.distribution and pair.choices is not None and not pair.choices.empty:
-            items, summary = diagnose(pair.choices)
-            self.distribution_items.add(items)
-            self.summaries.append(summary)
-            self.calibration += calibration_inputs(pair.choices)
         for name in options.by:
             frame = field_table(pair, name, options.bootstrap, options.seed, options.level,
                                 self.by_field_warnings.setdefault(name, []))
             self.by_field.setdefault(name, []).append(frame)
         if options.drill_limit:  # drill-down pages list flipped items from them
             self.paired[variant.name] = paired
-        for key, texts in pair.item_texts.items():  # the base's files serve every variant: each pair read its own flips
-            self.item_texts.setdefault(key, {}).update(texts)
-        self.texts_unavailable.update(pair.texts_unavailable)
+        return rows
 
 
 def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
              progress: Callable[[str, int], None] | None) -> Comparison:
-    got = _Gathered(options)
+    got = _Gathered(options, chunks=VariantChunks(keep_items=bool(options.drill_limit)))
     for pair in data.pairs:
-        got.add(pair)
-        if progress is not None:
-            progress(pair.spec.name, len(pair.paired.items))
+        rows = got.add(pair)
+        if progress is not None and rows is not None:
+            progress(pair.spec.name, rows)
         del pair  # else the loop holds this variant's items while the next one is read
     items, clusters, drift, warnings = got.items, got.clusters or None, got.drift, got.warnings
     boot = bootstrap_drift(items, options.bootstrap, options.seed, clusters)
@@ -231,6 +245,8 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
         curves=curve_tables(got.trajectories, taxonomy, options.bootstrap, options.seed, options.level, options.margin)
         if got.trajectories else None,
         item_texts=got.item_texts, texts_unavailable=sorted(got.texts_unavailable),
+        compatible=compatible_table(drift_df, taxonomy, [v.name for v in variants]),
+        distribution_by_algorithm=aggregate_by_algorithm(dist) if not dist.empty else pd.DataFrame(),
     )
     for name in options.by:
         warnings += got.by_field_warnings.get(name, [])
@@ -266,7 +282,7 @@ def _untracked(drift: pd.DataFrame) -> list[str]:
 
 
 def _contrasts(with_rates: pd.DataFrame, boot: dict[tuple[str, str, str], Any], taxonomy: Taxonomy, options: CompareOptions,
-               base: str, variants: Sequence[VariantSpec], items: Items, transitions: pd.DataFrame,
+               base: str, variants: Sequence[VariantLabels], items: Items, transitions: pd.DataFrame,
                dist_items: DistributionItems) -> pd.DataFrame:
     """Algorithm pairs: mean |drift| (captrack.analysis.ranking), then F_adj and 1 − BC (captrack.analysis.contrasts)."""
     pairs = algorithm_contrasts(with_rates, boot, taxonomy, options.level, base)

@@ -55,6 +55,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.bootstrap import resample_counts
+from captrack.analysis.calibration_sides import CalibrationSide
 from captrack.analysis.choice_frame import ChoiceFrame, as_matrix, check_gold, choice_blocks
 from captrack.analysis.stats import percentile_ci
 from captrack.errors import InputError
@@ -294,19 +295,6 @@ def _top_choice(ll: Array, gold: NDArray[np.int64]) -> tuple[Array, Array, Array
     return p.max(axis=1), (ll.argmax(axis=1) == gold).astype(float), ((p - onehot) ** 2).sum(axis=1)
 
 
-def _ece(conf: Array, correct: Array, counts: NDArray[np.floating[Any]], n_bins: int,
-         drawn: NDArray[np.floating[Any]] | None = None) -> Array:
-    """ECE under each row of `counts` (item multiplicities of a resample; a row of ones = the sample); `drawn`:
-    each row's sum, when the caller has it.
-
-    Bins are right-closed, (e_{j-1}, e_j], with the first closed: scikit-learn's `calibration_curve`.
-    """
-    bins = np.searchsorted(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], conf, side="left")
-    gap = np.zeros((len(conf), n_bins), dtype=counts.dtype)
-    gap[np.arange(len(conf)), bins] = correct - conf
-    return np.asarray(np.abs(counts @ gap).sum(axis=1) / (counts.sum(axis=1) if drawn is None else drawn), dtype=float)
-
-
 class _TaskDraws:
     """The resample counts of the task last asked for and their row sums, shared by its variants (visited together)."""
 
@@ -323,15 +311,18 @@ class _TaskDraws:
         return self.counts, self.drawn
 
 
-CalibrationGroup = tuple[tuple[Any, ...], dict[str, tuple[Array, Array, Array]]]
-"""A (variant, algorithm, task)'s keys and, per side, each item's top-choice confidence, correctness and Brier score."""
+CalibrationGroup = tuple[tuple[Any, ...], dict[str, CalibrationSide]]
+"""A (variant, algorithm, task)'s keys and, per side, what calibration drift reads of its items."""
 
 
-def calibration_inputs(frame: pd.DataFrame | ChoiceFrame) -> list[CalibrationGroup]:
+def calibration_inputs(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10) -> list[CalibrationGroup]:
     """What calibration drift reads of each (variant, algorithm, task) group of `frame` (the input of `diagnose`),
-    sorted by those keys: three numbers per item and side, kept per variant by a comparison, which runs the
-    bootstrap task by task at the end (`calibration_table`: each task's resamples drawn once). InputError as `diagnose`."""
+    sorted by those keys: 9 bytes per item and side (captrack.analysis.calibration_sides), kept per variant by a
+    comparison, which runs the bootstrap task by task at the end (`calibration_table`: each task's resamples drawn
+    once). InputError as `diagnose`; ValueError: n_bins below 1."""
     data = _validated(frame)
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be positive, got {n_bins}")
     keys = data.keys if isinstance(data, ChoiceFrame) else data
     out: list[CalibrationGroup] = []
     for key, rows in sorted(keys.groupby(KEYS, sort=True, dropna=False).indices.items()):
@@ -340,23 +331,25 @@ def calibration_inputs(frame: pd.DataFrame | ChoiceFrame) -> list[CalibrationGro
         for _, base, variant, gold in blocks:
             parts["base"].append(_top_choice(base, gold))
             parts["variant"].append(_top_choice(variant, gold))
-        sides = {side: tuple(np.concatenate([c[i] for c in chunks]) for i in range(3)) for side, chunks in parts.items()}
-        out.append((tuple(key), sides))  # type: ignore[arg-type]
+        sides = {side: CalibrationSide.of(np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]),
+                                          np.concatenate([c[2] for c in chunks]), n_bins) for side, chunks in parts.items()}
+        out.append((tuple(key), sides))
     return out
 
 
-def _calibration_group(sides: dict[str, tuple[Array, Array, Array]], task: str, n_bins: int,
+def _calibration_group(sides: dict[str, CalibrationSide], task: str, n_bins: int,
                        draws: _TaskDraws | None) -> dict[str, float]:
     """ECE and Brier of base and variant for one (variant, task) group, with paired bootstrap CIs."""
-    n = len(sides["base"][0])
+    n = len(sides["base"].bins)
+    if any(side.n_bins != n_bins for side in sides.values()):
+        raise ValueError(f"calibration inputs made for {sides['base'].n_bins} bins, asked for {n_bins}")
     counts, drawn = draws.get(task, n) if draws is not None else (None, None)
     stats: dict[str, float] = {"n": n}
-    boot: dict[str, tuple[Array, Array]] = {}
-    for side, (conf, correct, brier) in sides.items():
-        stats[f"ece_{side}"] = float(_ece(conf, correct, np.ones((1, n)), n_bins)[0])
-        stats[f"brier_{side}"] = float(brier.mean())
-        if counts is not None:
-            boot[side] = (_ece(conf, correct, counts, n_bins, drawn), counts @ brier.astype(np.float32) / n)
+    boot: dict[str, tuple[Array, NDArray[Any]]] = {}
+    for name, side in sides.items():
+        stats[f"ece_{name}"], stats[f"brier_{name}"] = side.ece, side.brier
+        if counts is not None and drawn is not None:
+            boot[name] = side.resampled(counts, drawn)
     for i, name in enumerate(("ece", "brier")):
         stats[f"{name}_change"] = stats[f"{name}_variant"] - stats[f"{name}_base"]
         diff = (boot["variant"][i] - boot["base"][i]).astype(float) if boot else np.empty(0)
@@ -396,4 +389,6 @@ def calibration(frame: pd.DataFrame | ChoiceFrame, n_bins: int = 10, n_resamples
         InputError: as `diagnose`.
         ValueError: n_bins below 1.
     """
-    return calibration_table(calibration_inputs(frame), n_bins, n_resamples, seed)
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be positive, got {n_bins}")
+    return calibration_table(calibration_inputs(frame, n_bins), n_bins, n_resamples, seed)

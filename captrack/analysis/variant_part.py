@@ -9,7 +9,7 @@ variant, so captrack.compare.readers computes it where the pair was read (a work
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,18 +19,19 @@ from numpy.typing import NDArray
 
 from captrack.analysis.bootstrap import Items
 from captrack.analysis.by_field import group_table
-from captrack.analysis.churn import answer_churn, seed_agreements
+from captrack.analysis.churn import answer_churn_counts, churn_warning, seed_agreements
 from captrack.analysis.curves import item_means
 from captrack.analysis.drift import relative_drift
 from captrack.analysis.stats import mcnemar_exact
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
-from captrack.analysis.types import PairInput, VariantPart, VariantSpec
+from captrack.analysis.types import PairInput, VariantPart
 from captrack.analysis.verdict_tables import item_clusters, item_labels
 from captrack.errors import UnknownNameError
+from captrack.labels import VariantLabels
 from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems
 
-__all__ = ["PAIR_DELTA_COLUMNS", "PartOptions", "variant_part"]
+__all__ = ["PAIR_DELTA_COLUMNS", "PartOptions", "merge_parts", "variant_part"]
 
 PAIR_DELTA_COLUMNS = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
 
@@ -55,12 +56,41 @@ def variant_part(pair: PairInput, options: PartOptions) -> VariantPart:
     sources = item_labels(paired, pair.source_ids) if pair.source_ids is not None else {}
     t_rows, d_rows, counts = _variant_rows(variant, per_rep, items, warnings)
     _add_noise_floor(t_rows, paired)
-    _add_flip_decomposition(t_rows, pair, options.churn, warnings)
+    unreadable = _add_flip_decomposition(t_rows, pair, options.churn)
     deltas = None
-    if options.pair_deltas and t_rows:  # the variant's tracked (task, metric)s: each change with its bootstrap CI
+    # the variant's tracked (task, metric)s: each change with its bootstrap CI (a chunk's always: merge_parts keeps
+    # them when any chunk of the variant has transitions, as the whole variant's table would)
+    if options.pair_deltas and (t_rows or pair.chunked):
         deltas = group_table(paired.items, variant, n_resamples=options.bootstrap, seed=options.seed)[PAIR_DELTA_COLUMNS]
     return VariantPart(per_replicate=per_rep, items=items, clusters=clusters, transitions=t_rows, drift=d_rows,
-                       counts=counts, warnings=warnings, pair_deltas=deltas, sources=sources)
+                       counts=counts, warnings=_warnings(variant.name, warnings, counts["zero_base"], unreadable),
+                       pair_deltas=deltas, sources=sources, row_warnings=warnings, churn_unreadable=unreadable)
+
+
+def merge_parts(variant: VariantLabels, parts: Sequence[VariantPart]) -> VariantPart:
+    """The part of a variant read in chunks (runs of whole tasks, in task order; captrack.compare.pair_reads) from
+    its chunks' parts: what `variant_part` gives for the whole variant (tables, counts, warnings and their order)."""
+    zero = [task for part in parts for task in part.counts["zero_base"]]
+    unreadable = sorted({task for part in parts for task in part.churn_unreadable})
+    rows = [warning for part in parts for warning in part.row_warnings]
+    transitions = [row for part in parts for row in part.transitions]
+    deltas = [part.pair_deltas for part in parts if part.pair_deltas is not None]
+    counts = {"paired_items": {k: n for part in parts for k, n in part.counts["paired_items"].items()}, "zero_base": zero}
+    return VariantPart(
+        per_replicate=pd.concat([part.per_replicate for part in parts], ignore_index=True),
+        items={key: values for part in parts for key, values in part.items.items()},
+        clusters={key: labels for part in parts for key, labels in part.clusters.items()},
+        transitions=transitions, drift=[row for part in parts for row in part.drift], counts=counts,
+        warnings=_warnings(variant.name, rows, zero, unreadable),
+        pair_deltas=pd.concat(deltas, ignore_index=True) if transitions and deltas else None,
+        sources={key: labels for part in parts for key, labels in part.sources.items()},
+        row_warnings=rows, churn_unreadable=unreadable)
+
+
+def _warnings(variant: str, rows: list[str], zero_base: list[str], unreadable: list[str]) -> list[str]:
+    """A part's warnings: its (task, metric)s' own, then the one naming base values of 0, then the churn one."""
+    zero = [f"{variant}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}"] if zero_base else []
+    return [*rows, *zero, *churn_warning(variant, unreadable)]
 
 
 def _add_noise_floor(rows: list[dict[str, Any]], paired: PairedItems) -> None:
@@ -83,15 +113,18 @@ def _add_noise_floor(rows: list[dict[str, Any]], paired: PairedItems) -> None:
             (str(row["task"]), str(row["metric"])), (math.nan, math.nan))
 
 
-def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: bool, warnings: list[str]) -> None:
-    """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn)."""
+def _add_flip_decomposition(rows: list[dict[str, Any]], pair: PairInput, churn: bool) -> list[str]:
+    """Answer churn and all-seeds-agree transition counts on each transition row (captrack.analysis.churn); returns
+    the tasks whose answers could not be read."""
     paired = pair.paired
-    counts = answer_churn(paired, pair.churn_answers, warnings) if churn and rows and pair.churn_answers is not None else {}
+    counts, unreadable = answer_churn_counts(paired, pair.churn_answers) if (
+        churn and rows and pair.churn_answers is not None) else ({}, [])
     agree = seed_agreements(paired, {(str(r["task"]), str(r["metric"])): bool(r["direction_lower"]) for r in rows})
     for row in rows:
         row["n_replicates"], row["n_10_all_seeds"], row["n_01_all_seeds"] = agree.get(
             (str(row["task"]), str(row["metric"])), (0, 0, 0))
         row["answer_churn"] = counts.get((row["task"], row["metric"]), math.nan)
+    return unreadable
 
 
 def _per_replicate(paired: PairedItems) -> pd.DataFrame:
@@ -137,7 +170,7 @@ def _spec(metric: str, warnings: list[str]) -> MetricSpec | None:
 
 
 def _variant_rows(
-    variant: VariantSpec, per_rep: pd.DataFrame, items: Items, warnings: list[str]
+    variant: VariantLabels, per_rep: pd.DataFrame, items: Items, warnings: list[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """Transition and drift rows of one variant (drift CIs are filled in later)."""
     transitions, drift = [], []
@@ -167,8 +200,6 @@ def _variant_rows(
             if transitions[-1]["k"] is not None and low != high:
                 warnings.append(f"{variant.name}: {task}/{metric}: items have {low:.0f} to "
                                 f"{high:.0f} options; k reports the most common, E uses each item's own k")
-    if zero_base:
-        warnings.append(f"{variant.name}: base value is 0, so relative drift is NaN for: {', '.join(zero_base)}")
     return transitions, drift, {"paired_items": paired_items, "zero_base": zero_base}
 
 
@@ -178,7 +209,7 @@ def _known(values: NDArray[Any]) -> NDArray[np.float64]:
     return numbers[~np.isnan(numbers)]
 
 
-def _transition_row(variant: VariantSpec, task: str, metric: str, rows: Mapping[str, NDArray[Any]],
+def _transition_row(variant: VariantLabels, task: str, metric: str, rows: Mapping[str, NDArray[Any]],
                     spec: MetricSpec | None) -> dict[str, Any]:
     """One (task, metric)'s transition row from its replicates' counts (`rows`: per_replicate's columns)."""
     n11, n10, n01, n00 = (int(np.asarray(rows[c]).sum()) for c in ("n_11", "n_10", "n_01", "n_00"))

@@ -9,17 +9,23 @@ from collections.abc import Iterator, Sequence
 import pandas as pd
 
 from captrack.analysis.comparison import CompareOptions
-from captrack.analysis.types import PairInput, VariantSpec
+from captrack.analysis.types import PairInput
 from captrack.compare.option_reads import paired_choices
 from captrack.compare.texts import BaseTexts, read_pair_texts
-from captrack.results.pairing import PairedItems
+from captrack.labels import VariantLabels
+from captrack.results.pairing import PairedItems, Pairing
 from captrack.results.samples import paired_doc_field
 from captrack.results.settings import setting_warnings
 from captrack.results.store import Store
-from captrack.results.trajectory import pair_variant
+from captrack.results.trajectory import check_base, has_steps, pair_variant
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["RELEASE_ROWS", "read_pairs"]
+__all__ = ["CHUNK_ROWS", "RELEASE_ROWS", "read_pairs"]
+
+CHUNK_ROWS = 1 << 17
+"""Base rows from which a variant is paired and read a run of whole tasks at a time, each run about this many rows
+(captrack.results.pairing.Pairing.chunks): at ten million records a variant's 2.5 million paired rows, option
+loglikelihoods and texts held at once took 4.7 GB; a chunk of 131,072 rows holds about a tenth of a GB."""
 
 RELEASE_ROWS = 100_000
 """Paired rows from which DuckDB's memory is handed back after a variant's reads (Store.release_memory): at 2.5
@@ -37,29 +43,62 @@ def _source_ids(store: Store, paired: PairedItems, taxonomy: Taxonomy) -> pd.Ser
     return values.reindex(paired.items.index)
 
 
-def read_pairs(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions, taxonomy: Taxonomy,
+def read_pairs(store: Store, base: str, variants: Sequence[VariantLabels], options: CompareOptions, taxonomy: Taxonomy,
                base_texts: BaseTexts) -> Iterator[PairInput]:
-    """Each variant read and paired with the base, in order (the base's texts kept in `base_texts` for the next)."""
-    base_files = base_texts.base_files
+    """Each variant read and paired with the base, in order (the base's texts kept in `base_texts` for the next);
+    a variant of more than CHUNK_ROWS base rows as several chunks of whole tasks (PairInput.chunked)."""
     fields = list(dict.fromkeys([*options.by, *([options.cluster] if options.cluster else [])]))
     for variant in variants:
-        paired, steps = pair_variant(store, base, variant.name, taxonomy, options.allow_partial)
-        large = len(paired.items) >= RELEASE_ROWS
-        if large:  # what DuckDB kept from pairing (its join: about a third of the memory then) is not needed again
-            store.release_memory()
-        differences = setting_warnings(store, base, variant.name)
-        pair = PairInput(spec=variant, paired=paired, setting_differences=differences,
-                         warnings=[*paired.warnings, *differences], steps=steps)
-        pair.fields = {name: paired_doc_field(store, paired, name) for name in fields}
-        pair.source_ids = _source_ids(store, paired, taxonomy)
-        variant_files = store.samples_files(variant.name)
-        texts = read_pair_texts(paired.items, base_files, variant_files, options.churn, options.drill_limit,
-                                base_texts)
-        pair.churn_answers = texts.churn_answers if options.churn else None
-        pair.item_texts, pair.texts_unavailable = texts.item_texts, texts.unavailable
-        if options.distribution:
-            pair.choices = paired_choices(store, paired, variant.algorithm, pair.warnings)
-            if large:
+        check_base(store, base)
+        if fields or has_steps(store, variant.name):  # doc fields group a variant's items; a trajectory's steps
+            paired, steps = pair_variant(store, base, variant.name, taxonomy, options.allow_partial)
+            if len(paired.items) >= RELEASE_ROWS:  # what DuckDB kept from pairing (its join) is not needed again
                 store.release_memory()
-        yield pair
-        del pair, paired, texts  # this variant's items are not held while the next one is read
+            differences = setting_warnings(store, base, variant.name)
+            pair = PairInput(spec=variant, paired=paired, setting_differences=differences,
+                             warnings=[*paired.warnings, *differences], steps=steps)
+            yield _read(store, pair, options, taxonomy, base_texts, fields)
+            del pair, paired, steps  # this variant's items are not held while the next one is read
+        else:
+            yield from _read_chunks(store, base, variant, options, taxonomy, base_texts)
+
+
+def _read_chunks(store: Store, base: str, variant: VariantLabels, options: CompareOptions, taxonomy: Taxonomy,
+                 base_texts: BaseTexts) -> Iterator[PairInput]:
+    """One variant paired and read a run of whole tasks at a time (one chunk when it is small): each chunk is read
+    once the next is paired, so the last is known to be the last and carries the variant's pairing warnings."""
+    pairing = Pairing(store, base, variant.name, taxonomy, options.allow_partial)
+    held: PairedItems | None = None
+    for paired in pairing.chunks(CHUNK_ROWS):
+        if len(paired.items) >= RELEASE_ROWS:  # what DuckDB kept from pairing (its join) is not needed again
+            store.release_memory()
+        if held is not None:
+            yield _read(store, PairInput(spec=variant, paired=held, chunked=True, last=False), options, taxonomy,
+                        base_texts, [])
+        held = paired
+    whole = pairing.finish()  # MismatchError: items that do not pair (all tasks' problems named)
+    assert held is not None  # finish raised where no task had a scored item
+    differences = setting_warnings(store, base, variant.name)
+    header = [*whole.warnings, *differences]
+    paired = dataclasses.replace(held, warnings=whole.warnings, nan_excluded=whole.nan_excluded)
+    chunked = pairing.rows > len(held.items)  # earlier chunks were yielded
+    pair = PairInput(spec=variant, paired=paired, setting_differences=differences, warnings=[] if chunked else header,
+                     chunked=chunked, variant_warnings=header if chunked else [])
+    yield _read(store, pair, options, taxonomy, base_texts, [])
+
+
+def _read(store: Store, pair: PairInput, options: CompareOptions, taxonomy: Taxonomy, base_texts: BaseTexts,
+          fields: list[str]) -> PairInput:
+    """What the analyses of `pair` (a variant or one chunk of it) read from the store and the samples files."""
+    paired, variant = pair.paired, pair.spec
+    pair.fields = {name: paired_doc_field(store, paired, name) for name in fields}
+    pair.source_ids = _source_ids(store, paired, taxonomy)
+    texts = read_pair_texts(paired.items, base_texts.base_files, store.samples_files(variant.name), options.churn,
+                            options.drill_limit, base_texts)
+    pair.churn_answers = texts.churn_answers if options.churn else None
+    pair.item_texts, pair.texts_unavailable = texts.item_texts, texts.unavailable
+    if options.distribution:
+        pair.choices = paired_choices(store, paired, variant.algorithm, pair.warnings)
+        if len(paired.items) >= RELEASE_ROWS:
+            store.release_memory()
+    return pair

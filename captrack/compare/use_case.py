@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from captrack.analysis.comparison import CompareOptions, Comparison, analyse
-from captrack.analysis.types import PairInput, VariantSpec
+from captrack.analysis.types import PairInput
 from captrack.compare.inputs import load_input
+from captrack.labels import VariantLabels
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["compare"]
 
 
-def compare(store: Store, base: str, variants: Sequence[VariantSpec], options: CompareOptions | None = None,
+def compare(store: Store, base: str, variants: Sequence[VariantLabels], options: CompareOptions | None = None,
             taxonomy: Taxonomy | None = None, progress: Callable[[str, int], None] | None = None) -> Comparison:
     """Compare each variant against `base`, both read from `store`.
 
@@ -31,9 +32,13 @@ def compare(store: Store, base: str, variants: Sequence[VariantSpec], options: C
     """
     taxonomy, options = taxonomy or load_taxonomy(), options or CompareOptions()
 
-    def loaded(pair: PairInput) -> None:
-        if progress is not None:
-            progress(pair.spec.name, len(pair.paired.items))
+    rows: dict[str, int] = {}
 
-    # the variants are read as the analysis takes them (one held at a time); DuckDB's memory is handed back after each
+    def loaded(pair: PairInput) -> None:  # a large variant comes in chunks (PairInput.chunked): said once, at its last
+        rows[pair.spec.name] = rows.get(pair.spec.name, 0) + len(pair.paired.items)
+        if progress is not None and pair.last:
+            progress(pair.spec.name, rows.pop(pair.spec.name))
+
+    # the variants are read as the analysis takes them (one held at a time, a large one a few tasks at a time); DuckDB's
+    # memory is handed back after each
     return analyse(load_input(store, base, variants, options, taxonomy, loaded), options, taxonomy)

@@ -7,6 +7,8 @@ logged) and on what is left out (items only one side has, NaN values).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import duckdb
@@ -16,7 +18,7 @@ from captrack.errors import InputError, MismatchError, UnknownNameError
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["PAIRED_COLUMNS", "PairedItems", "pair_runs"]
+__all__ = ["PAIRED_COLUMNS", "PairedItems", "Pairing", "pair_runs"]
 
 PAIRED_COLUMNS = [
     "task", "filter", "metric", "replicate", "doc_hash", "occ", "doc_id", "base", "variant", "n_choices",
@@ -58,58 +60,125 @@ def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_p
         MismatchError: the runs cover different tasks, versions, metrics, replicates or documents
             (all differences listed); with `allow_partial` these become warnings, the intersection paired.
     """
-    con = store.con
-    for model in (base, variant):
-        _check_model(con, model)
-    _select_step(con, variant, step)
-    problems: list[str] = []
-    warnings: list[str] = []
-    keys = _choose_keys(con, base, variant, taxonomy, problems, warnings)
-    con.register("_keys_df", keys)
-    con.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT task, filter, metric FROM _keys_df")
-    con.unregister("_keys_df")
-    replicates, remap = _replicates(con, base, variant, problems)
-    if remap is not None:
-        warnings.append(
-            f"{variant}: one run each, made with different seeds (base {remap[1]}, variant {remap[0]}): "
-            "paired as one replicate; for replicates, evaluate each checkpoint with several --seed values"
-        )
-    problems += _judge_problems(con, base, variant)
-    _join(con, base, variant, replicates, remap)
-    problems += _unpaired_items(con, base, variant)
-    if problems:
-        if not allow_partial:
-            raise MismatchError(
-                f"{variant!r} cannot be paired with base {base!r}:\n  - "
-                + "\n  - ".join(problems)
-                + "\nRe-run both with the same tasks, task versions and --limit, or pass "
-                "--allow-partial to analyse only the items both have."
+    pairing = Pairing(store, base, variant, taxonomy, allow_partial, step)
+    parts = list(pairing.chunks(None))
+    found = pairing.finish()
+    return dataclasses.replace(found, items=parts[0].items)  # one run of every task: one chunk (finish raised on none)
+
+
+class Pairing:
+    """One variant's pairing with the base, a few tasks at a time: the checks over all of its tasks first (filters,
+    versions, replicates, judges), then the items of each run of whole tasks (`chunks`, each its own join, so what
+    DuckDB and pandas hold is set by the run, not by the variant), then what was found over all of them (`finish`).
+
+    `pair_runs` is the one run of every task; a chunk's rows are the rows `pair_runs` gives for its tasks, in order.
+    """
+
+    def __init__(self, store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool,
+                 step: int | None = None) -> None:
+        self.store, self.base, self.variant, self.step, self.allow_partial = store, base, variant, step, allow_partial
+        con = store.con
+        for model in (base, variant):
+            _check_model(con, model)
+        _select_step(con, variant, step)
+        self.problems: list[str] = []
+        self.warnings: list[str] = []
+        self.keys = _choose_keys(con, base, variant, taxonomy, self.problems, self.warnings)
+        self.replicates, self.remap = _replicates(con, base, variant, self.problems)
+        if self.remap is not None:
+            self.warnings.append(
+                f"{variant}: one run each, made with different seeds (base {self.remap[1]}, variant {self.remap[0]}): "
+                "paired as one replicate; for replicates, evaluate each checkpoint with several --seed values"
             )
-        warnings += [f"{variant}: {p} (analysed the intersection only)" for p in problems]
-    items = con.execute(
-        """SELECT task, filter, metric, replicate, doc_hash, occ, base_doc AS doc_id, base, variant, n_choices,
-                  base_run, variant_run FROM _joined
-        WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND NOT isnan(base) AND NOT isnan(variant)
-        ORDER BY task, metric, replicate, doc_hash, occ"""
-    ).df()
-    nan_rows = con.execute(
-        """SELECT task || '/' || metric, count(*) FROM _joined
-        WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND (isnan(base) OR isnan(variant))
-        GROUP BY 1 ORDER BY 1"""
-    ).fetchall()
-    nan_excluded = {str(k): int(n) for k, n in nan_rows}
-    if nan_excluded:
-        warnings.append(
-            f"{variant}: unscored (NaN) items excluded from pairing: "
-            + ", ".join(f"{k}: {n}" for k, n in nan_excluded.items())
-        )
-    con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys; DROP VIEW IF EXISTS _paired_samples")
-    if items.empty:
-        why = "; ".join(problems) or "every paired value is NaN (unscored)"
-        raise MismatchError(f"{variant!r} and base {base!r} have no scored item in common ({why}); nothing to compare: "
-                            "re-run both on the same tasks and --limit, or check the unscored reasons with `captrack judge`")
-    seeds = {"base": remap[1], "variant": remap[0]} if remap is not None else None
-    return PairedItems(base, variant, items[PAIRED_COLUMNS], keys, replicates, warnings, nan_excluded, seeds)
+        self.problems += _judge_problems(con, base, variant)
+        self.nan_excluded: dict[str, int] = {}
+        self.rows = 0
+
+    def chunks(self, max_rows: int | None) -> Iterator[PairedItems]:
+        """The paired items of runs of whole tasks (sorted by name) of about `max_rows` base rows (None: all tasks at
+        once), those with any item; none once a problem stops the pairing (`finish` raises it). The store may be
+        reopened between chunks (Store.release_memory): each chunk sets up what it queries."""
+        seeds = {"base": self.remap[1], "variant": self.remap[0]} if self.remap is not None else None
+        for keys in self._runs(max_rows):
+            items = self._pair(keys)
+            if items is not None and not items.empty:
+                self.rows += len(items)
+                yield PairedItems(self.base, self.variant, items, keys, self.replicates, [], {}, seeds)
+
+    def finish(self) -> PairedItems:
+        """What the pairing found over every task: its warnings and NaN counts (items empty; `pair_runs` puts them in).
+
+        Raises:
+            MismatchError: as `pair_runs`.
+        """
+        problems, warnings = self.problems, list(self.warnings)
+        if problems:
+            if not self.allow_partial:
+                raise MismatchError(
+                    f"{self.variant!r} cannot be paired with base {self.base!r}:\n  - "
+                    + "\n  - ".join(problems)
+                    + "\nRe-run both with the same tasks, task versions and --limit, or pass "
+                    "--allow-partial to analyse only the items both have."
+                )
+            warnings += [f"{self.variant}: {p} (analysed the intersection only)" for p in problems]
+        nan_excluded = dict(sorted(self.nan_excluded.items()))
+        if nan_excluded:
+            warnings.append(
+                f"{self.variant}: unscored (NaN) items excluded from pairing: "
+                + ", ".join(f"{k}: {n}" for k, n in nan_excluded.items())
+            )
+        if not self.rows:
+            why = "; ".join(problems) or "every paired value is NaN (unscored)"
+            raise MismatchError(f"{self.variant!r} and base {self.base!r} have no scored item in common ({why}); nothing "
+                                "to compare: re-run both on the same tasks and --limit, or check the unscored reasons "
+                                "with `captrack judge`")
+        seeds = {"base": self.remap[1], "variant": self.remap[0]} if self.remap is not None else None
+        return PairedItems(self.base, self.variant, pd.DataFrame(columns=PAIRED_COLUMNS), self.keys, self.replicates,
+                           warnings, nan_excluded, seeds)
+
+    def _runs(self, max_rows: int | None) -> list[pd.DataFrame]:
+        """The chosen keys cut into runs of whole tasks, each of about `max_rows` of the base's rows."""
+        if max_rows is None or self.keys.empty:
+            return [self.keys]
+        sizes = dict(self.store.con.execute("SELECT task, count(*) FROM samples WHERE model = ? GROUP BY task",
+                                            [self.base]).fetchall())
+        runs: list[list[str]] = [[]]
+        rows = 0
+        for task in sorted(set(self.keys["task"])):
+            if runs[-1] and rows + int(sizes.get(task, 0)) > max_rows:
+                runs.append([])
+                rows = 0
+            runs[-1].append(task)
+            rows += int(sizes.get(task, 0))
+        return [self.keys[self.keys["task"].isin(tasks)].reset_index(drop=True) for tasks in runs]
+
+    def _pair(self, keys: pd.DataFrame) -> pd.DataFrame | None:
+        """The paired items of `keys`' tasks (None once a problem stops the pairing); their problems and NaN counts kept."""
+        con = self.store.con
+        _select_step(con, self.variant, self.step)
+        con.register("_keys_df", keys)
+        con.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT task, filter, metric FROM _keys_df")
+        con.unregister("_keys_df")
+        try:
+            _join(con, self.base, self.variant, self.replicates, self.remap)
+            self.problems += _unpaired_items(con, self.base, self.variant)
+            if self.problems and not self.allow_partial:
+                return None  # only the problems of the other tasks are still wanted, for the one error
+            items = con.execute(
+                """SELECT task, filter, metric, replicate, doc_hash, occ, base_doc AS doc_id, base, variant, n_choices,
+                          base_run, variant_run FROM _joined
+                WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND NOT isnan(base) AND NOT isnan(variant)
+                ORDER BY task, metric, replicate, doc_hash, occ"""
+            ).df()
+            for key, n in con.execute(
+                """SELECT task || '/' || metric, count(*) FROM _joined
+                WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND (isnan(base) OR isnan(variant))
+                GROUP BY 1 ORDER BY 1"""
+            ).fetchall():
+                self.nan_excluded[str(key)] = self.nan_excluded.get(str(key), 0) + int(n)
+            return items[PAIRED_COLUMNS]
+        finally:
+            con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys; DROP VIEW IF EXISTS _paired_samples")
 
 
 def _select_step(con: duckdb.DuckDBPyConnection, variant: str, step: int | None) -> None:

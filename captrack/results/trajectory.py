@@ -7,12 +7,17 @@ from captrack.results.steps import check_base_has_no_steps, model_steps
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["check_base", "pair_steps", "pair_variant"]
+__all__ = ["check_base", "has_steps", "pair_steps", "pair_variant"]
 
 
 def check_base(store: Store, base: str) -> None:
     """Refuse a base whose runs carry training steps (captrack.results.steps.check_base_has_no_steps)."""
     check_base_has_no_steps(store.con, base)
+
+
+def has_steps(store: Store, variant: str) -> bool:
+    """Whether `variant`'s runs carry training steps (a trajectory: paired step by step, see pair_steps)."""
+    return bool(model_steps(store.con, variant))
 
 
 def pair_steps(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool) -> dict[int, PairedItems]:

@@ -19,17 +19,19 @@ RSS of each is its own:
             only after a line longer than DuckDB's 16 MiB default (figures only: what that option costs).
   floor-write DuckDB's own write of the floor's projection (the same fields, typed as the floor reads them)
             into a fresh database file, one INSERT per run in its own transaction as ingest files each run,
-            then a checkpoint (no vacuum, insertion order not kept): no check, no fingerprint, no label
-            (figures only: the least a DuckDB store costs to fill with these rows, next to the read-only
-            floor the ingest target is set against).
+            then a checkpoint (no vacuum, insertion order not kept): no check, no fingerprint, no label:
+            the least a DuckDB store costs to fill with these rows, the reference the ingest target is set
+            against (its own peak RSS is DuckDB's, no target).
   ingest    captrack's Store.ingest of every run into a fresh DuckDB file (the Python API the
             `captrack ingest` command calls, one call per model, as one would run the command).
   compare   captrack.compare (bootstrap resamples) of the variants against the base, read from the
             store, plus write_comparison of every output file.
 
-It prints figures and PASS/MISS against targets (ingest <= 1.25x floor time, compare <= 30 s, every
-phase's peak RSS <= 2 GB) and, last, one machine-readable line
-``RESULT {"records": N, "floor_s": x, "ingest_s": y, "ingest_over_floor": y/x, "compare_s": z, "peak_rss_mb": m}``
+It prints figures and PASS/MISS against targets (ingest <= 1.5x floor-write time, DuckDB's own write of the same
+fields: a reader of these files that stores them cannot beat it; compare <= 30 s; every phase's peak RSS <= 2 GB)
+and, last, one machine-readable line
+``RESULT {"records": N, "floor_s": x, "floor_write_s": w, "ingest_s": y, "ingest_over_floor": y/x,
+"ingest_over_floor_write": y/w, "compare_s": z, "peak_rss_mb": m}``
 (N: variant records; m: the largest peak RSS of the timed phases, figures-only phases left out); it asserts nothing.
 """
 
@@ -67,7 +69,7 @@ TRACKED_ACC_TASKS = (
 )
 ALGORITHMS = ("SFT", "DPO", "RL", "SFT+DPO")
 TARGET_RSS_MB = 2048.0
-TARGET_INGEST_RATIO = 1.25
+TARGET_INGEST_RATIO = 1.5  # x floor-write (issue 44: DuckDB's own write of the fields already takes 1.3-1.9x the scan)
 TARGET_COMPARE_S = 30.0
 WORDS = (
     "the of and to in is was for that on as with by at from his an were are which be this "
@@ -369,8 +371,9 @@ def store_path(args: argparse.Namespace) -> Path:
 
 
 def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
+    from captrack.labels import VariantLabels
     from captrack.results.runfiles import discover_runs
-    from captrack.results.store import Labels, Store
+    from captrack.results.store import Store
 
     path = store_path(args)
     for stale in (path, path.with_name(path.name + ".wal")):
@@ -381,7 +384,7 @@ def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
         for model in model_names(args.variants):
             t0 = time.perf_counter()
             runs = discover_runs(model_dir(args, model))
-            store.ingest(runs, Labels(model=model, algorithm=algorithm_of(model)))
+            store.ingest(runs, VariantLabels(name=model, algorithm=algorithm_of(model)))
             per_model[model] = time.perf_counter() - t0
         rows = store.con.execute("SELECT count(*) FROM samples").fetchone()
         t_close = time.perf_counter()
@@ -398,14 +401,15 @@ def phase_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
-    from captrack.analysis.comparison import CompareOptions, VariantSpec
+    from captrack.analysis.comparison import CompareOptions
     from captrack.compare.use_case import compare
+    from captrack.labels import VariantLabels
     from captrack.report.writer import write_comparison
     from captrack.results.store import Store
     from captrack.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy()
-    variants = [VariantSpec(m, algorithm_of(m)) for m in model_names(args.variants)[1:]]
+    variants = [VariantLabels(name=m, algorithm=algorithm_of(m)) for m in model_names(args.variants)[1:]]
     out = Path(args.workdir) / f"compare-v{args.variants}-t{args.tasks}-i{args.items}"
     if out.exists():
         shutil.rmtree(out)
@@ -470,7 +474,7 @@ PHASES = {
     "generate": phase_generate, "floor": phase_floor, "floor-1g": phase_floor_1g, "floor-min": phase_floor_min,
     "floor-write": phase_floor_write, "ingest": phase_ingest, "compare": phase_compare,
 }  # fmt: skip
-INFO_PHASES = {"floor-1g", "floor-min", "floor-write"}  # figures only, no target
+INFO_PHASES = {"floor-1g", "floor-min", "floor-write"}  # no target of their own (floor-write: ingest's reference)
 
 
 def run_phase_here(args: argparse.Namespace) -> None:
@@ -614,19 +618,21 @@ def main(argv: list[str] | None = None) -> int:
         if phase in INFO_PHASES:
             info = {"floor-1g": "(info: floor with maximum_object_size=1 GiB)",
                     "floor-min": "(info: floor without target and doc, as before issue 28)",
-                    "floor-write": "(info: DuckDB's own write of the floor's fields, one INSERT per run"
+                    "floor-write": "(ingest's reference: DuckDB's own write of the floor's fields, one INSERT per run"
                                    + (f"; {r['wall_s'] / floor['wall_s']:.2f}x floor)" if floor else ")")}[phase]
             rows.append([phase, fmt_int(r["records"]), f"{r['wall_s']:.1f}", fmt_int(r["records"] / r["wall_s"]),
                          f"{r['peak_rss_mb']:.0f}", info, "-"])
             continue
         if phase == "ingest":
-            if floor:
-                limit = TARGET_INGEST_RATIO * floor["wall_s"]
-                target = f"<= {TARGET_INGEST_RATIO:g}x floor ({limit:.1f} s; now {r['wall_s'] / floor['wall_s']:.2f}x), " + target
+            write = results.get("floor-write")
+            if write:
+                limit = TARGET_INGEST_RATIO * write["wall_s"]
+                target = (f"<= {TARGET_INGEST_RATIO:g}x floor-write ({limit:.1f} s; now {r['wall_s'] / write['wall_s']:.2f}x"
+                          + (f"; {r['wall_s'] / floor['wall_s']:.2f}x floor" if floor else "") + "), " + target)
                 if r["wall_s"] > limit:
                     misses.insert(0, "time")
             else:
-                target = "(no floor measured), " + target
+                target = "(no floor-write measured), " + target
         elif phase == "compare":
             target = f"<= {TARGET_COMPARE_S:.0f} s, " + target
             if r["wall_s"] > TARGET_COMPARE_S:
@@ -657,16 +663,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def result_line(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The machine-readable summary: variant records, floor, ingest and compare seconds, the largest peak RSS of
-    the phases with targets (floor-write, DuckDB alone writing, is no phase of captrack's)."""
+    """The machine-readable summary: variant records, floor, floor-write, ingest and compare seconds, ingest over
+    each floor, the largest peak RSS of the phases with targets (floor-write, DuckDB alone writing, is no phase of
+    captrack's)."""
     def wall(phase: str) -> float | None:
         return round(results[phase]["wall_s"], 2) if phase in results else None
 
-    floor_s, ingest_s = wall("floor"), wall("ingest")
+    floor_s, write_s, ingest_s = wall("floor"), wall("floor-write"), wall("ingest")
     rss = [r["peak_rss_mb"] for p, r in results.items() if p != "generate" and p not in INFO_PHASES and "peak_rss_mb" in r]
     return {
-        "records": args.variants * args.tasks * args.items, "floor_s": floor_s, "ingest_s": ingest_s,
-        "ingest_over_floor": round(ingest_s / floor_s, 3) if floor_s and ingest_s else None,
+        "records": args.variants * args.tasks * args.items, "floor_s": floor_s, "floor_write_s": write_s,
+        "ingest_s": ingest_s, "ingest_over_floor": round(ingest_s / floor_s, 3) if floor_s and ingest_s else None,
+        "ingest_over_floor_write": round(ingest_s / write_s, 3) if write_s and ingest_s else None,
         "compare_s": wall("compare"), "peak_rss_mb": round(max(rss), 1) if rss else None,
     }
 
