@@ -103,7 +103,7 @@ def check_kill(root: Path) -> None:
     deadline = time.time() + 300
     while time.time() < deadline and len(workers) < 2:
         time.sleep(0.5)
-        workers = [p for p in children(parent.pid) if "captrack.pipeline.workers" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+        workers = [p for p in children(parent.pid) if "captrack.pipeline.stage_job" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
     logs_dir = root / "killed" / "work" / "logs"
     while time.time() < deadline and not any("requests" in p.read_text(errors="replace") for p in logs_dir.glob("*.log")):
         time.sleep(0.2)  # mid-evaluation: a worker has loaded the model and lm-eval is answering requests
