@@ -1,7 +1,8 @@
 """The one registry mechanism every captrack extension point uses: a typed table of named entries.
 
 Each kind (scorers, metric specs, probe generators, import formats, judge backends, judge input builders,
-judged metrics, instruction checks, official builders) is one :class:`Registry` instance. A name is
+judged metrics, instruction checks, official builders, `captrack run`'s executors) is one :class:`Registry`
+instance. A name is
 registered once; an unknown name raises :class:`~captrack.errors.UnknownNameError` listing the close
 ones. The modules that register entries are never listed by hand: a registry names the package to scan
 and the line a registering module starts with (``@scorer(``, ``declare(``); the first lookup imports
