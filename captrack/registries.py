@@ -2,9 +2,8 @@
 
 Each kind (scorers, metric specs, probe generators, import formats, judge backends, judge input builders,
 judged metrics, instruction checks, official builders, `captrack run`'s executors) is one :class:`Registry`
-instance. A name is
-registered once; an unknown name raises :class:`~captrack.errors.UnknownNameError` listing the close
-ones. The modules that register entries are never listed by hand: a registry names the package to scan
+instance. A name is registered once; an unknown name raises :class:`~captrack.errors.UnknownNameError`
+listing the close ones. The modules that register entries are never listed by hand: a registry names the package to scan
 and the line a registering module starts with (``@scorer(``, ``declare(``); the first lookup imports
 every module of that package holding such a line. The registry module imports none of them, so
 registering never needs an import circle, and a new module is found by being there.
