@@ -98,6 +98,8 @@ def _add_results_parsers(sub: Any) -> None:
     ingest.add_argument("--name", help="model name to file the runs under (default: lm-eval's model name)")
     ingest.add_argument("--algorithm", default="", help="post-training algorithm label (SFT, DPO, RL, ...)")
     ingest.add_argument("--family", default="", help="model family label")
+    ingest.add_argument("--size", default="", help="model size label (e.g. 135M)")
+    ingest.add_argument("--data", default="", help="post-training data label")
     ingest.add_argument("--replicate", type=cli_type(Seed, int), help="replicate number (default: the run's --seed)")
     ingest.add_argument("--step", type=cli_type(Step, int),
                         help="training step of the checkpoint (default: its trainer_state.json's)")
@@ -110,7 +112,8 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--base", help="base run folder (or, with --store, the base model name)")
     compare.add_argument("--base-name", default="base", help="name of the base in outputs (folder mode)")
     compare.add_argument("--variant", action="append", default=[], metavar="NAME=DIR[:ALGORITHM]",
-                         help="a variant; with --store give NAME[:ALGORITHM]. Repeat for several.")
+                         help="a variant; with --store give NAME (its labels as ingested; :ALGORITHM only for one "
+                              "ingested without --algorithm). Repeat for several.")
     compare.add_argument("--store", help="read base and variants from this DuckDB store")
     compare.add_argument("--scores", help="tidy CSV of aggregated scores (model, task, metric, value, base)")
     compare.add_argument("--out", required=True, help="output folder")
@@ -170,24 +173,26 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from captrack.labels import VariantLabels
     from captrack.results.runfiles import discover_runs
-    from captrack.results.store import Labels, Store
+    from captrack.results.store import Store
 
     console = Console(stderr=True, soft_wrap=True)
     runs = [run for path in args.runs for run in discover_runs(path)]
     if args.epoch is not None and args.step is None:
         raise InputError(f"--epoch {args.epoch}: --epoch goes with --step (nothing was ingested)")
-    labels = Labels(model=args.name, algorithm=args.algorithm, family=args.family, replicate=args.replicate,
-                    step=args.step, epoch=args.epoch)
+    labels = VariantLabels(name=args.name or "", algorithm=args.algorithm, family=args.family, size=args.size,
+                           data=args.data, replicate=args.replicate, step=args.step)
     with Store(args.store) as store:
-        results = _ingest_with_progress(console, store, [(runs, labels)], rename=args.rename)
+        results = _ingest_with_progress(console, store, [(runs, labels)], rename=args.rename, epoch=args.epoch)
     for r in results:
         console.print(f"ingested run {r.run_id}: model {r.model!r}, replicate {r.replicate}, {r.tasks} task(s), {r.rows} rows",
                       markup=False, highlight=False)
     return 0
 
 
-def _ingest_with_progress(console: Any, store: Any, batches: list[tuple[list[Any], Any]], rename: bool = False) -> list[Any]:
+def _ingest_with_progress(console: Any, store: Any, batches: list[tuple[list[Any], Any]], rename: bool = False,
+                          epoch: float | None = None) -> list[Any]:
     """Ingest (runs, labels) batches with a progress bar over samples files and rows."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -204,7 +209,7 @@ def _ingest_with_progress(console: Any, store: Any, batches: list[tuple[list[Any
             bar.update(task, advance=result.tasks, rows=done["rows"])
 
         for runs, labels in batches:
-            results += store.ingest(runs, labels, rename=rename, progress=advance)
+            results += store.ingest(runs, labels, rename=rename, progress=advance, epoch=epoch)
     return results
 
 
@@ -246,9 +251,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from captrack.analysis.comparison import CompareOptions, VariantSpec
+    from captrack.analysis.comparison import CompareOptions
+    from captrack.labels import VariantLabels
     from captrack.report.writer import write_comparison
-    from captrack.results.store import Labels, Store
+    from captrack.results.store import Store
+    from captrack.results.stored_labels import variant_from_store
     from captrack.taxonomy import load_taxonomy, merge_taxonomy
 
     console = Console(stderr=True, soft_wrap=True)
@@ -271,8 +278,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                  assume_discordance=args.assume_discordance, drill_limit=item_limit(args))
         folder_mode = args.store is None
         parsed = [_split_variant(v, with_dir=folder_mode) for v in args.variant]
-        variants = [VariantSpec(name, algorithm) for name, _, algorithm in parsed]
-        if not folder_mode and args.base in {v.name for v in variants}:
+        if not folder_mode and args.base in {name for name, _, _ in parsed}:
             raise InputError(f"--store {args.store}: --base {args.base!r} is also given as a --variant; compare needs "
                              "another model for each variant (a model compared with itself shows no change, nothing was written)")
         with Store(args.store or ":memory:", read_only=args.store is not None) as store:
@@ -282,9 +288,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
                 found = {base: discover_runs(args.base)} | {name: discover_runs(path) for name, path, _ in parsed}
                 _check_distinct(found)
-                batches = [(found[base], Labels(model=base))]
-                batches += [(found[name], Labels(model=name, algorithm=algorithm)) for name, _, algorithm in parsed]
+                batches = [(found[base], VariantLabels(name=base))]
+                batches += [(found[name], VariantLabels(name=name, algorithm=algorithm)) for name, _, algorithm in parsed]
                 _ingest_with_progress(console, store, batches)
+            variants = [variant_from_store(store, name, algorithm) for name, _, algorithm in parsed]
             comparison = _compare_with_progress(console, store, base, variants, options, taxonomy)
             if args.strict and comparison.setting_differences:
                 raise InputError("--strict: base and variant were evaluated with different settings (nothing was "

@@ -62,3 +62,15 @@ def test_a_conflicting_algorithm_is_refused_naming_both(tmp_path: Path, capsys: 
     err = capsys.readouterr().err
     assert "'SFT'" in err and "'DPO'" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_store_gives_back_every_label_typed_at_ingest(tmp_path: Path) -> None:
+    from captrack.results.store import Store
+    from captrack.results.stored_labels import stored_labels
+
+    store = _ingested(tmp_path)
+    assert main(["ingest", str(tmp_path / "sft"), "--store", str(store), "--name", "sft", "--algorithm", "SFT",
+                 "--family", "smollm2", "--size", "135M", "--data", "tulu"]) == 0
+    with Store(str(store), read_only=True) as opened:
+        labels = stored_labels(opened, "sft")
+    assert (labels.name, labels.algorithm, labels.family, labels.size, labels.data) == ("sft", "SFT", "smollm2", "135M", "tulu")
