@@ -20,7 +20,7 @@ from captrack.pipeline.batches import Runs, check_executor, run_batch, run_here
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.checkpoint_sweep import run_folders
 from captrack.pipeline.experiment import Experiment, more_items_hint
-from captrack.pipeline.job_stages import eval_stage, train_stage
+from captrack.pipeline.job_stages import DS_MODEL, eval_stage, train_stage
 from captrack.pipeline.jobs import Placement
 from captrack.pipeline.stage import Stage
 from captrack.report.escape import console_text
@@ -57,6 +57,10 @@ def validate(experiment: Experiment) -> list[str]:
 
     validate_imports(experiment)
     for checkpoint in experiment.checkpoints:
+        if checkpoint.ranks > 1 and checkpoint.model != DS_MODEL:
+            raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: ranks: {checkpoint.ranks} "
+                             f"runs an evaluation over several processes, which only model: {DS_MODEL} does "
+                             f"(got model: {checkpoint.model}); remove ranks or use {DS_MODEL}")
         if checkpoint.train or checkpoint.source or checkpoint.steps or checkpoint.model not in LOCAL_HF:
             continue  # trained here, imported, or checkpoints checked when the manifest was read
         pretrained = str(checkpoint.model_args["pretrained"])
