@@ -154,3 +154,24 @@ def test_a_worker_runs_its_spec_with_the_experiment_file_gone(tmp_path: Path, mo
     spec.write_text(edited)
     with pytest.raises(InputError, match="edited by hand"):
         StageJob.read(spec)
+
+
+def test_ranks_off_captrack_ds_and_an_unknown_executor_or_option_are_refused_before_work(
+        tmp_path: Path, models: tuple[Path, Path]) -> None:
+    from captrack.errors import UnknownNameError
+
+    manifest = _manifest(tmp_path, models, variants=1)
+    text = manifest.read_text()
+    manifest.write_text(text.replace("algorithm: SFT}", "algorithm: SFT, ranks: 2}"))
+    with pytest.raises(InputError, match="ranks: 2 runs an evaluation over several processes, which only model: captrack-ds"):
+        run_experiment(load_experiment(manifest), console=Console(file=io.StringIO()))
+    manifest.write_text(text + "executor: {name: locl}\n")
+    with pytest.raises(UnknownNameError, match="did you mean 'local'"):
+        run_experiment(load_experiment(manifest), console=Console(file=io.StringIO()))
+    manifest.write_text(text + "executor: {name: local, worker: 2}\n")
+    with pytest.raises(UnknownNameError, match=r"'worker'.*did you mean 'workers'"):
+        run_experiment(load_experiment(manifest), console=Console(file=io.StringIO()))
+    manifest.write_text(text)
+    with pytest.raises(UnknownNameError, match="did you mean 'local'"):
+        run_experiment(load_experiment(manifest), console=Console(file=io.StringIO()), executor="lokal")
+    assert not (tmp_path / "work").exists()
