@@ -148,7 +148,7 @@ def test_a_variant_trained_with_save_steps_is_a_trajectory(tmp_path: Path, monke
 
 def test_the_curves_demo_evaluates_every_fourth_step_of_each_training() -> None:
     experiment = load_experiment(Path(__file__).parents[2] / "leaderboards" / "curves" / "experiment.yaml")
-    assert {v.algorithm: [s for s, _ in v.steps] for v in experiment.variants} == {
+    assert {v.labels.algorithm: [s for s, _ in v.steps] for v in experiment.variants} == {
         "SFT": [4, 8, 12, 16], "DPO": [4, 8, 12, 16], "RL": [4, 8, 12, 16]}
     assert all(str(path).endswith(f"models/{v.name}/checkpoints/checkpoint-{s}") for v in experiment.variants
                for s, path in v.steps)
