@@ -261,27 +261,35 @@ def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.floa
                        clusters: dict[str, Sequence[object]] | None, sources: dict[str, Sequence[object]] | None) -> float:
     """m² times the variance of the members' mean change (see combine_changes)."""
     total = 0.0
-    shares: list[pd.Series | NDArray[np.float64]] = []  # a member's centred changes over n: keyed, or by position
+    # a member's centred changes over n: keyed (sorted unique keys, their sums), or by position
+    shares: list[tuple[NDArray[Any], NDArray[np.float64]] | NDArray[np.float64]] = []
     for (task, _, _, kind, _), d in zip(used, changes, strict=True):
         labels, ids = (clusters or {}).get(task), (sources or {}).get(task)
         total += _variance_terms(d, kind != "count", labels)[1]
         centred = (d - d.mean()) / d.size
         if labels is not None:  # a cluster's items are summed first: the cluster is what two members share
-            shares.append(pd.Series(centred, index=[f"{task}\x1fcluster\x1f{c}" for c in labels]).groupby(level=0).sum())
+            shares.append(_keyed(pd.Series(centred, index=[f"{task}\x1fcluster\x1f{c}" for c in labels])))
         elif ids is not None and len(ids) == d.size:
-            shares.append(pd.Series(centred, index=[str(s) for s in ids]).groupby(level=0).sum())
+            shares.append(_keyed(pd.Series(centred, index=[str(s) for s in ids])))
         else:
             shares.append(centred)
     for i in range(len(shares)):
         for j in range(i + 1, len(shares)):
             a, b = shares[i], shares[j]
-            if isinstance(a, pd.Series) and isinstance(b, pd.Series):
-                a, b = (x.to_numpy() for x in a.align(b, join="inner"))
-            elif isinstance(a, pd.Series) or isinstance(b, pd.Series) or used[i][0] != used[j][0] or a.size != b.size:
+            if isinstance(a, tuple) and isinstance(b, tuple):  # the keys both have, in sorted order (an inner align)
+                _, at, bt = np.intersect1d(a[0], b[0], assume_unique=True, return_indices=True)
+                a, b = a[1][at], b[1][bt]
+            elif isinstance(a, tuple) or isinstance(b, tuple) or used[i][0] != used[j][0] or a.size != b.size:
                 continue  # keyed against positional, or two tasks without source ids: no item in common
             factor = _cr1(a.size) if clusters and used[i][0] in clusters and used[j][0] in clusters else 1.0
             total += 2.0 * factor * float(np.dot(a, b))
     return max(total, 0.0)
+
+
+def _keyed(values: pd.Series) -> tuple[NDArray[Any], NDArray[np.float64]]:
+    """The sums of `values` per key (pandas' groupby sum), as sorted unique keys and their sums."""
+    sums = values.groupby(level=0).sum()
+    return sums.index.to_numpy(dtype=object), sums.to_numpy(dtype=float)
 
 
 GATE_ALPHA = 0.025

@@ -13,7 +13,7 @@ from captrack.analysis.types import PairInput
 from captrack.compare.option_reads import paired_choices
 from captrack.compare.texts import BaseTexts, read_pair_texts
 from captrack.labels import VariantLabels
-from captrack.results.pairing import PairedItems, Pairing
+from captrack.results.pairing import PairedItems, Pairing, base_task_rows
 from captrack.results.samples import paired_doc_field
 from captrack.results.settings import setting_warnings
 from captrack.results.store import Store
@@ -48,6 +48,7 @@ def read_pairs(store: Store, base: str, variants: Sequence[VariantLabels], optio
     """Each variant read and paired with the base, in order (the base's texts kept in `base_texts` for the next);
     a variant of more than CHUNK_ROWS base rows as several chunks of whole tasks (PairInput.chunked)."""
     fields = list(dict.fromkeys([*options.by, *([options.cluster] if options.cluster else [])]))
+    base_rows: dict[str, int] | None = None  # read once, for every variant read in chunks
     for variant in variants:
         check_base(store, base)
         if fields or has_steps(store, variant.name):  # doc fields group a variant's items; a trajectory's steps
@@ -60,16 +61,17 @@ def read_pairs(store: Store, base: str, variants: Sequence[VariantLabels], optio
             yield _read(store, pair, options, taxonomy, base_texts, fields)
             del pair, paired, steps  # this variant's items are not held while the next one is read
         else:
-            yield from _read_chunks(store, base, variant, options, taxonomy, base_texts)
+            base_rows = base_rows if base_rows is not None else base_task_rows(store, base)
+            yield from _read_chunks(store, base, variant, options, taxonomy, base_texts, base_rows)
 
 
 def _read_chunks(store: Store, base: str, variant: VariantLabels, options: CompareOptions, taxonomy: Taxonomy,
-                 base_texts: BaseTexts) -> Iterator[PairInput]:
+                 base_texts: BaseTexts, base_rows: dict[str, int]) -> Iterator[PairInput]:
     """One variant paired and read a run of whole tasks at a time (one chunk when it is small): each chunk is read
     once the next is paired, so the last is known to be the last and carries the variant's pairing warnings."""
     pairing = Pairing(store, base, variant.name, taxonomy, options.allow_partial)
     held: PairedItems | None = None
-    for paired in pairing.chunks(CHUNK_ROWS):
+    for paired in pairing.chunks(CHUNK_ROWS, base_rows):
         if len(paired.items) >= RELEASE_ROWS:  # what DuckDB kept from pairing (its join) is not needed again
             store.release_memory()
         if held is not None:

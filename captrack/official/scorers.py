@@ -4,6 +4,7 @@ official task's row names its config (captrack.official.configs). The metrics la
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 from collections.abc import Mapping
 from functools import lru_cache
@@ -24,6 +25,14 @@ def _probe_scorer(task: str) -> str | None:
     utils = Path(tasks_dir()) / task.removeprefix("captrack_") / "utils.py"
     if not utils.is_file():
         return None
+    source = utils.read_text(encoding="utf-8")
+    if "SCORER" not in source:
+        return None
+    for node in ast.parse(source).body:  # a literal ``SCORER = "name"``: read without running the module (whose
+        # imports, lm-eval's among them, cost seconds the first time a comparison asks)
+        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["SCORER"]
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            return node.value.value or None
     spec = importlib.util.spec_from_file_location(f"_captrack_task_{task}", utils)
     if spec is None or spec.loader is None:
         return None

@@ -18,7 +18,7 @@ from captrack.errors import InputError, MismatchError, UnknownNameError
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["PAIRED_COLUMNS", "PairedItems", "Pairing", "pair_runs"]
+__all__ = ["PAIRED_COLUMNS", "PairedItems", "Pairing", "base_task_rows", "pair_runs"]
 
 PAIRED_COLUMNS = [
     "task", "filter", "metric", "replicate", "doc_hash", "occ", "doc_id", "base", "variant", "n_choices",
@@ -66,6 +66,12 @@ def pair_runs(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_p
     return dataclasses.replace(found, items=parts[0].items)  # one run of every task: one chunk (finish raised on none)
 
 
+def base_task_rows(store: Store, base: str) -> dict[str, int]:
+    """The base's rows per task (every filter, metric and replicate): what a run of tasks holds (Pairing.chunks)."""
+    return {str(t): int(n) for t, n in store.con.execute(
+        "SELECT task, count(*) FROM samples WHERE model = ? GROUP BY task", [base]).fetchall()}
+
+
 class Pairing:
     """One variant's pairing with the base, a few tasks at a time: the checks over all of its tasks first (filters,
     versions, replicates, judges), then the items of each run of whole tasks (`chunks`, each its own join, so what
@@ -94,12 +100,13 @@ class Pairing:
         self.nan_excluded: dict[str, int] = {}
         self.rows = 0
 
-    def chunks(self, max_rows: int | None) -> Iterator[PairedItems]:
+    def chunks(self, max_rows: int | None, base_rows: dict[str, int] | None = None) -> Iterator[PairedItems]:
         """The paired items of runs of whole tasks (sorted by name) of about `max_rows` base rows (None: all tasks at
         once), those with any item; none once a problem stops the pairing (`finish` raises it). The store may be
-        reopened between chunks (Store.release_memory): each chunk sets up what it queries."""
+        reopened between chunks (Store.release_memory): each chunk sets up what it queries. `base_rows`: the base's
+        rows per task (base_task_rows), read here when not given."""
         seeds = {"base": self.remap[1], "variant": self.remap[0]} if self.remap is not None else None
-        for keys in self._runs(max_rows):
+        for keys in self._runs(max_rows, base_rows):
             items = self._pair(keys)
             if items is not None and not items.empty:
                 self.rows += len(items)
@@ -136,12 +143,11 @@ class Pairing:
         return PairedItems(self.base, self.variant, pd.DataFrame(columns=PAIRED_COLUMNS), self.keys, self.replicates,
                            warnings, nan_excluded, seeds)
 
-    def _runs(self, max_rows: int | None) -> list[pd.DataFrame]:
+    def _runs(self, max_rows: int | None, base_rows: dict[str, int] | None) -> list[pd.DataFrame]:
         """The chosen keys cut into runs of whole tasks, each of about `max_rows` of the base's rows."""
         if max_rows is None or self.keys.empty:
             return [self.keys]
-        sizes = dict(self.store.con.execute("SELECT task, count(*) FROM samples WHERE model = ? GROUP BY task",
-                                            [self.base]).fetchall())
+        sizes = base_rows if base_rows is not None else base_task_rows(self.store, self.base)
         runs: list[list[str]] = [[]]
         rows = 0
         for task in sorted(set(self.keys["task"])):
