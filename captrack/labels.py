@@ -4,7 +4,7 @@ experiment file through the store to the comparison and the board.
 - the experiment's ``base:``/``variants:`` entries and leaderboard.yaml's variants are this record plus how
   to obtain the model (captrack.schemas derives both from it);
 - `captrack ingest` writes it into the store's ``runs`` table, and `captrack compare --variant NAME` reads it
-  back from there (captrack.results.store.Store.variant_labels);
+  back from there (captrack.results.stored_labels.variant_from_store);
 - a comparison's variants and a board's rows are this record.
 
 It is a frozen pydantic model so that a file's keys and the record are validated by the same rules.

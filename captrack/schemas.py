@@ -153,7 +153,7 @@ class CheckpointEntry(_EntryLabels):
     model_args: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {pretrained: /path}")
     train: dict[str, Any] = Field(default_factory=dict, description="a mapping, e.g. {method: sft, steps: 16}")
     import_: dict[str, Any] | None = Field(None, alias="import", description=(
-        "a mapping {format: mmlu-pro|captrack|jsonl, path: FILE[, task: TASK][, allow_partial: true]}"))
+        "a mapping {format: FORMAT (`captrack import --help` lists them), path: FILE[, task: TASK][, allow_partial: true]}"))
     base: Text = Field("", description="the name of the base this variant is compared with (text; default: the first base)")
     checkpoints: Text | list[Text] | None = Field(None, description=(
         "saved training checkpoints to evaluate, each a step of a trajectory: a glob (text) such as "

@@ -78,10 +78,16 @@ def apply_policy(console: Any, policy_path: str, capabilities: Any, drift: Any, 
     write the report files when asked (with the texts of items that got worse where `comparisons`, computed in
     this process, carry them); returns the exit status (captrack.gate.outcomes)."""
     from captrack.files import write_atomic
-    from captrack.gate.formats import gate_json, gate_junit, gate_markdown, outcome_line, rule_flips
     from captrack.gate.items import flipped_items
     from captrack.gate.outcomes import evaluate
     from captrack.gate.policy import load_policy
+    from captrack.gate.report_files import (
+        gate_json,
+        gate_junit,
+        gate_markdown,
+        outcome_line,
+        rule_flips,
+    )
 
     result = evaluate(load_policy(policy_path), capabilities, drift)
     for outcome in result.outcomes:

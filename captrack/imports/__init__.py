@@ -9,14 +9,14 @@ from captrack.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # imported on first use below, so `captrack --help` does not load the heavy modules
     from captrack.imports.formats import ADAPTERS, ReadOptions, Source, read_source
-    from captrack.imports.outcomes import Outcome
     from captrack.imports.run import ImportResult, Matched, import_run
+    from captrack.imports.tool_outcomes import Outcome
 
 _EXPORTS = {
     'ADAPTERS': 'captrack.imports.formats',
     'Source': 'captrack.imports.formats',
     'ReadOptions': 'captrack.imports.formats',
-    'Outcome': 'captrack.imports.outcomes',
+    'Outcome': 'captrack.imports.tool_outcomes',
     'read_source': 'captrack.imports.formats',
     'ImportResult': 'captrack.imports.run',
     'Matched': 'captrack.imports.run',

@@ -13,7 +13,7 @@
 Other tools' logs (each in its own module of this package, registered with ``@adapter(``): NeMo Evaluator
 runs (``nemo``), Inspect ``.eval`` logs (``inspect``), lighteval details (``lighteval``) and
 Every-Eval-Ever ``_samples.jsonl`` (``every-eval-ever``). Their adapters fill ``Source.outcomes`` (the
-tool's own per-item verdicts, see :mod:`captrack.imports.outcomes`) and, where the items are lm-eval's or
+tool's own per-item verdicts, see :mod:`captrack.imports.tool_outcomes`) and, where the items are lm-eval's or
 captrack's, ``Source.records`` too (the responses, for ``--rescore``).
 """
 
@@ -29,7 +29,6 @@ from typing import Any
 from captrack.backends.recorded_answers import ReplayRecord
 from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
-from captrack.imports.outcomes import Outcome
 from captrack.imports.reading import (
     decode,
     doc_index,
@@ -39,6 +38,7 @@ from captrack.imports.reading import (
     table_rows,
     text_id,
 )
+from captrack.imports.tool_outcomes import Outcome
 from captrack.registries import Registry
 
 __all__ = ["ADAPTERS", "MMLU_PRO_TASK", "ReadOptions", "Source", "adapter", "read_source"]

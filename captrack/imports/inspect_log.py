@@ -27,8 +27,8 @@ from captrack.backends.recorded_answers import ReplayRecord
 from captrack.bounded import load_json
 from captrack.errors import InputError
 from captrack.imports.formats import ReadOptions, Source, adapter
-from captrack.imports.outcomes import Outcome, outcome_value
 from captrack.imports.reading import SourceBytes, max_source_bytes, read_bytes, text_id
+from captrack.imports.tool_outcomes import Outcome, outcome_value
 
 __all__ = ["read_inspect"]
 

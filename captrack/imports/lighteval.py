@@ -23,8 +23,8 @@ from typing import Any
 from captrack.backends.recorded_answers import ReplayRecord
 from captrack.errors import InputError
 from captrack.imports.formats import ReadOptions, Source, adapter
-from captrack.imports.outcomes import Outcome, outcome_value
 from captrack.imports.reading import read_bytes
+from captrack.imports.tool_outcomes import Outcome, outcome_value
 
 __all__ = ["read_lighteval"]
 

@@ -28,7 +28,7 @@ from captrack.bounded import load_json
 from captrack.errors import InputError, UnknownNameError
 from captrack.files import current_umask, write_atomic
 from captrack.imports.formats import ReadOptions, Source, read_source
-from captrack.imports.outcomes import check_unique, select_task, write_outcomes
+from captrack.imports.tool_outcomes import check_unique, select_task, write_outcomes
 from captrack.results.runfiles import file_sha256
 
 __all__ = ["REPLAY_FILE", "ImportResult", "Matched", "clean_stale_imports", "import_run", "model_name", "source_sha256"]

@@ -6,7 +6,7 @@ asks captrack's task to score the responses again): one :class:`Outcome` per (ta
 written as lm-eval's ``results_<id>.json`` + ``samples_<task>_<id>.jsonl``, one results file per
 replicate (its ``random_seed`` is the replicate, so repeats and epochs pair replicate by replicate).
 
-The outcome is stored as metric ``outcome`` (captrack.metrics.imported: higher is better, in [0, 1]) in every
+The outcome is stored as metric ``outcome`` (captrack.metrics.tool_outcome: higher is better, in [0, 1]) in every
 run, whatever values it holds, so that two runs of one tool pair even when only one has partial credit:
 where every paired change is 0/1 compare gives the binary statistics (transitions, McNemar, the score
 interval), otherwise a score's. A value outside [0, 1] is refused. An item the tool left unscored (an

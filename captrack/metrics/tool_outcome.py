@@ -1,4 +1,4 @@
-"""The metric another tool's per-item outcomes are stored as by `captrack import` (captrack.imports.outcomes)."""
+"""The metric another tool's per-item outcomes are stored as by `captrack import` (captrack.imports.tool_outcomes)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def validate(experiment: Experiment) -> list[str]:
         if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists():
             raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: model path {pretrained} does not exist")
     only_ours = all(t.startswith("captrack") for t in experiment.tasks)
-    manager = task_manager(include_defaults=not only_ours)
+    manager = task_manager(metadata=experiment.metadata or None, include_defaults=not only_ours)  # built once: limit_notes, items
     for pattern in experiment.tasks:
         if not manager.match_tasks([pattern]):
             raise UnknownNameError("task", pattern, manager.all_subtasks)
@@ -87,7 +87,7 @@ def _check_item_counts(experiment: Experiment) -> None:
 
     if not experiment.items:
         return
-    manager = task_manager(metadata=experiment.metadata or None, include_defaults=not all(t.startswith("captrack") for t in experiment.items))
+    manager = task_manager(metadata=experiment.metadata or None, include_defaults=not all(t.startswith("captrack") for t in experiment.tasks))
     loaded = manager.load(sorted(experiment.items))["tasks"]
     for task, wanted in sorted(experiment.items.items()):
         found = len(loaded[task].eval_docs)

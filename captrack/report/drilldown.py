@@ -42,7 +42,7 @@ def scoring_method(metric: str, output_type: str, judge: str | None) -> str:
         return f"LLM judge {judge} (`captrack judge`; an unparsable verdict is NaN, left out of pairing)"
     if output_type == "multiple_choice":
         return "option log-likelihood: the option the model scores highest is its answer (nothing generated)"
-    if metric == "outcome":  # captrack.imports.outcomes: another tool's verdicts, taken as they are
+    if metric == "outcome":  # captrack.imports.tool_outcomes: another tool's verdicts, taken as they are
         return ("the evaluating tool's own per-item outcome, imported by `captrack import` and not re-scored by captrack "
                 "(its source and format are in the run's results file, captrack_import)")
     if metric == "pass_at_1":

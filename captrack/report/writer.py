@@ -1,4 +1,4 @@
-"""The one writer of output files: DESIGN.md's contract CSVs, summary.json and report.md (each written atomically).
+"""The one writer of output files: the contract CSVs of docs/design.md, summary.json and report.md (each written atomically).
 
 `captrack compare` (write_comparison) and leaderboards (write_contract_tables) both write through
 here, so a transitions.csv, drift.csv or capabilities.csv has the contract's columns wherever it is

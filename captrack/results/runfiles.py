@@ -68,7 +68,7 @@ def results_files_of_date(folder: Path, date_id: str) -> list[Path]:
 
 def results_path_of(folder: Path, date_id: str) -> Path:
     """Where lm-eval writes a run's results file in `folder`: ``results_<date_id>.json`` (captrack import writes
-    another tool's outcomes there too, captrack.imports.outcomes)."""
+    another tool's outcomes there too, captrack.imports.tool_outcomes)."""
     return folder / f"results_{date_id}.json"
 
 

@@ -24,8 +24,9 @@ from fakeruns import FakeTask, write_run
 from treerss import TreePeak
 
 from captrack.compare.board import build_leaderboard
+from captrack.labels import VariantLabels
 from captrack.results.runfiles import discover_runs
-from captrack.results.store import Labels, Store
+from captrack.results.store import Store
 from captrack.taxonomy import load_taxonomy
 
 
@@ -56,7 +57,7 @@ def main() -> None:
         generated = time.perf_counter() - start
         with Store(store_path) as store:
             for name in names:
-                store.ingest(discover_runs(work / "runs" / name), Labels(model=name))
+                store.ingest(discover_runs(work / "runs" / name), VariantLabels(name=name))
         ingested = time.perf_counter() - start - generated
         print(f"generated {len(names)} runs x {len(tasks)} tasks x {args.items} items in {generated:.1f} s; ingested in {ingested:.1f} s")
     board = work / "board"
