@@ -70,7 +70,7 @@ def test_every_task_loads_from_an_installed_copy(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["captrack"].startswith(str(site)), "the checkout, not the installed copy, was imported"
-    default = [c for c in CONFIGS.values() if c.hub]  # opt-in full-size tasks are off the default path (tests/test_tasks.py)
+    default = [c for c in CONFIGS.values() if c.hub]  # opt-in full-size tasks are off the default path (tests/lmeval/test_tasks.py)
     expected = {c.task for c in default} if shared_data() else {c.task for c in default if c.reason}
     assert set(report["tasks"]) == {c.task for c in default}
     for name in expected:

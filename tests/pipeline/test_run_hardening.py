@@ -25,7 +25,7 @@ from captrack.files import write_atomic
 from captrack.pipeline.experiment import load_experiment
 from captrack.pipeline.runner import Stage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_second_runner_refuses_naming_the_holder_or_waits(tmp_path: Path) -> None:
