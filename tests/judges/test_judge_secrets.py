@@ -87,6 +87,9 @@ def test_a_judge_key_reaches_no_file_written_by_judge_ingest_compare_or_leaderbo
 
 
 def _experiment(tmp_path: Path, workdir: str) -> Path:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipeline"))
     from test_run_imports import BASE, QUESTIONS, TUNED, _outputs
 
     shared = tmp_path / "shared"
