@@ -262,9 +262,9 @@ def test_a_malformed_leaderboard_yaml_is_a_message_and_nothing_written(tmp_path:
 
 @pytest.mark.parametrize(("base", "said"), [
     ("base: {name: b, model_args: {pretrained: x}, batch_size: auto}",
-     "key 'base.batch_size' is not allowed (value 'auto' (str)); allowed keys: name, model, model_args, train, import,"),
+     "key 'base.batch_size' is not allowed (value 'auto' (str)); allowed keys: name, algorithm, family, size, data, model, model_args, train, import,"),
     ("base:\n  - {name: b, model_args: {pretrained: x}, batch_size: 4}",
-     "key 'base[0].batch_size' is not allowed (value 4 (int)); allowed keys: name, model, model_args, train, import,"),
+     "key 'base[0].batch_size' is not allowed (value 4 (int)); allowed keys: name, algorithm, family, size, data, model, model_args, train, import,"),
 ])
 def test_a_key_misplaced_under_base_is_named_as_written(tmp_path: Path, base: str, said: str) -> None:
     """No pydantic internals (`base.CheckpointEntry`, `list[CheckpointEntry]`, `import_`): the user's key and where it belongs."""

@@ -251,7 +251,7 @@ def test_a_symlink_planted_as_the_lock_is_refused_and_its_target_untouched(tmp_p
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
 def test_a_lock_deleted_or_replaced_while_held_stops_the_run_at_the_next_stage(tmp_path: Path, how: str,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from captrack.pipeline import runner
+    from captrack.pipeline import batches, runner
     from captrack.pipeline.lock import LockLostError, work_folder_lock
     from captrack.pipeline.stage import Stage
 
@@ -269,7 +269,7 @@ def test_a_lock_deleted_or_replaced_while_held_stops_the_run_at_the_next_stage(t
     stages = [Stage("first", work / "m1.json", {}, first_stage), Stage("second", work / "m2.json", {}, lambda: ran.append("second"))]
     monkeypatch.setattr(runner, "validate", lambda experiment: [])
     monkeypatch.setattr(runner, "plan", lambda experiment, console, shown=None: stages)
-    monkeypatch.setattr(runner, "apply_thread_plan", lambda threads: None)
+    monkeypatch.setattr(batches, "apply_thread_plan", lambda threads: None)
 
     class Experiment:
         workdir = work
