@@ -22,13 +22,15 @@ import math
 import os
 import subprocess
 import sys
+import sysconfig
 import threading
+from pathlib import Path
 import time
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-__all__ = ["LIFELINE_ENV", "PARENT_ENV", "ThreadPlan", "busy_cores_now", "die_with_parent", "plan_threads",
+__all__ = ["LIFELINE_ENV", "PARENT_ENV", "ThreadPlan", "busy_cores_now", "captrack_child_env", "die_with_parent", "plan_threads",
            "prepare_openmp", "spawn", "usable_cores", "worker_count"]
 
 PARENT_ENV = "CAPTRACK_PARENT_PID"
@@ -173,6 +175,17 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdout: 
     child_env = {**(os.environ if env is None else env), PARENT_ENV: str(parent), LIFELINE_ENV: str(read)}
     return subprocess.Popen(list(argv), env=child_env, stdout=stdout, stderr=stderr, stdin=stdin, cwd=cwd,
                             pass_fds=(read,), preexec_fn=in_child)
+
+
+def captrack_child_env() -> dict[str, str]:
+    """This process's environment for a ``python -m captrack...`` child: with this captrack's folder first on
+    PYTHONPATH when it is a source checkout (not an installed package, whose site-packages folder must not come
+    before the standard library)."""
+    package = Path(__file__).resolve().parents[1]
+    installed = {Path(p).resolve() for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
+    if package in installed:
+        return dict(os.environ)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(package), os.environ.get("PYTHONPATH", "")) if p)}
 
 
 def _watch_lifeline(fd: int, parent: int, every_s: float) -> None:

@@ -219,14 +219,17 @@ def compatible_table(
     Returns (means, stds), the counterparts of the reference's relative_differences(_std).csv.
     """
     columns = [(cap, facet, label) for cap in taxonomy.capabilities for facet, label in cap.facets.items()]
-    means = pd.DataFrame(index=pd.Index(list(variants), name="variant"), columns=[c[2] for c in columns], dtype=float)
-    stds = means.copy()
-    for variant in variants:
-        frame = drift[drift["variant"] == variant]
-        for cap, facet, label in columns:
-            picked = frame[(frame["capability"] == cap.key) & (frame["facet"] == facet)]
-            values = picked["rel_drift_pct"].to_numpy(dtype=float)
+    rows = drift.groupby(["variant", "capability", "facet"], sort=False, dropna=False).indices if len(drift) else {}
+    drifts = drift["rel_drift_pct"].to_numpy(dtype=float) if len(drift) else np.empty(0)
+    mean_cells = np.full((len(variants), len(columns)), math.nan)
+    std_cells = mean_cells.copy()
+    for i, variant in enumerate(variants):
+        for j, (cap, facet, _) in enumerate(columns):
+            values = drifts[rows.get((variant, cap.key, facet), np.empty(0, dtype=np.int64))]
             values = values[~np.isnan(values)]
-            means.loc[variant, label] = values.mean() if values.size else math.nan
-            stds.loc[variant, label] = values.std(ddof=0) if values.size else math.nan
+            if values.size:
+                mean_cells[i, j], std_cells[i, j] = values.mean(), values.std(ddof=0)
+    index, labels = pd.Index(list(variants), name="variant"), [c[2] for c in columns]
+    means = pd.DataFrame(mean_cells, index=index, columns=labels)
+    stds = pd.DataFrame(std_cells, index=index, columns=labels)
     return means, stds

@@ -268,9 +268,9 @@ def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.floa
         total += _variance_terms(d, kind != "count", labels)[1]
         centred = (d - d.mean()) / d.size
         if labels is not None:  # a cluster's items are summed first: the cluster is what two members share
-            shares.append(_keyed(pd.Series(centred, index=[f"{task}\x1fcluster\x1f{c}" for c in labels])))
+            shares.append(_keyed([f"{task}\x1fcluster\x1f{c}" for c in labels], centred))
         elif ids is not None and len(ids) == d.size:
-            shares.append(_keyed(pd.Series(centred, index=[str(s) for s in ids])))
+            shares.append(_keyed([str(s) for s in ids], centred))
         else:
             shares.append(centred)
     for i in range(len(shares)):
@@ -286,9 +286,13 @@ def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.floa
     return max(total, 0.0)
 
 
-def _keyed(values: pd.Series) -> tuple[NDArray[Any], NDArray[np.float64]]:
-    """The sums of `values` per key (pandas' groupby sum), as sorted unique keys and their sums."""
-    sums = values.groupby(level=0).sum()
+def _keyed(keys: list[str], values: NDArray[np.float64]) -> tuple[NDArray[Any], NDArray[np.float64]]:
+    """The sums of `values` per key, as sorted unique keys and their sums: each value itself when no key repeats,
+    else pandas' groupby sum (its compensated summation, so every figure stays what it was)."""
+    unique, first, counts = np.unique(np.asarray(keys, dtype=object), return_index=True, return_counts=True)
+    if counts.size == len(keys):
+        return unique, values[first]
+    sums = pd.Series(values, index=keys).groupby(level=0).sum()
     return sums.index.to_numpy(dtype=object), sums.to_numpy(dtype=float)
 
 

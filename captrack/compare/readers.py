@@ -12,11 +12,9 @@ caller's DuckDB state is forked, and a worker dies with its caller, however the 
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -27,7 +25,7 @@ from captrack.analysis.comparison import CompareOptions
 from captrack.analysis.types import PairInput
 from captrack.errors import CaptrackError
 from captrack.labels import VariantLabels
-from captrack.processes import die_with_parent, spawn
+from captrack.processes import captrack_child_env, die_with_parent, spawn
 from captrack.taxonomy import Taxonomy
 
 __all__ = ["WORKER_MODULE", "read_in_workers"]
@@ -42,7 +40,7 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantLabels], opt
     size, extra = divmod(len(variants), workers)
     bounds = [i * size + min(i, extra) for i in range(workers + 1)]
     parts = [list(variants[bounds[i]:bounds[i + 1]]) for i in range(workers) if bounds[i] < bounds[i + 1]]
-    env = _worker_env()
+    env = captrack_child_env()
     with tempfile.TemporaryDirectory(prefix="captrack-read-") as tmp:
         started = []
         try:
@@ -64,16 +62,6 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantLabels], opt
                 if process.poll() is None:
                     process.kill()
                     process.wait()
-
-
-def _worker_env() -> dict[str, str]:
-    """The caller's environment, with this captrack's folder first on PYTHONPATH when it is a source checkout
-    (not an installed package, whose site-packages folder must not come before the standard library)."""
-    package = Path(__file__).resolve().parents[2]
-    installed = {Path(p).resolve() for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
-    if package in installed:
-        return dict(os.environ)
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(package), os.environ.get("PYTHONPATH", "")) if p)}
 
 
 def _pairs(process: subprocess.Popen[bytes], out: Path) -> Iterator[PairInput]:

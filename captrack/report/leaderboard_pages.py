@@ -16,10 +16,12 @@ from captrack.report.board_model import (
     AGGREGATE_NOTE,
     NOISE_NOTE,
     Board,
+    Cells,
     board_cells,
     scale_label,
 )
 from captrack.report.board_readme import board_readme
+from captrack.report.figure_process import FigureCall, Figures, draw_figures
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
 from captrack.report.numbers import ci_text, missing, plain, verdict_text
@@ -96,23 +98,46 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     """Write every output of the leaderboard into ``spec.folder``; returns the paths. `computed`: the board's tables
     (captrack.analysis.board_summary); `step_texts`: each item flipped at a training step, its question and answers
     (captrack.compare.step_texts; None: the steps page lists ids only)."""
-    from captrack.report.drilldown import scoring_table, task_pages
-    from captrack.report.slugs import task_page_name
-
     folder = spec.folder
     tables, aggregate_only, variants = computed.frames, computed.aggregate_only, computed.variants
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
     units = capability_units(tables["drift"])
     cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
     summary, checkpoints = computed.algorithms, computed.checkpoints
-    written = figures.heatmap_figure(cells.value, cells.significant, folder / "figures", with_cis=not aggregate_only,
-                                     colors=cells.colour, verdicts=cells.verdict if cells.with_verdicts else None,
-                                     unit=scale_label(cells) if cells.with_verdicts else "")
+    drawing = draw_figures(_figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors))
+    try:
+        return _pages(spec, comparisons, computed, step_texts, cells, units, drawing)
+    finally:
+        drawing.close()
+
+
+def _figure_calls(out: Path, cells: Cells, aggregate_only: bool, summary: pd.DataFrame, checkpoints: pd.DataFrame,
+                  colors: dict[str, str]) -> list[FigureCall]:
+    """The board's figures (captrack.report.figures): the heatmap, and the per-algorithm summary and F vs BT
+    where there is something to draw."""
+    calls: list[FigureCall] = [("heatmap_figure", (cells.value, cells.significant, out), {
+        "with_cis": not aggregate_only, "colors": cells.colour, "verdicts": cells.verdict if cells.with_verdicts else None,
+        "unit": scale_label(cells) if cells.with_verdicts else ""})]
     if not summary.empty:
-        written += figures.algorithm_summary_figure(summary, colors, folder / "figures")
+        calls.append(("algorithm_summary_figure", (summary, colors, out), {}))
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
     if not points.empty:
-        written += figures.f_vs_bt_figure(points, colors, folder / "figures")
+        calls.append(("f_vs_bt_figure", (points, colors, out), {}))
+    return calls
+
+
+def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]], computed: BoardTables,
+           step_texts: Mapping[FlipKey, StepTexts] | None, cells: Cells, units: dict[tuple[str, str], str],
+           drawing: Figures) -> list[Path]:
+    """Write the board's pages and tables while its figures are drawn (captrack.report.figure_process); the index,
+    which links the figures there are, once they are; returns every path, the figures' first."""
+    from captrack.report.drilldown import scoring_table, task_pages
+    from captrack.report.slugs import task_page_name
+
+    folder = spec.folder
+    tables, aggregate_only = computed.frames, computed.aggregate_only
+    summary, checkpoints = computed.algorithms, computed.checkpoints
+    written: list[Path] = []
     csvs = {"transitions.csv": tables["transitions"], "drift.csv": tables["drift"], "capabilities.csv": tables["capabilities"],
             "checkpoints.csv": checkpoints, "algorithms.csv": summary}
     if not aggregate_only:
@@ -143,6 +168,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
                   html_sections, md_sections)
     titles = {task_page_name(str(t)): str(t) for t in tables["transitions"]["task"].unique()} if pages else {}
+    written = [path for paths in drawing.paths() for path in paths] + written
     written.append(write_atomic(folder / "index.html", _index(board, {p: titles.get(p, p) for p in pages}, {p.name for p in written})))
     written.append(write_atomic(folder / "README.md", board_readme(board)))
     return written
