@@ -102,6 +102,7 @@ def _score_one(gains: float, losses: float, n: float, delta: float, continuity: 
     return math.copysign(math.inf, excess) if excess else 0.0
 
 
+@lru_cache(maxsize=1 << 16)  # a board asks for the same few small tables again and again
 def score_limits(gains: int, losses: int, n: int, level: float = 0.95,
                  continuity: float = CONTINUITY) -> tuple[float, float]:
     """score_interval of one table (the same limits, found by Brent's method on plain floats)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -192,11 +193,16 @@ def _binary_change(d: NDArray[np.float64], margin: float, oriented: bool,
     _, var = _variance_terms(d, True, None)
     change = Change(100.0 * (gains - losses) / n, (100.0 * float(low95), 100.0 * float(high95)),
                     (100.0 * float(low90), 100.0 * float(high90)), "", math.sqrt(var),
-                    float(score_pvalue(gains, losses)), "score")
+                    _score_p(gains, losses), "score")
     if clusters is not None:
         _, cvar = _variance_terms(d, True, clusters)
         change = _hull(change, _wald(change.delta, cvar, _groups(clusters) - 1.0))
     return _judged(change, margin, oriented, True)
+
+
+@lru_cache(maxsize=1 << 16)  # the same few (gains, losses) again and again across a board's cells
+def _score_p(gains: int, losses: int) -> float:
+    return float(score_pvalue(gains, losses))
 
 
 def _wald(delta: float, var: float, df: float | None) -> Change:

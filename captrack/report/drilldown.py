@@ -111,6 +111,7 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
         for key, found in comparison.item_texts.items():
             texts.setdefault(key, {}).update(found)
     for task, frame in trans.groupby("task", sort=True):
+        base_cells: dict[tuple[str, str, int], str] = {}  # a base item's cells, shown beside every variant that flipped it
         rows: list[DrillRow] = []
         total = 0
         ordered = frame.sort_values(["variant", "metric"])
@@ -118,7 +119,7 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
             items, count = flips[variant][(str(task), metric)]
             total += count
             lost = [kinds.get((variant, str(task), h), "") for h in items["doc_hash"].tolist()]
-            rows += _item_rows(variant, metric, items, lost, str(task), texts, kinds_of_task.get(str(task), ""))
+            rows += _item_rows(variant, metric, items, lost, str(task), texts, kinds_of_task.get(str(task), ""), base_cells)
         name = task_page_name(str(task))
         how = scoring[scoring["task"] == task]
         changes = _change_table(spec, drift[drift["task"] == task] if drift is not None else None, frame)
@@ -164,12 +165,14 @@ def _answer(scored: str, response: str) -> str:
 
 
 def _item_rows(variant: str, metric: str, items: pd.DataFrame, lost: list[str], task: str, texts: Texts,
-               kind: str) -> list[DrillRow]:
+               kind: str, base_cells: dict[tuple[str, str, int], str]) -> list[DrillRow]:
     """The page rows of one (variant, metric)'s flipped items (`lost`: how each forgotten item was lost, or ""),
-    their texts as the comparison read them."""
+    their texts as the comparison read them; the base side's cells are kept in `base_cells` (by base run, metric
+    and doc id) for the next variant."""
     if items.empty:
         return []
-    base_text = texts.get((str(items["base_run"].iloc[0]), task), {})
+    base_run = str(items["base_run"].iloc[0])
+    base_text = texts.get((base_run, task), {})
     var_text = texts.get((str(items["variant_run"].iloc[0]), task), {})
     missing = "(text unavailable: samples file gone or changed since ingest)"
     out = []
@@ -177,10 +180,15 @@ def _item_rows(variant: str, metric: str, items: pd.DataFrame, lost: list[str], 
         b, v = base_text.get(int(doc_id)), var_text.get(int(doc_id))
         change = f"{flip} ({how})" if how else flip
         gold = (b.gold or NO_GOLD) if b else missing
+        key = (base_run, metric, int(doc_id))
+        base_side = base_cells.get(key)
+        if base_side is None:
+            base_side = base_cells[key] = "".join([
+                _question(b.prompt) if b else _pre(missing), f'<td class="gold"><pre class="text">{esc(gold)}</pre></td>',
+                _answer(scored_answer_text(task, metric, b.doc, b.response, kind), b.response) if b else _pre(missing)])
         cells = "".join([
             f'<td class="num key">{int(doc_id)}</td><td class="key key2">{esc(variant)}</td><td class="change">{esc(change)}</td>',
-            _question(b.prompt) if b else _pre(missing), f'<td class="gold"><pre class="text">{esc(gold)}</pre></td>',
-            _answer(scored_answer_text(task, metric, b.doc, b.response, kind), b.response) if b else _pre(missing),
+            base_side,
             _answer(scored_answer_text(task, metric, v.doc, v.response, kind), v.response) if v else _pre(missing),
             f'<td>{esc(metric)}</td>',
         ])

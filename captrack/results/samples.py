@@ -11,10 +11,12 @@ import ast
 import json
 import re
 import string
+from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -244,8 +246,9 @@ def _is_contrast(doc: Mapping[str, Any], options: tuple[str, ...], n_scored: int
     return "control" in doc and "forms" in doc and len(options) == 2 and n_scored == 4 and gold in (0, 1)
 
 
-def read_doc_field(file: SamplesFile, name: str) -> dict[int, str | None]:
+def read_doc_field(file: SamplesFile, name: str) -> Mapping[int, str | None]:
     """doc_id -> the value of doc field `name` (at the doc's top level, else in its ``meta``); None where absent.
+    Read once per file version: every variant of a comparison reads the same base files (read-only mapping).
 
     Raises:
         InputError: the file is gone or changed since ingest.
@@ -253,15 +256,36 @@ def read_doc_field(file: SamplesFile, name: str) -> dict[int, str | None]:
     reason = unavailable_reason(file)
     if reason is not None:
         raise InputError(f"{reason}; cannot read doc field {name!r} (re-ingest the run)")
-    path = '$."' + name.replace('"', '') + '"'
+    stat = file.path.stat()
+    key = (str(file.path), stat.st_mtime_ns, stat.st_size, name)  # a changed file is read again
+    found = _DOC_FIELDS.get(key)
+    if found is None:
+        found = _read_doc_field(key[0], name)
+        _DOC_FIELDS[key] = found
+        _DOC_FIELDS.move_to_end(key)
+        held = sum(len(v) for v in _DOC_FIELDS.values())
+        while held > _DOC_FIELDS_HELD and len(_DOC_FIELDS) > 1:  # the oldest first; the one just read stays
+            held -= len(_DOC_FIELDS.popitem(last=False)[1])
+    else:
+        _DOC_FIELDS.move_to_end(key)
+    return found
+
+
+_DOC_FIELDS: OrderedDict[tuple[str, int, int, str], Mapping[int, str | None]] = OrderedDict()
+_DOC_FIELDS_HELD = 200_000
+"""Doc field values kept from files already read (about 20 MB): every variant of a comparison reads the base's."""
+
+
+def _read_doc_field(path: str, name: str) -> Mapping[int, str | None]:
+    field_path = '$."' + name.replace('"', '') + '"'
     rows = duckdb.execute(
         f"""SELECT doc_id, coalesce(json_extract_string(doc, ?),
                    CASE WHEN json_valid(doc ->> 'meta') THEN json_extract_string(doc ->> 'meta', ?) END)
         FROM read_json(?, format='newline_delimited', columns={{'doc_id': 'BIGINT', 'doc': 'JSON'}},
                        maximum_object_size={_MAX_OBJECT})""",
-        [path, path, str(file.path)],
+        [field_path, field_path, path],
     ).fetchall()
-    return {int(doc_id): value for doc_id, value in rows}
+    return MappingProxyType({int(doc_id): value for doc_id, value in rows})
 
 
 def paired_doc_field(store: Store, paired: PairedItems, name: str) -> pd.Series:
