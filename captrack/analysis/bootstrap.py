@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import zlib
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,7 +16,8 @@ from captrack.analysis.drift import relative_drift_array
 from captrack.analysis.intervals import ratio_interval
 from captrack.analysis.stats import bootstrap_indices, percentile_ci
 
-__all__ = ["Items", "bootstrap_drift", "cluster_resample_counts", "drift_ci", "resample_counts", "shared_resamples"]
+__all__ = ["LARGE_COUNTS", "Items", "ResampleMatrix", "RowBlocks", "bootstrap_drift", "cluster_resample_counts", "drift_ci",
+           "products", "resample_counts", "resample_matrix", "row_blocks", "shared_resamples"]
 
 # (variant, task, metric) -> (base values, variant values) per paired item, in item order.
 Items = dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
@@ -35,7 +37,7 @@ class _Cache:
         return found
 
     def put(self, key: tuple[str, int, int, int], counts: NDArray[np.generic]) -> None:
-        if counts.nbytes > self.max_bytes:
+        if counts.nbytes > self.max_bytes or counts.size > LARGE_COUNTS:  # a large task's: see shared_resamples
             return
         while self.entries and self.used + counts.nbytes > self.max_bytes:
             self.used -= self.entries.popitem(last=False)[1].nbytes
@@ -52,13 +54,30 @@ def shared_resamples(max_bytes: int = 256 << 20) -> Iterator[None]:
     that resamples that task (drift CIs, calibration, contrasts), up to `max_bytes` of counts held: every task of a
     million records (50 tasks of 5,000 items, 1,000 resamples: 250 MB); at ten million (50 MB a task) each
     statistic's pass over the tasks would push the first out before the next pass came back to it, so no more is
-    held for them (it was 768 MB, never read again there)."""
+    held for them (it was 768 MB, never read again there). The counts of a task above LARGE_COUNTS are not kept at
+    all: at ten million records the passes found none of them again, and the 256 MB they filled was held through
+    the statistics' own peaks (issue 44); redrawing one costs about a second."""
     _CACHE.append(_Cache(max_bytes))
     try:
         yield
     finally:
         _CACHE.pop()
 
+
+LARGE_COUNTS = 1 << 25
+"""Resample counts (resamples x items) above which a task's statistics multiply them a block of resample rows at a
+time (`row_blocks`) and its counts are not cached: 1,000 resamples of 33,554 items. A task of 50,000 items made
+400 MB of float64 counts at once (issue 44); the tasks of the goldens and committed boards are far below it, so
+they take the whole-matrix path, and its bytes, unchanged."""
+
+_BLOCK_ELEMENTS = 1 << 22
+"""Counts per row block of a large task (~32 MB as float64)."""
+
+_ROW_MULTIPLE = 64
+"""Row blocks are a multiple of this many rows: BLAS kernels handle rows in groups of up to 16 (and a thread's share
+of them in such groups), so blocks that keep each row's place in its group mostly sum each row as the whole product
+did; blocks of other sizes differed in the last bits more often. Where the values are whole numbers (0/1 metrics)
+every order gives the same sums."""
 
 _DRAW_CHUNK = 1 << 22
 """Indices drawn per step (~16 MB of int32): the draw of a large task is made in row blocks, never all at once."""
@@ -106,6 +125,66 @@ def _shared_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDAr
     return counts
 
 
+def row_blocks(n_rows: int, n_cols: int) -> list[slice]:
+    """Slices of the rows of an n_rows x n_cols resample matrix to build and multiply one at a time: one slice of
+    every row while it has at most LARGE_COUNTS elements (the whole-matrix product, as before issue 44), else
+    blocks of a multiple of _ROW_MULTIPLE rows of about _BLOCK_ELEMENTS elements.
+
+    Outside whole numbers a block's product may differ from the whole matrix's in the last bits, as the whole
+    product's own does between machines whose BLAS splits it among another number of threads."""
+    if n_rows * n_cols <= LARGE_COUNTS:
+        return [slice(0, n_rows)]
+    rows = max(_ROW_MULTIPLE, _BLOCK_ELEMENTS // max(n_cols, 1) // _ROW_MULTIPLE * _ROW_MULTIPLE)
+    return [slice(start, min(start + rows, n_rows)) for start in range(0, n_rows, rows)]
+
+
+class RowBlocks:
+    """A tall matrix that is never held whole: `build(rows)` makes the rows `rows` (a slice), and `matrix @ other`
+    multiplies it a block of rows at a time (`row_blocks`), so only one block is held besides the product."""
+
+    def __init__(self, shape: tuple[int, int], dtype: type[np.generic], build: Callable[[slice], NDArray[np.generic]]) -> None:
+        self.shape, self.dtype, self.build = shape, np.dtype(dtype), build
+
+    def __matmul__(self, other: NDArray[Any]) -> NDArray[Any]:
+        return self.products(other)[0]
+
+    def products(self, *others: NDArray[Any]) -> list[NDArray[Any]]:
+        """`[matrix @ other for other in others]`, each block built once for all of them."""
+        outs: list[NDArray[Any]] = []
+        for rows in row_blocks(*self.shape):
+            block = self.build(rows)
+            for i, other in enumerate(others):
+                product = block @ other
+                if i == len(outs):
+                    outs.append(np.empty((self.shape[0], *product.shape[1:]), dtype=product.dtype))
+                outs[i][rows] = product
+        return outs
+
+    def row_sums(self) -> NDArray[Any]:
+        """Each row's sum, as `matrix.sum(axis=1)` gives it (summed within the row, so blocks do not change it)."""
+        return np.concatenate([self.build(rows).sum(axis=1) for rows in row_blocks(*self.shape)])
+
+
+ResampleMatrix = NDArray[Any] | RowBlocks
+"""Resample weights of a task: the whole matrix, or (a large task) a RowBlocks made a block of rows at a time."""
+
+
+def products(matrix: ResampleMatrix, *others: NDArray[Any]) -> list[NDArray[Any]]:
+    """`[matrix @ other for other in others]`; a RowBlocks builds each of its blocks once for all of them."""
+    return matrix.products(*others) if isinstance(matrix, RowBlocks) else [matrix @ other for other in others]
+
+
+def resample_matrix(task: str, n_items: int, n_resamples: int, seed: int, n_rows: int, dtype: type[np.generic],
+                    make: Callable[[NDArray[np.generic], slice], NDArray[np.generic]]) -> ResampleMatrix:
+    """A matrix of n_rows x n_items made from a task's resample counts by `make(counts, rows)` (its rows `rows`):
+    made whole from `resample_counts` (float32) as before issue 44 where it has at most LARGE_COUNTS elements,
+    else a RowBlocks over the counts as drawn (uint8: the same whole numbers), made a block at a time."""
+    if n_rows * n_items <= LARGE_COUNTS:
+        return make(resample_counts(task, n_items, n_resamples, seed), slice(0, n_rows))
+    counts = _shared_counts(task, n_items, n_resamples, seed)
+    return RowBlocks((n_rows, n_items), dtype, lambda rows: make(counts, rows))
+
+
 def cluster_resample_counts(task: str, labels: Sequence[object], n_resamples: int, seed: int) -> NDArray[np.float32]:
     """Like resample_counts, but whole clusters are drawn: each item counts as often as its cluster was drawn."""
     _, inverse = np.unique(np.asarray([str(x) for x in labels]), return_inverse=True)
@@ -139,13 +218,22 @@ def bootstrap_drift(items: Items, n_resamples: int, seed: int,
             columns = np.empty((n_items, 2 * len(keys)), dtype=np.float64)
             for i, key in enumerate(keys):
                 columns[:, 2 * i], columns[:, 2 * i + 1] = items[key]
-            wide = counts.astype(np.float64)
-            drawn = wide.sum(axis=1, keepdims=True) if labels else n_items  # clusters vary in size
-            means = (wide @ columns) / drawn
-            del wide
+            means = _resample_means(counts, columns, clustered=bool(labels))
             for i, key in enumerate(keys):
                 out[key] = relative_drift_array(means[:, 2 * i], means[:, 2 * i + 1])
     return out
+
+
+def _resample_means(counts: NDArray[np.generic], columns: NDArray[np.float64], clustered: bool) -> NDArray[np.float64]:
+    """Each resample's (row of `counts`) weighted mean of each column, the counts cast to float64 one block of rows
+    at a time (`row_blocks`: the whole matrix for all but large tasks; one task of 50,000 items cast whole took
+    400 MB, issue 44)."""
+    means = np.empty((counts.shape[0], columns.shape[1]), dtype=np.float64)
+    for rows in row_blocks(*counts.shape):
+        wide = counts[rows].astype(np.float64)
+        drawn = wide.sum(axis=1, keepdims=True) if clustered else counts.shape[1]  # clusters vary in size
+        means[rows] = (wide @ columns) / drawn
+    return means
 
 
 def drift_ci(base: NDArray[np.float64], variant: NDArray[np.float64], samples: NDArray[np.float64] | None, level: float,

@@ -16,19 +16,26 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from captrack.analysis.bootstrap import ResampleMatrix, products
+
 __all__ = ["CalibrationSide"]
 
 Array = NDArray[np.float64]
 
 
-def _ece(bins: NDArray[np.integer[Any]], gap_values: NDArray[np.floating[Any]], counts: NDArray[np.floating[Any]],
-         n_bins: int, drawn: NDArray[np.floating[Any]] | None = None) -> Array:
-    """ECE under each row of `counts` (item multiplicities of a resample; a row of ones = the sample); `drawn`:
-    each row's sum, when the caller has it. Bins are right-closed, (e_{j-1}, e_j], with the first closed:
-    scikit-learn's `calibration_curve`."""
-    gap = np.zeros((len(bins), n_bins), dtype=counts.dtype)
+def _gap_matrix(bins: NDArray[np.integer[Any]], gap_values: NDArray[np.floating[Any]], n_bins: int,
+                dtype: np.dtype[Any]) -> NDArray[Any]:
+    """Items x bins: each item's correct − confidence in its bin's column. Bins are right-closed, (e_{j-1}, e_j],
+    with the first closed: scikit-learn's `calibration_curve`."""
+    gap = np.zeros((len(bins), n_bins), dtype=dtype)
     gap[np.arange(len(bins)), bins] = gap_values
-    return np.asarray(np.abs(counts @ gap).sum(axis=1) / (counts.sum(axis=1) if drawn is None else drawn), dtype=float)
+    return gap
+
+
+def _ece(binned: NDArray[Any], drawn: NDArray[np.floating[Any]]) -> Array:
+    """ECE under each row of item multiplicities (a resample; a row of ones = the sample), from that row times the
+    gap matrix (`binned`) and the row's sum (`drawn`)."""
+    return np.asarray(np.abs(binned).sum(axis=1) / drawn, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,13 @@ class CalibrationSide:
         """The side of items with top-choice confidence `conf`, correctness `correct` and Brier score `brier`."""
         bins = np.searchsorted(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], conf, side="left")
         diff = correct - conf
-        ece = float(_ece(bins, diff, np.ones((1, len(conf))), n_bins)[0])
+        ones = np.ones((1, len(conf)))
+        ece = float(_ece(ones @ _gap_matrix(bins, diff, n_bins, ones.dtype), ones.sum(axis=1))[0])
         return cls(n_bins, ece, float(brier.mean()), bins.astype(np.uint8 if n_bins <= 256 else np.int32),
                    diff.astype(np.float32), brier.astype(np.float32))
 
-    def resampled(self, counts: NDArray[np.float32], drawn: NDArray[np.float32]) -> tuple[Array, NDArray[Any]]:
-        """ECE and mean Brier score under each resample (rows of `counts`, `drawn` their sums)."""
-        return _ece(self.bins, self.gap, counts, self.n_bins, drawn), counts @ self.brier32 / len(self.bins)
+    def resampled(self, counts: ResampleMatrix, drawn: NDArray[np.float32]) -> tuple[Array, NDArray[Any]]:
+        """ECE and mean Brier score under each resample (rows of `counts`, `drawn` their sums; a large task's
+        counts made a block of rows at a time, captrack.analysis.bootstrap.RowBlocks, once for both)."""
+        binned, brier = products(counts, _gap_matrix(self.bins, self.gap, self.n_bins, counts.dtype), self.brier32)
+        return _ece(binned, drawn), brier / len(self.bins)

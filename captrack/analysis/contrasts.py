@@ -7,19 +7,21 @@ of a k-option task, 0 without k; with replicates the items are replicate means i
 base·(1 − variant) is an item's expected forgetting) and, per multiple-choice task, the mean over items of 1 − BC (the
 Bhattacharyya overlap of the base's and variant's option distributions, captrack.analysis.distribution).
 Each task is resampled with captrack.analysis.bootstrap.resample_counts, the same index for every
-variant, so a − b is resampled item by item jointly; the CI is the percentile interval.
+variant, so a − b is resampled item by item jointly; the CI is the percentile interval. A large task's
+weights are made and multiplied a block of resamples at a time (captrack.analysis.bootstrap.resample_matrix).
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from captrack.analysis.bootstrap import Items, resample_counts
+from captrack.analysis.bootstrap import Items, ResampleMatrix, products, resample_matrix
 from captrack.analysis.stats import percentile_ci
 
 __all__ = ["MEASURE_COLUMNS", "item_contrasts"]
@@ -29,56 +31,71 @@ MEASURE_COLUMNS = [f"{m}_{s}" for m in MEASURES for s in ("a", "b", "difference"
 Series = dict[tuple[str, str], tuple[float, NDArray[np.float64]]]  # (variant, unit) -> (point, resamples)
 
 
-def _weights(counts: NDArray[np.float32]) -> NDArray[np.float64]:
-    """The sample (a row of ones) and each resample's item weights, as fractions of the items."""
-    weights = np.empty((counts.shape[0] + 1, counts.shape[1]), dtype=np.float64)
-    weights[0], weights[1:] = 1.0, counts
+def _weights(counts: NDArray[np.generic], rows: slice) -> NDArray[np.float64]:
+    """Rows `rows` of the sample's (a row of ones, row 0) and each resample's item weights, as fractions of the
+    items."""
+    start, stop, _ = rows.indices(counts.shape[0] + 1)
+    weights = np.empty((stop - start, counts.shape[1]), dtype=np.float64)
+    first = int(start == 0)
+    weights[:first] = 1.0
+    weights[first:] = counts[start + first - 1:stop - 1]
     weights /= counts.shape[1]
     return weights
 
 
+def _as_float64(counts: NDArray[np.generic], rows: slice) -> NDArray[np.float64]:
+    """Rows `rows` of the resample counts as float64."""
+    return counts[rows].astype(np.float64)
+
+
 class _BaseMeans:
-    """The last base's weighted means: the variants of a task usually pair the same base items, so theirs are reused."""
+    """The last base's weighted means: the variants of a task usually pair the same base items, so theirs are reused.
+    The weights are referred to weakly, so that the last task's are let go when the next task's are made."""
 
     def __init__(self) -> None:
         self.base: NDArray[np.float64] | None = None
-        self.weights: NDArray[np.float64] | None = None
+        self.weights: weakref.ref[ResampleMatrix] | None = None
         self.means: NDArray[np.float64] = np.empty(0)
 
-    def get(self, base: NDArray[np.float64], weights: NDArray[np.float64]) -> NDArray[np.float64]:
-        if self.weights is not weights or self.base is None or not np.array_equal(self.base, base):
-            self.base, self.weights, self.means = base, weights, weights @ base
+    def get(self, base: NDArray[np.float64], weights: ResampleMatrix) -> NDArray[np.float64]:
+        held = self.weights() if self.weights is not None else None
+        if held is not weights or self.base is None or not np.array_equal(self.base, base):
+            self.base, self.weights, self.means = base, weakref.ref(weights), weights @ base
         return self.means
 
 
-def _f_adj(base: NDArray[np.float64], post: NDArray[np.float64], k: float, weights: NDArray[np.float64],
+def _f_adj(base: NDArray[np.float64], post: NDArray[np.float64], k: float, weights: ResampleMatrix,
            base_means: _BaseMeans | None = None) -> tuple[float, NDArray[np.float64]]:
     """F_adj of paired binary items and its resamples (rows of `weights` after the first: see _weights)."""
     pre = (base_means or _BaseMeans()).get(base, weights)
-    forgot, after = weights @ (base * (1 - post)), weights @ post
+    forgot, after = products(weights, base * (1 - post), post)
     chance = (1 - pre) * (1 - after) / (k - 1) if not math.isnan(k) and k >= 2 else 0.0
     values = np.maximum(forgot - chance, 0.0)
     return float(values[0]), values[1:]
 
 
 class _PerTask:
-    """The last task's resample matrix, so the variants and metrics of a task (visited together) share it."""
+    """The last task's resample matrix (`make(counts, rows)`, with `extra_rows` rows besides the resamples), so the
+    variants and metrics of a task (visited together) share it; a large task's is made a block at a time."""
 
-    def __init__(self, n_resamples: int, seed: int, make: Callable[[NDArray[np.float32]], NDArray[np.float64]]) -> None:
-        self.n_resamples, self.seed, self.make = n_resamples, seed, make
+    def __init__(self, n_resamples: int, seed: int, extra_rows: int,
+                 make: Callable[[NDArray[np.generic], slice], NDArray[np.float64]]) -> None:
+        self.n_resamples, self.seed, self.n_rows, self.make = n_resamples, seed, n_resamples + extra_rows, make
         self.key: tuple[str, int] | None = None
-        self.value: NDArray[np.float64] = np.empty((0, 0))
+        self.value: ResampleMatrix = np.empty((0, 0))
 
-    def get(self, task: str, n: int) -> NDArray[np.float64]:
+    def get(self, task: str, n: int) -> ResampleMatrix:
         if self.key != (task, n):
-            self.key, self.value = (task, n), self.make(resample_counts(task, n, self.n_resamples, self.seed))
+            self.key, self.value = None, np.empty((0, 0))  # the last task's is let go before the next is made
+            self.value = resample_matrix(task, n, self.n_resamples, self.seed, self.n_rows, np.float64, self.make)
+            self.key = (task, n)
         return self.value
 
 
 def _forgetting_series(items: Items, transitions: pd.DataFrame, n_resamples: int, seed: int) -> Series:
     out: Series = {}
     scored = transitions[transitions["forgetting_adj"].notna()]
-    weights, base_means = _PerTask(n_resamples, seed, _weights), _BaseMeans()
+    weights, base_means = _PerTask(n_resamples, seed, 1, _weights), _BaseMeans()
     for row in scored.sort_values("task", kind="stable").itertuples():
         base, post = items.get((str(row.variant), str(row.task), str(row.metric)), (np.empty(0), np.empty(0)))
         if base.size == 0 or not (((base >= 0) & (base <= 1)).all() and ((post >= 0) & (post <= 1)).all()):
@@ -92,7 +109,7 @@ def _forgetting_series(items: Items, transitions: pd.DataFrame, n_resamples: int
 def _bc_series(one_minus_bc: Mapping[tuple[str, str], NDArray[np.float64]], n_resamples: int, seed: int) -> Series:
     """(variant, task) -> mean 1 − BC and its bootstrap means (each task's items resampled alike for every variant)."""
     out: Series = {}
-    counts = _PerTask(n_resamples, seed, lambda c: c.astype(np.float64))
+    counts = _PerTask(n_resamples, seed, 0, _as_float64)
     for variant, task in sorted(one_minus_bc, key=lambda key: (str(key[1]), str(key[0]))):
         values = one_minus_bc[(variant, task)]
         out[(str(variant), str(task))] = (float(values.mean()), counts.get(str(task), values.size) @ values / values.size)

@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from captrack.analysis.bootstrap import resample_counts
+from captrack.analysis.bootstrap import ResampleMatrix, RowBlocks, resample_matrix
 from captrack.analysis.calibration_sides import CalibrationSide
 from captrack.analysis.choice_frame import ChoiceFrame, as_matrix, check_gold, choice_blocks
 from captrack.analysis.stats import percentile_ci
@@ -295,19 +295,28 @@ def _top_choice(ll: Array, gold: NDArray[np.int64]) -> tuple[Array, Array, Array
     return p.max(axis=1), (ll.argmax(axis=1) == gold).astype(float), ((p - onehot) ** 2).sum(axis=1)
 
 
+def _as_float32(counts: NDArray[np.generic], rows: slice) -> NDArray[np.float32]:
+    """Rows `rows` of the resample counts as float32 (themselves where they are float32 already)."""
+    return counts[rows].astype(np.float32, copy=False)
+
+
 class _TaskDraws:
-    """The resample counts of the task last asked for and their row sums, shared by its variants (visited together)."""
+    """The resample counts (float32) of the task last asked for and their row sums, shared by its variants (visited
+    together); a large task's are made a block of resamples at a time (captrack.analysis.bootstrap.resample_matrix)."""
 
     def __init__(self, n_resamples: int, seed: int) -> None:
         self.n_resamples, self.seed = n_resamples, seed
         self.key: tuple[str, int] | None = None
-        self.counts: NDArray[np.float32] = np.empty((0, 0), dtype=np.float32)
+        self.counts: ResampleMatrix = np.empty((0, 0), dtype=np.float32)
         self.drawn: NDArray[np.float32] = np.empty(0, dtype=np.float32)
 
-    def get(self, task: str, n: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    def get(self, task: str, n: int) -> tuple[ResampleMatrix, NDArray[np.float32]]:
         if self.key != (task, n):
-            self.key, self.counts = (task, n), resample_counts(task, n, self.n_resamples, self.seed)
-            self.drawn = self.counts.sum(axis=1)
+            self.key, self.counts = None, np.empty((0, 0), dtype=np.float32)  # the last task's let go first
+            self.counts = resample_matrix(task, n, self.n_resamples, self.seed, self.n_resamples, np.float32,
+                                          _as_float32)
+            self.drawn = self.counts.row_sums() if isinstance(self.counts, RowBlocks) else self.counts.sum(axis=1)
+            self.key = (task, n)
         return self.counts, self.drawn
 
 
