@@ -181,9 +181,8 @@ def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, di
     from captrack.report.pair_tables import (
         by_field_html,
         by_field_markdown,
+        pair_sections,
         pair_table,
-        pairs_html,
-        pairs_markdown,
     )
 
     tables: dict[str, pd.DataFrame] = {}
@@ -193,8 +192,9 @@ def _pair_sections(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, di
     if not pairs.empty:
         drift = pd.concat([c.drift for c, _ in comparisons], ignore_index=True)
         tables["pairs.csv"] = pairs
-        html.append(pairs_html(pairs, drift, spec.margin))
-        md += pairs_markdown(pairs, drift, spec.margin)
+        pairs_html, pairs_md = pair_sections(pairs, drift, spec.margin)
+        html.append(pairs_html)
+        md += pairs_md
     for name in spec.by:
         frames = [c.by_field[name] for c, _ in comparisons if name in c.by_field]
         if frames:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from captrack.analysis.comparison import Comparison
@@ -26,7 +27,7 @@ from captrack.report.slugs import anchor
 if TYPE_CHECKING:
     from captrack.labels import VariantLabels
 
-__all__ = ["PAIR_COLUMNS", "by_field_html", "by_field_markdown", "pair_table", "pairs_html", "pairs_markdown"]
+__all__ = ["PAIR_COLUMNS", "by_field_html", "by_field_markdown", "pair_sections", "pair_table"]
 
 PAIR_COLUMNS = [
     "variant", "base", "task", "metric", "n", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high",
@@ -41,13 +42,15 @@ def pair_table(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -
     """Per variant and tracked (binary) task/metric: transitions.csv's row plus base and variant means and the
     delta CI the comparison computed (``Comparison.pair_deltas``)."""
     frames = []
+    keys = ["variant", "task", "metric"]
     for comparison, _ in comparisons:
-        for variant in comparison.variants:
-            trans = comparison.transitions[comparison.transitions["variant"] == variant.name]
-            deltas = comparison.pair_deltas[comparison.pair_deltas["variant"] == variant.name]
-            if trans.empty or deltas.empty:
-                continue
-            frames.append(trans.merge(deltas, on=["variant", "task", "metric"]).assign(base=comparison.base))
+        if comparison.transitions.empty or comparison.pair_deltas.empty:
+            continue
+        place = {v.name: i for i, v in enumerate(comparison.variants)}
+        merged = comparison.transitions.merge(comparison.pair_deltas, on=keys)  # the transitions' order within a variant
+        merged = merged[merged["variant"].isin(place)]
+        order = np.argsort(merged["variant"].map(place).to_numpy(dtype=np.int64), kind="stable")  # the variants' order
+        frames.append(merged.iloc[order].assign(base=comparison.base))
     return pd.concat(frames, ignore_index=True)[PAIR_COLUMNS] if frames else pd.DataFrame(columns=PAIR_COLUMNS)
 
 
@@ -119,15 +122,23 @@ def _td(text: str, numeric: bool = True) -> str:
     return f'<td class="num">{esc(text)}</td>' if numeric else f"<td>{esc(text)}</td>"
 
 
-def pairs_html(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: float = 5.0) -> str:
-    """The "Base → variant" section of index.html (empty when there are no transitions); Δ is the verdict's, from
-    `drift` (drift.csv)."""
+def pair_sections(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: float = 5.0) -> tuple[str, list[str]]:
+    """The "Base → variant" section of index.html and its README lines (empty when there are no transitions), each row's
+    cells formatted once for both; Δ is the verdict's, from `drift` (drift.csv)."""
     if pairs.empty:
-        return ""
+        return "", []
     said = _verdicts(drift, margin)
-    rows = [[_td(f"{r.base} → {r.variant}", False), _td(f"{r.task} / {r.metric}", False),
-             *(_td(c) for c in [*_cells(r, said.get((str(r.variant), str(r.task), str(r.metric)), "n/a")), *_flip_cells(r)])]
+    rows = [(f"{r.base} → {r.variant}", f"{r.task} / {r.metric}",
+             [*_cells(r, said.get((str(r.variant), str(r.task), str(r.metric)), "n/a")), *_flip_cells(r)])
             for r in pairs.itertuples()]
+    return _pairs_html(rows, margin), _pairs_markdown(rows, margin)
+
+
+_PairRow = tuple[str, str, list[str]]  # pair, task / metric, the displayed statistics
+
+
+def _pairs_html(pair_rows: list[_PairRow], margin: float) -> str:
+    rows = [[_td(pair, False), _td(what, False), *(_td(c) for c in cells)] for pair, what, cells in pair_rows]
     note = ('<p class="muted">Before / after: the metric\'s mean over the paired items; Δ, its 95% CI and verdict as in the '
             "per-task table; F = n10/n, BT = n01/n; F_adj, BT_adj subtract the flips guessing among k options explains "
             "(= F, BT when k is unknown); McNemar p: the exact test, for reference; q: Benjamini–Hochberg across the "
@@ -158,16 +169,10 @@ def _md_row(labels: list[str], numbers: list[str] | None = None) -> str:
     return md_row([md_text(c) for c in labels] + [c.replace("|", "\\|") for c in numbers or []])
 
 
-def pairs_markdown(pairs: pd.DataFrame, drift: pd.DataFrame | None = None, margin: float = 5.0) -> list[str]:
-    """README lines of the pairs table (none when there are no transitions); Δ is the verdict's, from `drift`."""
-    if pairs.empty:
-        return []
-    said = _verdicts(drift, margin)
+def _pairs_markdown(pair_rows: list[_PairRow], margin: float) -> list[str]:
     lines = ["## Base → variant, item by item", "", _md_row(["pair", "task / metric"], [*_pair_header(margin), *_FLIP_HEADER]),
              "|---" * (len(_STAT_HEADER) + len(_FLIP_HEADER) + 2) + "|"]
-    lines += [_md_row([f"{r.base} → {r.variant}", f"{r.task} / {r.metric}"],
-                      [*_cells(r, said.get((str(r.variant), str(r.task), str(r.metric)), "n/a")), *_flip_cells(r)])
-              for r in pairs.itertuples()]
+    lines += [_md_row([pair, what], cells) for pair, what, cells in pair_rows]
     return [*lines, ""]
 
 
