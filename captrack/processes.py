@@ -24,10 +24,10 @@ import subprocess
 import sys
 import sysconfig
 import threading
-from pathlib import Path
 import time
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["LIFELINE_ENV", "PARENT_ENV", "ThreadPlan", "busy_cores_now", "captrack_child_env", "die_with_parent", "plan_threads",

@@ -54,25 +54,26 @@ def _capabilities(count: int) -> str:
 def _verdict_sentence(name: str, algorithm: str, rows: pd.DataFrame, point: pd.Series | None, margin: float,
                       units: Mapping[tuple[str, str], str]) -> str:
     """One variant's capabilities by verdict, each regressed, improved or changed one with its Δ and 95% CI."""
-    judged = rows[rows["verdict"].map(lambda v: isinstance(v, str) and v != "")]
+    judged = [r for r in rows.reindex(columns=["key", "verdict", "oriented_change", "change_ci_low", "change_ci_high"]).to_dict("records")
+              if isinstance(r["verdict"], str) and r["verdict"] != ""]
     text = f"{name} ({algorithm or 'no algorithm'}), {_capabilities(len(rows))} at margin ±{margin:g}: "
+    found = {verdict: [r for r in judged if r["verdict"] == verdict] for verdict in dict.fromkeys(r["verdict"] for r in judged)}
 
     def shown(verdict: str) -> str:
-        found = judged[judged["verdict"] == verdict]
         return ", ".join(f"{r['key']} {change_text(r['oriented_change'], r['change_ci_low'], r['change_ci_high'], units.get((name, str(r['key'])), 'points'))}"
-                         for r in found.to_dict("records"))
+                         for r in found[verdict])
 
     def keys(verdict: str) -> str:
-        return ", ".join(str(k) for k in judged.loc[judged["verdict"] == verdict, "key"])
+        return ", ".join(str(r["key"]) for r in found[verdict])
 
-    parts = [f"regressed {shown('regressed')}" if (judged["verdict"] == "regressed").any() else "none regressed"]
-    if (judged["verdict"] == "improved").any():
+    parts = [f"regressed {shown('regressed')}" if "regressed" in found else "none regressed"]
+    if "improved" in found:
         parts.append(f"improved {shown('improved')}")
-    if (judged["verdict"] == "changed").any():
+    if "changed" in found:
         parts.append(f"changed (no better side) {shown('changed')}")
-    if (judged["verdict"] == "equivalent").any():
+    if "equivalent" in found:
         parts.append(f"equivalent {keys('equivalent')}")
-    if (judged["verdict"] == "inconclusive").any():
+    if "inconclusive" in found:
         parts.append(f"inconclusive (too few items to tell) {keys('inconclusive')}")
     if len(judged) < len(rows):
         parts.append(f"{len(rows) - len(judged)} without a verdict")
