@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakeruns import FakeTask, write_run
 from treerss import TreePeak
 
+from captrack.compare import board as board_module
 from captrack.compare.board import build_leaderboard
 from captrack.labels import VariantLabels
 from captrack.results.runfiles import discover_runs
@@ -67,6 +68,7 @@ def main() -> None:
              "comparisons:", "  - base: base", "    variants:"]
     lines += [f"      - {{name: {n}, algorithm: {algos[i % 4]}, family: fam{i % 5}, size: {1 + i % 3}B}}" for i, n in enumerate(names[1:])]
     (board / "leaderboard.yaml").write_text("\n".join(lines) + "\n")
+    steps = _timed_steps()
     t0 = time.perf_counter()
     with TreePeak() as tree:  # the build's worker processes included
         written = build_leaderboard(board)
@@ -77,6 +79,25 @@ def main() -> None:
     print(f"leaderboard: {len(written)} files, {size:.1f} MiB in all, index.html {index:.0f} KiB; built in {built:.1f} s "
           f"(target <= 30 s: {'PASS' if built <= 30 else 'MISS'}); peak RSS {rss:.0f} MB (this process), "
           f"{tree.peak_mb:.0f} MB (with its worker processes, sampled)")
+    print("steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps.items()))
+
+
+def _timed_steps() -> dict[str, float]:
+    """Time the build's two steps as build_leaderboard calls them: the comparison (variants read by the worker
+    processes and analysed) and the board (its tables, pages and figures)."""
+    steps: dict[str, float] = {}
+    for step, name in (("board_comparisons", "compare"), ("publish_board", "pages")):
+        real = getattr(board_module, step)
+
+        def timed(*args: object, _real: object = real, _name: str = name) -> object:
+            start = time.perf_counter()
+            try:
+                return _real(*args)  # type: ignore[operator]
+            finally:
+                steps[_name] = time.perf_counter() - start
+
+        setattr(board_module, step, timed)
+    return steps
 
 
 if __name__ == "__main__":
