@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from captrack.labels import VariantLabels
     from captrack.report.board_spec import LeaderboardSpec
 
-__all__ = ["DRILL_LIMIT", "DrillRow", "scoring_method", "scoring_table", "task_pages"]
+__all__ = ["DRILL_LIMIT", "DrillRow", "DrillTexts", "drill_texts", "scoring_method", "scoring_table", "task_pages",
+           "warn_missing_texts"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -96,20 +97,35 @@ class DrillRow:
     cells: str
 
 
-def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
-               computed: BoardTables, scoring: pd.DataFrame, drift: pd.DataFrame | None = None) -> dict[str, str]:
-    """One HTML page per task with transitions: file name -> page text, each headed by its change per variant and
-    metric as drift.csv gives it (base, variant, Δ with its 95% CI and verdict), then the flipped items the board's
-    tables found (captrack.analysis.board_summary)."""
-    pages: dict[str, str] = {}
-    if spec.store is None:
-        return pages
-    kinds, kinds_of_task = _forgetting_kinds(comparisons), _output_types(comparisons)
-    trans, flips = computed.frames["transitions"].drop_duplicates(["variant", "task", "metric"]), computed.flips
+@dataclass(frozen=True)
+class DrillTexts:
+    """What the task pages read of a board's comparisons: the flipped items' texts, how each forgotten multiple-choice
+    item was lost, and each task's output type (plain data: the pages may be rendered by another process)."""
+
+    texts: Texts
+    lost: dict[tuple[str, str, str], str]  # (variant, task, doc_hash) -> collapse / drift / shift
+    output_types: dict[str, str]
+
+
+def drill_texts(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> DrillTexts:
+    """The texts and labels the task pages show, gathered from every comparison of the board."""
     texts: Texts = {}
     for comparison, _ in comparisons:
         for key, found in comparison.item_texts.items():
             texts.setdefault(key, {}).update(found)
+    return DrillTexts(texts, _forgetting_kinds(comparisons), _output_types(comparisons))
+
+
+def task_pages(spec: LeaderboardSpec, drill: DrillTexts, computed: BoardTables, scoring: pd.DataFrame,
+               drift: pd.DataFrame | None = None) -> dict[str, str]:
+    """One HTML page per task with transitions: file name -> page text, each headed by its change per variant and
+    metric as drift.csv gives it (base, variant, Δ with its 95% CI and verdict), then the flipped items the board's
+    tables found (captrack.analysis.board_summary), their texts from `drill` (drill_texts)."""
+    pages: dict[str, str] = {}
+    if spec.store is None:
+        return pages
+    kinds, kinds_of_task, texts = drill.lost, drill.output_types, drill.texts
+    trans, flips = computed.frames["transitions"].drop_duplicates(["variant", "task", "metric"]), computed.flips
     for task, frame in trans.groupby("task", sort=True):
         base_cells: dict[tuple[str, str, int], str] = {}  # a base item's cells, shown beside every variant that flipped it
         rows: list[DrillRow] = []
@@ -124,12 +140,15 @@ def task_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[s
         how = scoring[scoring["task"] == task]
         changes = _change_table(spec, drift[drift["task"] == task] if drift is not None else None, frame)
         pages[name] = _task_page(spec, str(task), sorted(frame["variant"].unique()), rows, total, how, changes)
-    unavailable = sorted({reason for comparison, _ in comparisons for reason in comparison.texts_unavailable})
-    if unavailable:  # said once for the whole board, not per item
-        shown = unavailable
-        _LOG.warning("item texts missing on the task pages: %s%s; re-ingest the runs (or restore the files) and "
-                     "rebuild", "; ".join(shown[:3]), f" and {len(shown) - 3} more" if len(shown) > 3 else "")
     return pages
+
+
+def warn_missing_texts(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> None:
+    """Log once for the whole board (not per item) why some flipped items' texts are missing on the task pages."""
+    unavailable = sorted({reason for comparison, _ in comparisons for reason in comparison.texts_unavailable})
+    if unavailable:
+        _LOG.warning("item texts missing on the task pages: %s%s; re-ingest the runs (or restore the files) and "
+                     "rebuild", "; ".join(unavailable[:3]), f" and {len(unavailable) - 3} more" if len(unavailable) > 3 else "")
 
 
 def _forgetting_kinds(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[tuple[str, str, str], str]:

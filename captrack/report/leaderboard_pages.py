@@ -12,6 +12,7 @@ import pandas as pd
 from captrack.analysis.comparison import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
+from captrack.report.background import Background, Call, in_background
 from captrack.report.board_model import (
     AGGREGATE_NOTE,
     NOISE_NOTE,
@@ -21,7 +22,6 @@ from captrack.report.board_model import (
     scale_label,
 )
 from captrack.report.board_readme import board_readme
-from captrack.report.figure_process import FigureCall, Figures, draw_figures
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
 from captrack.report.numbers import ci_text, missing, plain, verdict_text
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from captrack.analysis.board_summary import BoardTables
     from captrack.labels import VariantLabels
     from captrack.report.board_spec import LeaderboardSpec
+    from captrack.report.drilldown import DrillTexts
 
 __all__ = ["AGGREGATE_NOTE", "write_pages"]
 
@@ -104,34 +105,51 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     units = capability_units(tables["drift"])
     cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
     summary, checkpoints = computed.algorithms, computed.checkpoints
-    drawing = draw_figures(_figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors))
+    scoring = _scoring(spec, comparisons)
+    calls = _figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors)
+    if spec.store is not None:  # the task pages show the flipped items' texts the comparisons read
+        calls.append(("drilldown", "task_pages", (spec, _drill_texts(comparisons), computed, scoring, tables["drift"]), {}))
+    made = in_background(calls)
     try:
-        return _pages(spec, comparisons, computed, step_texts, cells, units, drawing)
+        return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made, len(calls) - (spec.store is not None))
     finally:
-        drawing.close()
+        made.close()
+
+
+def _drill_texts(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> DrillTexts:
+    from captrack.report.drilldown import drill_texts
+
+    return drill_texts(comparisons)
+
+
+def _scoring(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> pd.DataFrame:
+    from captrack.report.drilldown import scoring_table
+
+    return scoring_table(spec, comparisons)
 
 
 def _figure_calls(out: Path, cells: Cells, aggregate_only: bool, summary: pd.DataFrame, checkpoints: pd.DataFrame,
-                  colors: dict[str, str]) -> list[FigureCall]:
+                  colors: dict[str, str]) -> list[Call]:
     """The board's figures (captrack.report.figures): the heatmap, and the per-algorithm summary and F vs BT
     where there is something to draw."""
-    calls: list[FigureCall] = [("heatmap_figure", (cells.value, cells.significant, out), {
+    calls: list[Call] = [("figures", "heatmap_figure", (cells.value, cells.significant, out), {
         "with_cis": not aggregate_only, "colors": cells.colour, "verdicts": cells.verdict if cells.with_verdicts else None,
         "unit": scale_label(cells) if cells.with_verdicts else ""})]
     if not summary.empty:
-        calls.append(("algorithm_summary_figure", (summary, colors, out), {}))
+        calls.append(("figures", "algorithm_summary_figure", (summary, colors, out), {}))
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
     if not points.empty:
-        calls.append(("f_vs_bt_figure", (points, colors, out), {}))
+        calls.append(("figures", "f_vs_bt_figure", (points, colors, out), {}))
     return calls
 
 
 def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]], computed: BoardTables,
            step_texts: Mapping[FlipKey, StepTexts] | None, cells: Cells, units: dict[tuple[str, str], str],
-           drawing: Figures) -> list[Path]:
-    """Write the board's pages and tables while its figures are drawn (captrack.report.figure_process); the index,
-    which links the figures there are, once they are; returns every path, the figures' first."""
-    from captrack.report.drilldown import scoring_table, task_pages
+           scoring: pd.DataFrame, made: Background, n_figures: int) -> list[Path]:
+    """Write the board's tables, README and index while its figures and task pages are made (`made`: the first
+    `n_figures` results are the figures' paths, then the task pages, captrack.report.background); the index, which
+    links the figures and pages there are, once they are; returns every path, the figures' first."""
+    from captrack.report.drilldown import warn_missing_texts
     from captrack.report.slugs import task_page_name
 
     folder = spec.folder
@@ -152,8 +170,16 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
         power_html, power_md = power_sections(tables["drift"], tables["power"])
         html_sections, md_sections = [power_html, *html_sections], [power_md, *md_sections]
     written += write_contract_tables(folder, extra_tables)
-    scoring = scoring_table(spec, comparisons)
-    pages = task_pages(spec, comparisons, computed, scoring, tables["drift"]) if spec.store is not None else {}
+    if spec.store is not None:
+        warn_missing_texts(comparisons)
+    said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only, spec.margin, units, spec.smoke)
+    said += target_sentences(tables["drift"], spec.target, spec.margin) if spec.target else []
+    caps = _capability_rows(tables)
+    caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])
+    board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
+                  html_sections, md_sections)
+    results = made.results()
+    pages: dict[str, str] = results[n_figures] if len(results) > n_figures else {}
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
@@ -161,14 +187,8 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
     for stale in sorted((folder / "tasks").glob("*.html")) if (folder / "tasks").is_dir() else []:
         if stale.name not in pages:  # a task no longer on the board: its old page would mislead
             stale.unlink()
-    said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only, spec.margin, units, spec.smoke)
-    said += target_sentences(tables["drift"], spec.target, spec.margin) if spec.target else []
-    caps = _capability_rows(tables)
-    caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])
-    board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
-                  html_sections, md_sections)
     titles = {task_page_name(str(t)): str(t) for t in tables["transitions"]["task"].unique()} if pages else {}
-    written = [path for paths in drawing.paths() for path in paths] + written
+    written = [path for paths in results[:n_figures] for path in paths] + written
     written.append(write_atomic(folder / "index.html", _index(board, {p: titles.get(p, p) for p in pages}, {p.name for p in written})))
     written.append(write_atomic(folder / "README.md", board_readme(board)))
     return written

@@ -67,7 +67,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     patch = pytest.MonkeyPatch()
     patch.setattr(leaderboard_pages.figures, "heatmap_figure", spy)
-    patch.setenv("CAPTRACK_WORKERS", "1")  # figures drawn in this process (captrack.report.figure_process), by the spy
+    patch.setenv("CAPTRACK_WORKERS", "1")  # figures drawn in this process (captrack.report.background), by the spy
     try:
         build_leaderboard(board)
     finally:

@@ -1,5 +1,5 @@
-"""A board's figures drawn by a child process are the same bytes as drawn in the caller, and a failure there is
-raised in the caller."""
+"""What a board makes in a child process (figures, task pages) is the same bytes as made in the caller, and a failure
+there is raised in the caller."""
 
 from __future__ import annotations
 
@@ -9,36 +9,38 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from captrack.report import figure_process
-from captrack.report.figure_process import draw_figures
+from captrack.report import background
+from captrack.report.background import in_background
 
 
-def _calls(out: Path) -> list[figure_process.FigureCall]:
+def _calls(out: Path) -> list[background.Call]:
     rng = np.random.default_rng(3)
     value = pd.DataFrame(rng.normal(0, 4, (3, 5)), index=["C1 a", "C2 b", "W1 c"], columns=[f"v{i}" for i in range(5)])
     verdicts = pd.DataFrame(np.where(value < -3, "regressed", "equivalent"), index=value.index, columns=value.columns)
-    return [("heatmap_figure", (value, value.abs() > 3, out), {"verdicts": verdicts, "unit": "points"})]
+    return [("figures", "heatmap_figure", (value, value.abs() > 3, out), {"verdicts": verdicts, "unit": "points"}),
+            ("slugs", "task_page_name", ("captrack_mmlu_pro/math",), {})]
 
 
 def test_a_child_draws_the_same_bytes_as_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(figure_process, "usable_cores", lambda: 2)
+    monkeypatch.setattr(background, "usable_cores", lambda: 2)
     monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
-    drawing = draw_figures(_calls(tmp_path / "child"))
+    drawing = in_background(_calls(tmp_path / "child"))
     assert drawing._process is not None  # drawn by a child process
-    child = drawing.paths()
+    child = drawing.results()
     monkeypatch.setenv("CAPTRACK_WORKERS", "1")
-    here = draw_figures(_calls(tmp_path / "here"))
+    here = in_background(_calls(tmp_path / "here"))
     assert here._process is None
-    local = here.paths()
+    local = here.results()
     assert [p.name for p in child[0]] == [p.name for p in local[0]] == ["heatmap.png", "heatmap.svg"]
     for a, b in zip(child[0], local[0], strict=True):
         assert a.read_bytes() == b.read_bytes()
+    assert child[1] == local[1]  # what a call returns comes back
 
 
 def test_a_failure_in_the_child_is_raised_in_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(figure_process, "usable_cores", lambda: 2)
+    monkeypatch.setattr(background, "usable_cores", lambda: 2)
     monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
-    drawing = draw_figures([("no_such_figure", (tmp_path,), {})])
+    drawing = in_background([("figures", "no_such_figure", (tmp_path,), {})])
     with pytest.raises(AttributeError, match="no_such_figure"):
-        drawing.paths()
+        drawing.results()
     drawing.close()
