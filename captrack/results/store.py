@@ -6,7 +6,7 @@ import contextlib
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from captrack.errors import FILE_NOTE, InputError
 from captrack.labels import VariantLabels
 from captrack.results.checkpoints import run_position
 from captrack.results.connect import connect
-from captrack.results.ingest_sql import ReadAgain, SamplesRead, samples_insert_sql
+from captrack.results.ingest_sql import ReadAgain, SamplesRead, read_windows, samples_insert_sql
 from captrack.results.runfiles import (
     Run,
     TaskInfo,
@@ -222,12 +222,15 @@ class Store:
             if metrics:
                 batches.setdefault((metrics, task.output_type == "multiple_choice"), []).append(task)
         rows, before = 0, {t.name: file_state(t.samples) for t in run.tasks}
-        # Each file is fingerprinted by a second thread while DuckDB reads it (its pages are then in memory).
+        # Each file is fingerprinted by a second thread while DuckDB reads its window of files (ingest_sql.read_windows).
         with ThreadPoolExecutor(1, thread_name_prefix="captrack-digest") as pool:
-            digests = pool.map(file_digest, [t.samples for t in run.tasks])
+            digests: dict[str, Future[str]] = {}
             for (metrics, multiple_choice), tasks in batches.items():
-                rows += self._ingest_batch(run, tasks, metrics, multiple_choice, model, labels, replicate, read)
-            digest = dict(zip([t.name for t in run.tasks], digests, strict=True))
+                for window in read_windows(tasks):
+                    digests |= {t.name: pool.submit(file_digest, t.samples) for t in window}
+                    rows += self._ingest_batch(run, window, metrics, multiple_choice, model, labels, replicate, read)
+            digests |= {t.name: pool.submit(file_digest, t.samples) for t in run.tasks if t.name not in digests}
+            digest = {t.name: digests[t.name].result() for t in run.tasks}
         self._check_complete(run, before, digest)
         check_one_run_per_step(self.con, run.run_id, run.results_path)
         for task in run.tasks:

@@ -13,10 +13,11 @@ import duckdb
 import pytest
 from fakeruns import FakeTask, write_run
 
+import captrack.results.ingest_sql as ingest_sql_module
 import captrack.results.store as store_module
 from captrack.cli import main
 from captrack.labels import VariantLabels
-from captrack.results.ingest_sql import DEFAULT_OBJECT_SIZE
+from captrack.results.ingest_sql import DEFAULT_OBJECT_SIZE, read_windows
 from captrack.results.runfiles import discover_runs
 from captrack.results.store import SAMPLE_COLUMNS, IngestResult, Store
 
@@ -166,6 +167,24 @@ def test_after_a_large_ingest_duckdbs_memory_limit_is_back_and_the_store_goes_on
         assert store.models() == ["a", "b"]
     rows = [(model, doc, value) for model, doc, _, value, _ in _rows(tmp_path / "store.duckdb")]
     assert rows == [("a", 0, 1.0), ("a", 1, 0.0), ("a", 2, 1.0), ("b", 0, 0.0), ("b", 1, 0.0), ("b", 2, 1.0)]
+
+
+def test_a_run_read_a_window_of_files_at_a_time_stores_what_one_read_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 44: a run's files are INSERTed (and fingerprinted) a window at a time, so the fingerprint thread reads
+    # what DuckDB reads while it is in the page cache; the windows must not change a row or a fingerprint.
+    tasks = [FakeTask(name, {"acc": [1, 0, 1, 0]}) for name in (TASK, "captrack_probe_c2_logic", "captrack_boolq_subset")]
+    write_run(tmp_path / "run", "m", tasks)
+    stored = []
+    for window in (ingest_sql_module.READ_WINDOW_BYTES, 1):
+        monkeypatch.setattr(ingest_sql_module, "READ_WINDOW_BYTES", window)
+        runs = discover_runs(tmp_path / "run")
+        assert len(read_windows(list(runs[0].tasks))) == (1 if window > 1 else 3)
+        with Store(tmp_path / f"store-{window}.duckdb") as store:
+            store.ingest(runs, VariantLabels(name="m"))
+            stored.append((store.con.execute("SELECT * FROM samples ORDER BY ALL").fetchall(),
+                           store.con.execute("SELECT * FROM run_tasks ORDER BY ALL").fetchall()))
+    assert stored[0] == stored[1] and len(stored[0][0]) == 12
+    assert all(str(digest).startswith("xxh3_128:") for *_, digest in stored[1][1])
 
 
 def test_the_thread_limit_outlives_a_release_of_memory(tmp_path: Path) -> None:
