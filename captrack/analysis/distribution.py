@@ -295,11 +295,6 @@ def _top_choice(ll: Array, gold: NDArray[np.int64]) -> tuple[Array, Array, Array
     return p.max(axis=1), (ll.argmax(axis=1) == gold).astype(float), ((p - onehot) ** 2).sum(axis=1)
 
 
-def _as_float32(counts: NDArray[np.generic], rows: slice) -> NDArray[np.float32]:
-    """Rows `rows` of the resample counts as float32 (themselves where they are float32 already)."""
-    return counts[rows].astype(np.float32, copy=False)
-
-
 class _TaskDraws:
     """The resample counts (float32) of the task last asked for and their row sums, shared by its variants (visited
     together); a large task's are made a block of resamples at a time (captrack.analysis.bootstrap.resample_matrix)."""
@@ -314,7 +309,7 @@ class _TaskDraws:
         if self.key != (task, n):
             self.key, self.counts = None, np.empty((0, 0), dtype=np.float32)  # the last task's let go first
             self.counts = resample_matrix(task, n, self.n_resamples, self.seed, self.n_resamples, np.float32,
-                                          _as_float32)
+                                          lambda counts, rows: counts[rows].astype(np.float32, copy=False))
             self.drawn = self.counts.row_sums() if isinstance(self.counts, RowBlocks) else self.counts.sum(axis=1)
             self.key = (task, n)
         return self.counts, self.drawn
