@@ -36,7 +36,8 @@ the store after each costs more than it saves (200 variants of 1,200 rows: 27 ->
 def _source_ids(store: Store, paired: PairedItems, taxonomy: Taxonomy) -> pd.Series | None:
     """Doc field ``id`` of the items of tasks whose items are forms of shared source items (taxonomy key
     shared_items), None elsewhere; None when no such task was compared (nothing is read then)."""
-    shared = paired.items["task"].astype(str).map(taxonomy.shares_items).to_numpy(dtype=bool)
+    tasks = paired.items["task"].astype(str)
+    shared = tasks.isin([task for task in tasks.unique() if taxonomy.shares_items(task)]).to_numpy(dtype=bool)
     if not shared.any():
         return None
     values = paired_doc_field(store, dataclasses.replace(paired, items=paired.items[shared]), "id")
