@@ -163,3 +163,20 @@ def test_an_interval_of_a_bounded_metric_never_passes_a_hundred_points() -> None
     assert -100.0 <= change.ci95[0] and change.ci95[1] <= 100.0 and change.ci90[1] <= 100.0
     clustered = paired_change(np.array([1.0, 0, 1, 0]), np.array([0.0, 0, 1, 0]), "binary", "higher", 5.0, [0, 0, 1, 1])
     assert clustered.ci95 == (-100.0, 100.0)  # two clusters: t(1) is wide, but a rate moves at most 100 points
+
+
+def test_keyed_sums_match_pandas_whether_keys_repeat_or_not() -> None:
+    """The capability covariance's per-key sums: numpy where no key repeats, pandas' groupby (its compensated sums)
+    where keys repeat; both as sorted unique keys with their sums, as pandas gives them."""
+    import numpy as np
+    import pandas as pd
+
+    from captrack.analysis.verdicts import _keyed
+
+    rng = np.random.default_rng(5)
+    for keys in (["gsm8k-test-3", "gsm8k-test-10", "gsm8k-test-1", "a"], ["c\x1f2", "c\x1f1", "c\x1f2", "c\x1f1", "c\x1f9"]):
+        values = rng.normal(size=len(keys))
+        expected = pd.Series(values, index=keys).groupby(level=0).sum()
+        got_keys, got_sums = _keyed(keys, values)
+        assert list(got_keys) == list(expected.index)
+        assert got_sums.tobytes() == expected.to_numpy(dtype=float).tobytes()
