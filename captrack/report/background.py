@@ -11,13 +11,12 @@ the same bytes.
 
 from __future__ import annotations
 
-import importlib
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,9 @@ from captrack.processes import captrack_child_env, die_with_parent, spawn, usabl
 
 __all__ = ["Background", "Call", "in_background"]
 
-Call = tuple[str, str, tuple[Any, ...], dict[str, Any]]
-"""One call: a module of captrack.report (``figures``), one of its functions, its arguments and keyword arguments."""
+Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+"""One call: a module-level function (sent to the child by its name, as pickle does), its arguments and keyword
+arguments."""
 
 
 class Background:
@@ -88,8 +88,7 @@ def _in_child() -> bool:
 
 
 def _run(calls: Sequence[Call]) -> list[Any]:
-    return [getattr(importlib.import_module(f"captrack.report.{module}"), name)(*args, **kwargs)
-            for module, name, args, kwargs in calls]
+    return [function(*args, **kwargs) for function, args, kwargs in calls]
 
 
 def _work(job: Path, out: Path) -> None:

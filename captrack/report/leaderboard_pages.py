@@ -108,12 +108,19 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     scoring = _scoring(spec, comparisons)
     calls = _figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors)
     if spec.store is not None:  # the task pages show the flipped items' texts the comparisons read
-        calls.append(("drilldown", "task_pages", (spec, _drill_texts(comparisons), computed, scoring, tables["drift"]), {}))
+        calls.append((_task_pages, (spec, _drill_texts(comparisons), computed, scoring, tables["drift"]), {}))
     made = in_background(calls)
     try:
         return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made, len(calls) - (spec.store is not None))
     finally:
         made.close()
+
+
+def _task_pages(spec: LeaderboardSpec, drill: DrillTexts, computed: BoardTables, scoring: pd.DataFrame,
+                drift: pd.DataFrame) -> dict[str, str]:
+    from captrack.report.drilldown import task_pages
+
+    return task_pages(spec, drill, computed, scoring, drift)
 
 
 def _drill_texts(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> DrillTexts:
@@ -132,14 +139,14 @@ def _figure_calls(out: Path, cells: Cells, aggregate_only: bool, summary: pd.Dat
                   colors: dict[str, str]) -> list[Call]:
     """The board's figures (captrack.report.figures): the heatmap, and the per-algorithm summary and F vs BT
     where there is something to draw."""
-    calls: list[Call] = [("figures", "heatmap_figure", (cells.value, cells.significant, out), {
+    calls: list[Call] = [(figures.heatmap_figure, (cells.value, cells.significant, out), {
         "with_cis": not aggregate_only, "colors": cells.colour, "verdicts": cells.verdict if cells.with_verdicts else None,
         "unit": scale_label(cells) if cells.with_verdicts else ""})]
     if not summary.empty:
-        calls.append(("figures", "algorithm_summary_figure", (summary, colors, out), {}))
+        calls.append((figures.algorithm_summary_figure, (summary, colors, out), {}))
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
     if not points.empty:
-        calls.append(("figures", "f_vs_bt_figure", (points, colors, out), {}))
+        calls.append((figures.f_vs_bt_figure, (points, colors, out), {}))
     return calls
 
 

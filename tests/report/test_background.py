@@ -9,16 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from captrack.report import background
+from captrack.report import background, figures
 from captrack.report.background import in_background
+from captrack.report.slugs import task_page_name
 
 
 def _calls(out: Path) -> list[background.Call]:
     rng = np.random.default_rng(3)
     value = pd.DataFrame(rng.normal(0, 4, (3, 5)), index=["C1 a", "C2 b", "W1 c"], columns=[f"v{i}" for i in range(5)])
     verdicts = pd.DataFrame(np.where(value < -3, "regressed", "equivalent"), index=value.index, columns=value.columns)
-    return [("figures", "heatmap_figure", (value, value.abs() > 3, out), {"verdicts": verdicts, "unit": "points"}),
-            ("slugs", "task_page_name", ("captrack_mmlu_pro/math",), {})]
+    return [(figures.heatmap_figure, (value, value.abs() > 3, out), {"verdicts": verdicts, "unit": "points"}),
+            (task_page_name, ("captrack_mmlu_pro/math",), {})]
 
 
 def test_a_child_draws_the_same_bytes_as_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,7 +41,7 @@ def test_a_child_draws_the_same_bytes_as_the_caller(tmp_path: Path, monkeypatch:
 def test_a_failure_in_the_child_is_raised_in_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(background, "usable_cores", lambda: 2)
     monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
-    drawing = in_background([("figures", "no_such_figure", (tmp_path,), {})])
-    with pytest.raises(AttributeError, match="no_such_figure"):
+    drawing = in_background([(int, ("not a number",), {})])
+    with pytest.raises(ValueError, match="not a number"):
         drawing.results()
     drawing.close()
