@@ -22,6 +22,7 @@ from captrack.report.board_model import (
     scale_label,
 )
 from captrack.report.board_readme import board_readme
+from captrack.report.drilldown import drill_texts, scoring_table, task_pages, warn_missing_texts
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
 from captrack.report.numbers import ci_text, missing, plain, verdict_text
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from captrack.analysis.board_summary import BoardTables
     from captrack.labels import VariantLabels
     from captrack.report.board_spec import LeaderboardSpec
-    from captrack.report.drilldown import DrillTexts
 
 __all__ = ["AGGREGATE_NOTE", "write_pages"]
 
@@ -105,34 +105,15 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     units = capability_units(tables["drift"])
     cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
     summary, checkpoints = computed.algorithms, computed.checkpoints
-    scoring = _scoring(spec, comparisons)
+    scoring = scoring_table(spec, comparisons)
     calls = _figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors)
     if spec.store is not None:  # the task pages show the flipped items' texts the comparisons read
-        calls.append((_task_pages, (spec, _drill_texts(comparisons), computed, scoring, tables["drift"]), {}))
+        calls.append((task_pages, (spec, drill_texts(comparisons), computed, scoring, tables["drift"]), {}))
     made = in_background(calls)
     try:
         return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made, len(calls) - (spec.store is not None))
     finally:
         made.close()
-
-
-def _task_pages(spec: LeaderboardSpec, drill: DrillTexts, computed: BoardTables, scoring: pd.DataFrame,
-                drift: pd.DataFrame) -> dict[str, str]:
-    from captrack.report.drilldown import task_pages
-
-    return task_pages(spec, drill, computed, scoring, drift)
-
-
-def _drill_texts(comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> DrillTexts:
-    from captrack.report.drilldown import drill_texts
-
-    return drill_texts(comparisons)
-
-
-def _scoring(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]]) -> pd.DataFrame:
-    from captrack.report.drilldown import scoring_table
-
-    return scoring_table(spec, comparisons)
 
 
 def _figure_calls(out: Path, cells: Cells, aggregate_only: bool, summary: pd.DataFrame, checkpoints: pd.DataFrame,
@@ -156,7 +137,6 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
     """Write the board's tables, README and index while its figures and task pages are made (`made`: the first
     `n_figures` results are the figures' paths, then the task pages, captrack.report.background); the index, which
     links the figures and pages there are, once they are; returns every path, the figures' first."""
-    from captrack.report.drilldown import warn_missing_texts
     from captrack.report.slugs import task_page_name
 
     folder = spec.folder
