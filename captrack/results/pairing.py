@@ -84,8 +84,7 @@ class Pairing:
                  step: int | None = None) -> None:
         self.store, self.base, self.variant, self.step, self.allow_partial = store, base, variant, step, allow_partial
         con = store.con
-        for model in (base, variant):
-            _check_model(con, model)
+        _check_models(con, (base, variant))
         _select_step(con, variant, step)
         self.problems: list[str] = []
         self.warnings: list[str] = []
@@ -96,7 +95,7 @@ class Pairing:
                 f"{variant}: one run each, made with different seeds (base {self.remap[1]}, variant {self.remap[0]}): "
                 "paired as one replicate; for replicates, evaluate each checkpoint with several --seed values"
             )
-        self.problems += _judge_problems(con, base, variant)
+        self.problems += _judge_problems(store, base, variant)
         self.nan_excluded: dict[str, int] = {}
         self.rows = 0
 
@@ -167,7 +166,11 @@ class Pairing:
         con.unregister("_keys_df")
         try:
             _join(con, self.base, self.variant, self.replicates, self.remap)
-            self.problems += _unpaired_items(con, self.base, self.variant)
+            unpaired, unscored = con.execute(  # most pairings have neither: their queries are then skipped
+                """SELECT count(*) FILTER (WHERE base_doc IS NULL OR variant_doc IS NULL),
+                          count(*) FILTER (WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL
+                                           AND (isnan(base) OR isnan(variant))) FROM _joined""").fetchone() or (0, 0)
+            self.problems += _unpaired_items(con, self.base, self.variant) if unpaired else []
             if self.problems and not self.allow_partial:
                 return None  # only the problems of the other tasks are still wanted, for the one error
             items = con.execute(
@@ -180,7 +183,7 @@ class Pairing:
                 """SELECT task || '/' || metric, count(*) FROM _joined
                 WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL AND (isnan(base) OR isnan(variant))
                 GROUP BY 1 ORDER BY 1"""
-            ).fetchall():
+            ).fetchall() if unscored else []:
                 self.nan_excluded[str(key)] = self.nan_excluded.get(str(key), 0) + int(n)
             return items[PAIRED_COLUMNS]
         finally:
@@ -221,41 +224,46 @@ def _join(
     )
 
 
-def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
+def _check_models(con: duckdb.DuckDBPyConnection, models: tuple[str, ...]) -> None:
     known = [r[0] for r in con.execute("SELECT DISTINCT model FROM runs").fetchall()]
-    if model not in known:
-        raise UnknownNameError("model in the store", model, known)
+    for model in models:
+        if model not in known:
+            raise UnknownNameError("model in the store", model, known)
 
 
 def _choose_keys(
     con: duckdb.DuckDBPyConnection, base: str, variant: str, taxonomy: Taxonomy,
     problems: list[str], warnings: list[str],
 ) -> pd.DataFrame:
-    """Pick one filter per (task, metric) and list what only one side logged."""
+    """Pick one filter per (task, metric) and list what only one side logged.
+
+    The few rows logged per (model, task, filter, metric) are worked through as tuples: pandas' per-call cost was most
+    of a small variant's pairing (a leaderboard pairs hundreds)."""
     logged = con.execute(
         """SELECT model, task, filter, metric, min(task_version) AS task_version,
                   count(DISTINCT task_version) AS n_versions
-        FROM _paired_samples WHERE model IN (?, ?) GROUP BY ALL""",
+        FROM _paired_samples WHERE model IN (?, ?) GROUP BY ALL ORDER BY ALL""",
         [base, variant],
-    ).df()
-    for model, frame in logged.groupby("model"):
-        if (frame["n_versions"] > 1).any():
-            tasks = sorted(frame.loc[frame["n_versions"] > 1, "task"].unique())
+    ).fetchall()
+    for model in sorted({row[0] for row in logged}):
+        mixed = sorted({task for m, task, *_, n_versions in logged if m == model and n_versions > 1})
+        if mixed:
             raise InputError(
-                f"model {model!r} has runs of different versions of {', '.join(tasks)}; "
+                f"model {model!r} has runs of different versions of {', '.join(mixed)}; "
                 "ingest one version per model (or give the runs different --name)"
             )
-    sides = {m: set(zip(f["task"], f["filter"], f["metric"], strict=True)) for m, f in logged.groupby("model")}
-    b, v = sides.get(base, set()), sides.get(variant, set())
+    sides: dict[str, set[tuple[str, str, str]]] = {base: set(), variant: set()}
+    for model, task, filter_name, metric, *_ in logged:
+        sides[model].add((task, filter_name, metric))
+    b, v = sides[base], sides[variant]
     for side, only in ((base, b - v), (variant, v - b)):
         if only:
             shown = ", ".join(f"{t}/{m} (filter {f})" for t, f, m in sorted(only)[:8])
             problems.append(f"metrics logged only by {side!r}: {shown}")
     tracked = {(m.task, m.metric): m.filter for m in taxonomy.members}
     chosen = []
-    common = sorted(b & v)
     by_metric: dict[tuple[str, str], list[str]] = {}
-    for task, filter_name, metric in common:
+    for task, filter_name, metric in sorted(b & v):
         by_metric.setdefault((task, metric), []).append(filter_name)
     for (task, metric), filters in sorted(by_metric.items()):
         preferred = tracked.get((task, metric), "none")
@@ -266,16 +274,20 @@ def _choose_keys(
                 "(name the filter in taxonomy/captrack.yaml to choose another)"
             )
         chosen.append((task, pick, metric))
-    versions = logged[logged["model"] == base].set_index(["task", "filter", "metric"])["task_version"]
+    versions = {(task, f, metric): version for model, task, f, metric, version, _ in logged if model == base}
     frame = pd.DataFrame(chosen, columns=["task", "filter", "metric"])
     frame["task_version"] = [versions.get(k, "") for k in chosen]
     _version_problems(logged, base, variant, problems)
     return frame
 
 
-def _version_problems(logged: pd.DataFrame, base: str, variant: str, problems: list[str]) -> None:
-    per_task = logged.groupby(["model", "task"])["task_version"].first()
-    for task in sorted(set(logged["task"])):
+def _version_problems(logged: list[tuple], base: str, variant: str, problems: list[str]) -> None:
+    """A task logged at one version by the base and another by the variant (`logged`: _choose_keys' rows, sorted)."""
+    per_task: dict[tuple[str, str], str] = {}
+    for model, task, _, _, version, _ in logged:
+        if version is not None:  # the first version logged per (model, task), as pandas' first() took it
+            per_task.setdefault((model, task), version)
+    for task in sorted({row[1] for row in logged}):
         vb, vv = per_task.get((base, task)), per_task.get((variant, task))
         if vb is not None and vv is not None and vb != vv:
             problems.append(f"task {task}: version {vb} in the base but {vv} in the variant")
@@ -285,20 +297,21 @@ def _replicates(
     con: duckdb.DuckDBPyConnection, base: str, variant: str, problems: list[str]
 ) -> tuple[list[int], tuple[int, int] | None]:
     """The replicates both sides have, and (variant, base) replicate to pair when each side is one run."""
+    runs = con.execute(
+        """SELECT model, replicate, task, count(DISTINCT run_id) FROM _paired_samples WHERE model IN (?, ?)
+        GROUP BY ALL ORDER BY ALL""",
+        [base, variant],
+    ).fetchall()
     reps: dict[str, set[int]] = {}
     for model in (base, variant):
-        dupes = con.execute(
-            """SELECT replicate, task, count(DISTINCT run_id) FROM _paired_samples WHERE model = ?
-            GROUP BY 1, 2 HAVING count(DISTINCT run_id) > 1""",
-            [model],
-        ).fetchall()
+        dupes = [row[1:] for row in runs if row[0] == model and row[3] > 1]
         if dupes:
             rep, task, n = dupes[0]
             raise InputError(
                 f"model {model!r} has {n} runs of task {task} as replicate {rep}; give replicates "
                 "distinct seeds (lm-eval --seed) or ingest them with --replicate N"
             )
-        reps[model] = {int(r[0]) for r in con.execute("SELECT DISTINCT replicate FROM _paired_samples WHERE model = ?", [model]).fetchall()}
+        reps[model] = {int(row[1]) for row in runs if row[0] == model}
     if len(reps[base]) == 1 and len(reps[variant]) == 1 and reps[base] != reps[variant]:
         (b,), (v,) = reps[base], reps[variant]
         return [b], (v, b)  # one run per checkpoint pairs whatever its seed
@@ -312,14 +325,11 @@ def _replicates(
     return common, None
 
 
-def _judge_problems(con: duckdb.DuckDBPyConnection, base: str, variant: str) -> list[str]:
+def _judge_problems(store: Store, base: str, variant: str) -> list[str]:
     """Judged metrics must be judged on both sides, by the same judge (a judge swap is not drift)."""
-    has_judge = con.execute(
-        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'samples' AND column_name = 'judge'"
-    ).fetchone()
-    if not has_judge or not has_judge[0]:  # a store written before judged metrics existed
+    if not store.has_column("samples", "judge"):  # a store written before judged metrics existed
         return []
-    rows = con.execute(
+    rows = store.con.execute(
         """SELECT task, metric, string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS b,
                   string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS v
         FROM _paired_samples WHERE model IN (?, ?) AND judge IS NOT NULL GROUP BY task, metric

@@ -360,12 +360,12 @@ class Store:
 
         Stores written before files were recorded give lm-eval's own name beside the results file.
         """
-        digest = "coalesce(t.samples_digest, t.samples_sha256)" if self._has_column("run_tasks", "samples_digest") else "t.samples_sha256"
+        digest = "coalesce(t.samples_digest, t.samples_sha256)" if self.has_column("run_tasks", "samples_digest") else "t.samples_sha256"
         rows = self.con.execute(
             f"""SELECT t.run_id, t.task, t.output_type, t.samples_path, {digest}, r.results_path
             FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
             [model],
-        ).fetchall() if self._has_column("run_tasks", "samples_path") else self.con.execute(
+        ).fetchall() if self.has_column("run_tasks", "samples_path") else self.con.execute(
             """SELECT t.run_id, t.task, t.output_type, NULL, NULL, r.results_path
             FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
             [model],
@@ -377,11 +377,11 @@ class Store:
             for run_id, task, kind, path, sha, results in rows
         }
 
-    def _has_column(self, table: str, column: str) -> bool:
+    def has_column(self, table: str, column: str) -> bool:
+        """Whether the store's `table` has `column` (older stores lack the later ones), asked once per store."""
         if (table, column) not in self._columns:
-            found = self.con.execute(
-                "SELECT count(*) FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, column]
-            ).fetchone()
+            found = self.con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = ? AND column_name = ?",
+                                     [table, column]).fetchone()
             self._columns[(table, column)] = bool(found and found[0])
         return self._columns[(table, column)]
 

@@ -16,7 +16,7 @@ def stored_labels(store: Any, name: str) -> VariantLabels:
     Raises:
         InputError: the model's runs were ingested under different values of one label (both named).
     """
-    present = [key for key in LABEL_KEYS if store._has_column("runs", key)]  # stores before size/data had none
+    present = [key for key in LABEL_KEYS if store.has_column("runs", key)]  # stores before size/data had none
     rows = store.con.execute(
         f"SELECT DISTINCT {', '.join(present)} FROM runs WHERE model = ?", [name]).fetchall()
     found: dict[str, str] = {}
