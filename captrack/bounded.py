@@ -11,8 +11,10 @@ the kind the caller already handles (`YAMLLimitError` is a ``yaml.YAMLError``, `
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+import orjson
 import yaml
 
 __all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "JSONLimitError", "YAMLLimitError", "load_json", "load_yaml"]
@@ -109,13 +111,35 @@ def load_json(text: str | bytes) -> Any:
         ValueError: malformed JSON; `JSONLimitError` for nesting deeper than `MAX_DEPTH`.
     """
     try:
-        value = json.loads(text)
+        value = _parsed(text)
     except RecursionError:
         raise JSONLimitError(f"nested more than {MAX_DEPTH} levels deep") from None
     opening = (b"[", b"{") if isinstance(text, (bytes, bytearray)) else ("[", "{")
     if text.count(opening[0]) + text.count(opening[1]) > MAX_DEPTH:  # type: ignore[arg-type]
         _check_depth(value)
     return value
+
+
+_DIGITS_ONLY = bytes.maketrans(bytes(range(256)), bytes(48 if 48 <= b <= 57 else 32 for b in range(256)))
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def _parsed(text: str | bytes) -> Any:
+    """What ``json.loads`` gives for `text`, parsed by orjson (3x faster: a leaderboard reads the texts of hundreds of
+    thousands of samples lines) wherever orjson reads it the same.
+
+    json takes over for what orjson refuses (NaN, Infinity, a byte-order mark, UTF-16/32, lone surrogates, nesting past
+    orjson's limit), so the result or the error is json's own; and for any run of 19 digits, since orjson reads an
+    integer past 64 bits as a float where json keeps it exact (a number in a string falls back too: same result).
+    """
+    long_number = (b"0" * 19 in text.translate(_DIGITS_ONLY) if isinstance(text, (bytes, bytearray))
+                   else _LONG_DIGITS.search(text) is not None)  # bytes.translate: a fifth of the regex's time
+    if not long_number:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def _check_depth(value: Any) -> None:

@@ -49,6 +49,33 @@ def test_json_nested_past_the_limit_is_a_value_error_not_a_recursion_error() -> 
     assert isinstance(JSONLimitError("x"), ValueError)
 
 
+# What orjson (load_json's fast path) reads differently from json, or refuses: each must give json's own result or error.
+JSON_EDGES = [
+    b'{"doc_id": 3, "doc": {"q": "caf\xc3\xa9"}, "resps": [[["-1.5", false]]]}', b"NaN", b'{"a": Infinity}', b"-Infinity",
+    b"1e400", b"123456789012345678901234567890", b"-9223372036854775809", b"18446744073709551615", b'"12345678901234567890"',
+    b'"\\ud800"', b'"\xed\xa0\x80"', b"\xef\xbb\xbf{}", '{"a": 1}'.encode("utf-16"), b"\xff", b'{"a": 1, "a": 2}', b"-0",
+    b"1.0000000000000002", b"{} x", b'"a\nb"', b"[1,]", b"01", b"", b"  [1]\n", '"\ud800"', "[1, 2.5]",
+    b"[" * 2000 + b"]" * 2000,
+]
+
+
+@pytest.mark.parametrize("text", JSON_EDGES)
+def test_load_json_gives_what_json_gives_value_and_error(text: str | bytes) -> None:
+    """Values equal json's, types included (big integers stay exact); inputs json refuses raise its ValueError."""
+    try:
+        expected: object = json.loads(text)
+    except RecursionError:
+        with pytest.raises(JSONLimitError):
+            load_json(text)
+        return
+    except ValueError as exc:
+        with pytest.raises(type(exc)):
+            load_json(text)
+        return
+    got = load_json(text)
+    assert repr(got) == repr(expected)
+
+
 BOUNDED = pytest.mark.parametrize(("text", "said"), [(LAUGHS, "alias bomb"), (DEEP_YAML, "levels deep")],
                                   ids=["billion-laughs", "deep"])
 
