@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["Transitions", "chance_expected", "chance_weight", "count_transitions", "flipped_by_key", "flipped_items"]
+__all__ = ["FlippedRows", "Transitions", "chance_expected", "chance_weight", "count_transitions", "flipped_by_key",
+           "flipped_items", "flipped_rows"]
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,28 @@ def flipped_by_key(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool], l
     out: dict[tuple[str, str], tuple[pd.DataFrame, int]] = {}
     if not lower:
         return out
+    found = flipped_rows(items, lower)
+    flipped = _texts_as_objects(items.iloc[found.order][FLIPPED_COLUMNS[:2] + FLIPPED_COLUMNS[3:]].assign(
+        change=np.where(found.forgotten, "forgotten", "gained"))[FLIPPED_COLUMNS])
+    empty = _renumbered(flipped.iloc[:0])
+    for key, (first, end) in found.spans.items():
+        out[key] = (_renumbered(flipped.iloc[first:min(end, first + limit)]), end - first)
+    return {key: out.get(key, (empty, 0)) for key in lower}
+
+
+@dataclass(frozen=True)
+class FlippedRows:
+    """The flipped items of paired items, as `flipped_items` orders them, by position: ``order`` the rows' positions,
+    ``forgotten`` whether each was forgotten (else gained), ``spans`` (task, metric) -> its (start, end) in ``order``."""
+
+    order: NDArray[np.intp]
+    forgotten: NDArray[np.bool_]
+    spans: dict[tuple[str, str], tuple[int, int]]
+
+
+def flipped_rows(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool]) -> FlippedRows:
+    """Where the flipped items of each (task, metric) in `lower` are among `items`, in `flipped_items`' order: what
+    reading their texts needs, without building a frame per (task, metric)."""
     codes, keys = pd.factorize(pd.MultiIndex.from_arrays([items["task"].astype(str), items["metric"].astype(str)]))
     direction = np.array([lower.get((str(t), str(m)), np.nan) for t, m in keys], dtype=float)[codes]
     base, variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
@@ -216,14 +239,10 @@ def flipped_by_key(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool], l
     # flipped_items' order: gained before forgotten (change, descending), then replicate and doc id; ties as the items are
     order = rows[np.lexsort((rows, items["doc_id"].to_numpy()[rows], items["replicate"].to_numpy()[rows],
                              good_base[rows], codes[rows]))]
-    flipped = _texts_as_objects(items.iloc[order][FLIPPED_COLUMNS[:2] + FLIPPED_COLUMNS[3:]].assign(
-        change=np.where(good_base[order], "forgotten", "gained"))[FLIPPED_COLUMNS])
     starts = np.searchsorted(codes[order], np.arange(len(keys) + 1))
-    empty = _renumbered(flipped.iloc[:0])
-    for code, (task, metric) in enumerate(keys):
-        first, end = int(starts[code]), int(starts[code + 1])
-        out[(str(task), str(metric))] = (_renumbered(flipped.iloc[first:min(end, first + limit)]), end - first)
-    return {key: out.get(key, (empty, 0)) for key in lower}
+    spans = {(str(task), str(metric)): (int(starts[code]), int(starts[code + 1]))
+             for code, (task, metric) in enumerate(keys) if starts[code + 1] > starts[code]}
+    return FlippedRows(order, good_base[order], spans)
 
 
 def _renumbered(rows: pd.DataFrame) -> pd.DataFrame:

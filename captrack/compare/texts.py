@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
-from captrack.analysis.transitions import flipped_by_key
+from captrack.analysis.transitions import flipped_rows
 from captrack.analysis.types import ChurnAnswers, ItemTexts, RunTask
 from captrack.errors import UnknownNameError
 from captrack.metrics.registry import get_metric, lower_is_better
@@ -56,13 +57,16 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
     wanted: dict[RunTask, set[int]] = {}
     churn_groups: dict[ChurnKey, tuple[list[str], list[int]]] = {}  # metric and doc id of each unchanged item
     kinds: dict[ChurnKey, str] = {}
+    # the columns as Python strings once: a few thousand rows per variant, where each pandas call costs more than the loop
+    task, metric = items["task"].to_numpy(dtype=object), items["metric"].to_numpy(dtype=object)
+    base_run, variant_run = items["base_run"].to_numpy(dtype=object), items["variant_run"].to_numpy(dtype=object)
+    doc_ids = items["doc_id"].to_numpy()
+    base_values, variant_values = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
     if churn:
-        columns = ["task", "base_run", "variant_run"]
-        same = items.loc[items["base"] == items["variant"], [*columns, "metric", "doc_id"]]
-        unchanged_rows = {tuple(map(str, key)): rows for key, rows in same.groupby(columns, sort=False).indices.items()}
-        metrics, doc_ids = same["metric"].astype(str).to_numpy(), same["doc_id"].to_numpy()
-        for task, base_run, variant_run in sorted(set(items[columns].itertuples(index=False, name=None))):
-            key = (str(task), str(base_run), str(variant_run))
+        unchanged_rows: dict[ChurnKey, list[int]] = {}  # positions of each key's unchanged items, in item order
+        for row in np.flatnonzero(base_values == variant_values).tolist():
+            unchanged_rows.setdefault((task[row], base_run[row], variant_run[row]), []).append(row)
+        for key in sorted(set(zip(task.tolist(), base_run.tolist(), variant_run.tolist()))):
             sides = (base_files.get((key[1], key[0])), variant_files.get((key[2], key[0])))
             if sides[0] is not None and sides[0].output_type == "multiple_choice":
                 continue  # option-likelihood tasks: the per-choice diagnostics give their answers
@@ -70,24 +74,24 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
                 out.churn_answers[key] = None
                 continue
             rows = unchanged_rows.get(key, [])
-            churn_groups[key] = (metrics[rows].tolist(), [int(i) for i in doc_ids[rows]])
+            churn_groups[key] = ([str(metric[row]) for row in rows], [int(doc_ids[row]) for row in rows])
             kinds[key] = sides[0].output_type
             ids = set(churn_groups[key][1])
             wanted.setdefault((key[1], key[0]), set()).update(ids)
             wanted.setdefault((key[2], key[0]), set()).update(ids)
     drill: set[RunTask] = set()
     if drill_limit:
-        binary = items["base"].isin((0.0, 1.0)) & items["variant"].isin((0.0, 1.0))
-        all_binary = binary.groupby([items["task"], items["metric"]], sort=True).all()
-        tracked = {(str(task), str(metric)): _lower(str(metric))
-                   for (task, metric), both in all_binary.items() if both and _tracks(str(metric))}
-        for (task, _), (flipped, _) in flipped_by_key(items, tracked, drill_limit).items():
-            if flipped.empty:
-                continue
-            ids = {int(i) for i in flipped["doc_id"]}
-            for run in (str(flipped["base_run"].iloc[0]), str(flipped["variant_run"].iloc[0])):
-                wanted.setdefault((run, str(task)), set()).update(ids)
-                drill.add((run, str(task)))
+        binary = np.isin(base_values, (0.0, 1.0)) & np.isin(variant_values, (0.0, 1.0))
+        not_binary = set(zip(task[~binary].tolist(), metric[~binary].tolist()))
+        tracked = {(t, m): _lower(m) for t, m in sorted(set(zip(task.tolist(), metric.tolist())))
+                   if (t, m) not in not_binary and _tracks(m)}
+        found = flipped_rows(items, tracked) if tracked else None
+        for (flipped_task, _), (first, end) in (found.spans.items() if found is not None else ()):
+            shown = found.order[first:min(end, first + drill_limit)]  # the flipped items the drill-down shows
+            ids = {int(i) for i in doc_ids[shown]}
+            for run in (str(base_run[shown[0]]), str(variant_run[shown[0]])):
+                wanted.setdefault((run, flipped_task), set()).update(ids)
+                drill.add((run, flipped_task))
     texts = _read(wanted, {**base_files, **variant_files}, drill, out, base)
     for key, unchanged in churn_groups.items():
         out.churn_answers[key] = _answers(key, unchanged, texts.get((key[1], key[0]), {}),
