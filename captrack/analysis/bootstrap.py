@@ -83,6 +83,12 @@ _DRAW_CHUNK = 1 << 22
 """Indices drawn per step (~16 MB of int32): the draw of a large task is made in row blocks, never all at once."""
 
 
+_ROW_BY_ROW = 512
+"""Items from which a resample's counts are made row by row (one bincount of its draws, counts of one row fitting
+in cache) rather than for a block of rows at once (one bincount of the block's indices offset per row, through
+int64 copies of the block): 2x faster at 5,000 items; below a few hundred items the block is faster."""
+
+
 def _draw_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArray[np.generic]:
     """Counts of each item in each resample (uint8 where every count fits, else float32), drawn in blocks of
     resamples: the same random stream as one draw (the generator hands out its 32-bit draws in order whatever
@@ -93,13 +99,25 @@ def _draw_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArra
     rows = max(1, _DRAW_CHUNK // max(n_items, 1))
     for start in range(0, n_resamples, rows):
         block = min(rows, n_resamples - start)
-        idx = bootstrap_indices(n_items, block, rng).astype(np.int64)
-        idx += (np.arange(block, dtype=np.int64) * n_items)[:, None]
-        counts = np.bincount(idx.ravel(), minlength=block * n_items).reshape(block, n_items)
-        if wide is None and counts.size and int(counts.max()) > np.iinfo(np.uint8).max:
-            wide = small.astype(np.float32)
-        (small if wide is None else wide)[start:start + block] = counts
+        idx = bootstrap_indices(n_items, block, rng)
+        for at, counts in _block_counts(idx, n_items, start):
+            if wide is None and counts.size and int(counts.max()) > np.iinfo(np.uint8).max:
+                wide = small.astype(np.float32)
+            (small if wide is None else wide)[at] = counts
     return small if wide is None else wide
+
+
+def _block_counts(idx: NDArray[np.int32], n_items: int, start: int) -> Iterator[tuple[Any, NDArray[np.int64]]]:
+    """Where in the counts (rows from `start`) and how often each item is drawn in the resamples `idx` (rows): row
+    by row from _ROW_BY_ROW items, else the whole block at once."""
+    if n_items >= _ROW_BY_ROW:
+        for row, drawn in enumerate(idx, start):
+            yield row, np.bincount(drawn, minlength=n_items)
+        return
+    block = idx.shape[0]
+    flat = idx.astype(np.int64)
+    flat += (np.arange(block, dtype=np.int64) * n_items)[:, None]
+    yield slice(start, start + block), np.bincount(flat.ravel(), minlength=block * n_items).reshape(block, n_items)
 
 
 def resample_counts(task: str, n_items: int, n_resamples: int, seed: int) -> NDArray[np.float32]:

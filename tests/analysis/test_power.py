@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import binom
 
+from captrack.analysis import power
 from captrack.analysis.power import detection_power, mde_binary, mde_continuous
 from captrack.analysis.verdicts import paired_change
 
@@ -51,3 +53,21 @@ def test_a_given_discordance_plans_a_smaller_change() -> None:
 
 def test_scores_use_the_paired_sd() -> None:
     assert mde_continuous(100, 0.5) == pytest.approx((1.959963984540054 + 0.8416212335729143) * 0.05)
+
+
+@pytest.mark.parametrize("n", [1, 7, 60, 1000, 5000, 40000])
+@pytest.mark.parametrize("psi", [1e-6, 0.003, 0.2, 0.5, 0.97, 1.0])
+def test_only_counts_below_the_kept_weight_are_left_out_so_the_power_is_the_same(n: int, psi: float) -> None:
+    """detection_power weighs only the discordant counts near nψ (power._likely_counts): every count left out
+    weighs at most 1e-14, the weights it keeps drop, and the power equals the sum over all n + 1 counts."""
+    toward, away = 0.7 * psi, 0.3 * psi
+    psi = min(toward + away, 1.0)  # as detection_power adds them
+    likely = power._likely_counts(n, psi)
+    everything = np.arange(n + 1)
+    left_out = everything[(everything < likely[0]) | (everything > likely[-1])]
+    assert (binom.pmf(left_out, n, psi) <= 1e-14).all()
+    weight = binom.pmf(everything, n, psi)
+    d, w = everything[weight > 1e-14], weight[weight > 1e-14]
+    need = np.floor((d + power.CONTINUITY + power.Z_ALPHA * np.sqrt(d)) / 2.0) + 1.0
+    full = float((w * np.where(need <= d, binom.sf(need - 1.0, d, toward / psi), 0.0)).sum())
+    assert detection_power(n, toward, away) == full  # bit for bit: the same terms, in the same order

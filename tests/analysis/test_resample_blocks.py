@@ -12,7 +12,7 @@ from captrack.analysis import bootstrap
 from captrack.analysis.stats import bootstrap_indices
 
 
-@pytest.mark.parametrize(("n_items", "n_resamples"), [(1, 50), (7, 200), (1000, 37), (0, 10)])
+@pytest.mark.parametrize(("n_items", "n_resamples"), [(1, 50), (7, 200), (1000, 37), (0, 10), (511, 20), (512, 20)])
 def test_counts_drawn_in_blocks_equal_one_draw(n_items: int, n_resamples: int, monkeypatch: pytest.MonkeyPatch) -> None:
     whole = bootstrap._draw_counts("task", n_items, n_resamples, seed=3)
     monkeypatch.setattr(bootstrap, "_DRAW_CHUNK", 3 * max(n_items, 1))  # blocks of three resamples
@@ -27,14 +27,15 @@ def test_counts_drawn_in_blocks_equal_one_draw(n_items: int, n_resamples: int, m
     assert np.array_equal(whole, expected)
 
 
-def test_counts_too_large_for_a_byte_become_float(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("n_items", [300, 600])  # counted a block at a time / row by row (bootstrap._ROW_BY_ROW)
+def test_counts_too_large_for_a_byte_become_float(n_items: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A count above 255 (possible only with few items) switches the whole matrix to float32, every block kept."""
     monkeypatch.setattr(bootstrap, "_DRAW_CHUNK", 1)
     counts = bootstrap._draw_counts("one", 1, 4, seed=0)
     assert counts.dtype == np.uint8 and counts.tolist() == [[1]] * 4
-    monkeypatch.setattr(bootstrap, "bootstrap_indices", lambda n, b, rng: np.zeros((b, 300), dtype=np.int32))
-    wide = bootstrap._draw_counts("wide", 300, 4, seed=0)
-    assert wide.dtype == np.float32 and wide[:, 0].tolist() == [300.0] * 4 and wide[:, 1:].sum() == 0
+    monkeypatch.setattr(bootstrap, "bootstrap_indices", lambda n, b, rng: np.zeros((b, n_items), dtype=np.int32))
+    wide = bootstrap._draw_counts("wide", n_items, 4, seed=0)
+    assert wide.dtype == np.float32 and wide[:, 0].tolist() == [float(n_items)] * 4 and wide[:, 1:].sum() == 0
 
 
 # A large task's statistics (above bootstrap.LARGE_COUNTS) multiply its resample counts a block of rows at a time
