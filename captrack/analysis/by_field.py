@@ -17,6 +17,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.bootstrap import resample_counts
+from captrack.analysis.item_rows import one_row_items, pandas_mean
 from captrack.analysis.stats import bh_qvalues, mcnemar_exact, percentile_ci
 from captrack.analysis.transitions import Transitions, count_transitions
 from captrack.errors import InputError, UnknownNameError
@@ -100,26 +101,21 @@ def group_table(items: pd.DataFrame, variant: VariantLabels, groups: pd.Series |
     if groups is not None:
         frame = items.assign(**{"_group": groups}).dropna(subset=["_group"])
         keys.append("_group")
-    # All groups at once: item means of every group by one groupby (each key's items, by doc_hash and occ, are
-    # contiguous and in the order a groupby of the group alone gives), rows by the keys' positions.
-    means = frame.groupby([*keys, "doc_hash", "occ"], sort=True)[["base", "variant"]].mean()
-    ends = np.cumsum(means.groupby(level=list(range(len(keys))), sort=True).size().to_numpy())
-    mean_base, mean_variant = means["base"].to_numpy(dtype=float), means["variant"].to_numpy(dtype=float)
-    grouped = frame.groupby(keys, sort=True)
-    positions = np.argsort(grouped.ngroup().to_numpy(), kind="stable")
-    row_ends = np.cumsum(grouped.size().to_numpy())
     base_rows, variant_rows = frame["base"].to_numpy(dtype=float), frame["variant"].to_numpy(dtype=float)
     n_choices = frame["n_choices"].to_numpy(dtype=float, na_value=np.nan)
+    one_row = one_row_items(frame) if groups is None else None
+    if one_row is not None:  # each item its row, in order: its mean is its value, its key's rows a slice
+        mean_base, mean_variant = pandas_mean(base_rows), pandas_mean(variant_rows)
+        found = [((task, metric), rows, rows) for (task, metric), rows in one_row.runs.items()]
+    else:
+        mean_base, mean_variant, found = _group_means(frame, keys)
     rows = []
-    for i, key in enumerate(grouped.size().index):
-        key = key if isinstance(key, tuple) else (key,)
+    for key, at, mean_slice in found:
         task, metric = str(key[0]), str(key[1])
         boot_key = task if groups is None else f"{task}\x1f{key[2]}"
         row = {"variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric}
         if groups is not None:
             row[field] = str(key[2])
-        at = positions[(row_ends[i - 1] if i else 0):row_ends[i]]
-        mean_slice = slice(int(ends[i - 1]) if i else 0, int(ends[i]))
         rows.append(row | _delta_stats(mean_base[mean_slice], mean_variant[mean_slice], boot_key, n_resamples, seed, level)
                     | _transition_stats(base_rows[at], variant_rows[at], n_choices[at], _spec(metric)))
     columns = ["variant", "algorithm", "task", "metric", *([field] if groups is not None else []), *GROUP_STAT_COLUMNS]
@@ -128,6 +124,22 @@ def group_table(items: pd.DataFrame, variant: VariantLabels, groups: pd.Series |
     for column in ("n_11", "n_10", "n_01", "n_00", "k"):
         table[column] = table[column].astype("Int64")
     return table
+
+
+def _group_means(frame: pd.DataFrame, keys: list[str]) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                                                 list[tuple[tuple[Any, ...], Any, slice]]]:
+    """Item means of every group by one groupby (each key's items, by doc_hash and occ, are contiguous and in the order
+    a groupby of the group alone gives), and per key (sorted): its rows' positions and its items' slice of the means."""
+    means = frame.groupby([*keys, "doc_hash", "occ"], sort=True)[["base", "variant"]].mean()
+    ends = np.cumsum(means.groupby(level=list(range(len(keys))), sort=True).size().to_numpy())
+    grouped = frame.groupby(keys, sort=True)
+    positions = np.argsort(grouped.ngroup().to_numpy(), kind="stable")
+    row_ends = np.cumsum(grouped.size().to_numpy())
+    found = []
+    for i, key in enumerate(grouped.size().index):
+        at = positions[(row_ends[i - 1] if i else 0):row_ends[i]]
+        found.append((key if isinstance(key, tuple) else (key,), at, slice(int(ends[i - 1]) if i else 0, int(ends[i]))))
+    return means["base"].to_numpy(dtype=float), means["variant"].to_numpy(dtype=float), found
 
 
 def field_table(pair: PairInput, field: str, n_resamples: int, seed: int, level: float, warnings: list[str]) -> pd.DataFrame:

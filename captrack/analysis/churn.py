@@ -16,10 +16,13 @@ forgot (gained) it: n_10_all_seeds / n_01_all_seeds.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
+
+from captrack.analysis.item_rows import one_row_items
 
 __all__ = ["CHURN_COLUMNS", "answer_churn", "answer_churn_counts", "choice_churn", "churn_warning", "seed_agreements"]
 
@@ -46,12 +49,26 @@ def seed_agreements(paired: PairedItems, lower: dict[tuple[str, str], bool]) -> 
     lower_rows = direction == 1.0
     good_base = np.where(lower_rows, base < 0.5, base > 0.5)
     good_variant = np.where(lower_rows, variant < 0.5, variant > 0.5)
-    frame = pd.DataFrame({"key": codes, "item": item, "replicate": items["replicate"].to_numpy(),
-                          "lost": good_base & ~good_variant, "won": ~good_base & good_variant})[rows]
+    lost, won, replicate = good_base & ~good_variant, ~good_base & good_variant, items["replicate"].to_numpy()
+    if one_row_items(items) is not None:  # each item one row: forgotten (gained) by every seed is by its row
+        return _one_row_agreements(keys, codes[rows], replicate[rows], lost[rows], won[rows])
+    frame = pd.DataFrame({"key": codes, "item": item, "replicate": replicate, "lost": lost, "won": won})[rows]
     per_item = frame.groupby(["key", "item"], sort=False)[["lost", "won"]].all().groupby(level="key", sort=False).sum()
     replicates = frame.groupby("key", sort=False)["replicate"].nunique()
     return {(str(keys[k][0]), str(keys[k][1])): (int(replicates[k]), int(per_item.at[k, "lost"]), int(per_item.at[k, "won"]))
             for k in replicates.index}
+
+
+def _one_row_agreements(keys: pd.Index, codes: NDArray[np.intp], replicate: NDArray[Any], lost: NDArray[np.bool_],
+                        won: NDArray[np.bool_]) -> dict[tuple[str, str], tuple[int, int, int]]:
+    """seed_agreements where each item is one row (`codes`: each row's (task, metric) among `keys`), keys in the order
+    they first appear, as its group-by gives them."""
+    seen = list(dict.fromkeys(codes.tolist()))
+    n_lost, n_won = np.bincount(codes, weights=lost), np.bincount(codes, weights=won)
+    seeds: dict[int, set[Any]] = {}
+    for code, rep in zip(codes.tolist(), replicate.tolist(), strict=True):
+        seeds.setdefault(code, set()).add(rep)
+    return {(str(keys[k][0]), str(keys[k][1])): (len(seeds[k]), int(n_lost[k]), int(n_won[k])) for k in seen}
 
 
 def answer_churn(paired: PairedItems, answers: ChurnAnswers, warnings: list[str]) -> dict[tuple[str, str], float]:
@@ -71,14 +88,19 @@ def answer_churn_counts(paired: PairedItems, answers: ChurnAnswers) -> tuple[dic
     """`answer_churn`'s counts, and the tasks whose answers could not be read (sorted) instead of its warning."""
     out: dict[tuple[str, str], float] = {}
     unreadable: set[str] = set()
-    for (task, base_run, variant_run), frame in paired.items.groupby(["task", "base_run", "variant_run"], sort=True):
-        key = (str(task), str(base_run), str(variant_run))
+    items = paired.items
+    metrics: dict[tuple[str, str, str], dict[str, None]] = {}  # each run pair's metrics, in the order its rows have them
+    for task, base_run, variant_run, metric in zip(*(items[c].to_numpy(dtype=object).tolist()
+                                                     for c in ("task", "base_run", "variant_run", "metric")), strict=True):
+        metrics.setdefault((str(task), str(base_run), str(variant_run)), {})[metric] = None
+    for key in sorted(metrics):
+        task = key[0]
         if key not in answers:
             continue  # option-likelihood tasks: choice_churn, from the per-choice diagnostics
         found = answers[key]
         if found is None:
             unreadable.add(str(task))
-        for metric in frame["metric"].unique():
+        for metric in metrics[key]:
             pairs = None if found is None else found.get(str(metric), [])
             count = math.nan if pairs is None else float(sum(_normal(b) != _normal(v) for b, v in pairs))
             out_key = (str(task), str(metric))

@@ -28,6 +28,7 @@ from captrack.analysis.curve_stats import (
     step_flips,
 )
 from captrack.analysis.drift import aggregate_capabilities, relative_drift, with_membership
+from captrack.analysis.item_rows import one_row_items, pandas_mean
 from captrack.analysis.power import power_table
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.analysis.verdict_tables import capability_verdicts, drift_verdicts
@@ -109,6 +110,10 @@ def item_means(paired: PairedItems) -> Items:
     """Per (variant, task, metric): base and variant values per item (doc_hash, occurrence order), averaged over
     the replicates every item has: the items the bootstrap resamples."""
     n_replicates = len(paired.replicates)
+    one_row = one_row_items(paired.items) if n_replicates == 1 else None
+    if one_row is not None:  # each item its row, in order: its mean is its value
+        base, variant = (pandas_mean(paired.items[side].to_numpy(dtype=float)) for side in ("base", "variant"))
+        return {(paired.variant, task, metric): (base[rows], variant[rows]) for (task, metric), rows in one_row.runs.items()}
     grouped = paired.items.groupby(["task", "metric", "doc_hash", "occ"], sort=True)[["base", "variant"]]
     means = grouped.mean()[grouped.size() == n_replicates]
     out: Items = {}

@@ -11,6 +11,7 @@ import pandas as pd
 
 from captrack.analysis.bootstrap import Items
 from captrack.analysis.drift import oriented_drift
+from captrack.analysis.item_rows import one_row_items
 from captrack.analysis.verdicts import (
     CAPABILITY_VERDICT_COLUMNS,
     DRIFT_VERDICT_COLUMNS,
@@ -120,13 +121,24 @@ def _members(rows: pd.DataFrame, level: str) -> dict[tuple[Any, Any], tuple[dict
 def item_labels(paired: PairedItems, values: pd.Series) -> Clusters:
     """Each paired item's value of a doc field (`values`: per row of ``paired.items``), aligned with
     captrack.analysis.comparison's Items; an item without it gets a label of its own."""
+    one_row = one_row_items(paired.items) if len(paired.replicates) == 1 and values.index.equals(paired.items.index) else None
+    if one_row is not None:  # each item its row, in order: its label is its row's
+        labels = [_label_text(v) for v in values.astype(object).tolist()]
+        hashes, occs = paired.items["doc_hash"].to_numpy(dtype=object), paired.items["occ"].to_numpy()
+        labels = [f"\x1f{hashes[i]}\x1f{occs[i]}" if label is None else label for i, label in enumerate(labels)]
+        return {(paired.variant, task, metric): labels[rows] for (task, metric), rows in one_row.runs.items()}
     frame = paired.items.assign(_label=values.astype(object))
     own = "\x1f" + frame["doc_hash"].astype(str) + "\x1f" + frame["occ"].astype(str)
-    frame["_label"] = frame["_label"].map(lambda v: None if v is None or v != v else str(v)).fillna(own)
+    frame["_label"] = frame["_label"].map(_label_text).fillna(own)
     grouped = frame.groupby(["task", "metric", "doc_hash", "occ"], sort=True)
     labels = grouped["_label"].first()[grouped.size() == len(paired.replicates)]
     return {(paired.variant, str(task), str(metric)): list(series.to_numpy())
             for (task, metric), series in labels.groupby(level=["task", "metric"], sort=True)}
+
+
+def _label_text(value: Any) -> str | None:
+    """A doc field's value as an item label; None where the item has none (None or NaN)."""
+    return None if value is None or value != value else str(value)
 
 
 def item_clusters(paired: PairedItems, values: pd.Series, field: str, warnings: list[str]) -> Clusters:
