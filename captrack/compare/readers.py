@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from captrack.analysis.comparison import CompareOptions
 from captrack.analysis.types import PairInput
@@ -115,13 +115,24 @@ def _work(job: Path, out: Path) -> None:
         try:
             with Store(path, read_only=True) as store, shared_resamples():
                 store.use_threads(1)  # the workers share the cores between them
+                sent: set[tuple[tuple[str, str], int]] = set()
                 for pair in read_pairs(store, base, variants, options, taxonomy, BaseTexts(store.samples_files(base))):
                     pair.part = variant_part(pair, part_options(options))  # what analyse needs of this pair alone
                     pair.churn_answers = None  # counted into the part: not sent back
+                    pair.item_texts = _not_sent(pair.item_texts, sent)
                     _send(handle, pair)
                     del pair  # not held while the next variant is read
         except CaptrackError as exc:  # what the caller reports as it would report it read in one process
             _send(handle, exc)
+
+def _not_sent(texts: dict[tuple[str, str], dict[int, Any]], sent: set[tuple[tuple[str, str], int]]
+              ) -> dict[tuple[str, str], dict[int, Any]]:
+    """A pair's drill-down texts less those this worker sent with an earlier pair (the base's items, flipped by many
+    variants): the caller merges every pair's texts into one mapping (Comparison.item_texts), in the order sent."""
+    out = {key: {doc: text for doc, text in found.items() if (key, doc) not in sent} for key, found in texts.items()}
+    sent.update((key, doc) for key, found in out.items() for doc in found)
+    return out
+
 
 if __name__ == "__main__":
     die_with_parent()

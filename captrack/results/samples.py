@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from captrack.bounded import load_json
@@ -295,11 +296,18 @@ def paired_doc_field(store: Store, paired: PairedItems, name: str) -> pd.Series:
         InputError: a samples file is missing from the store, gone, or changed since ingest.
     """
     files = store.samples_files(paired.base)
-    values = pd.Series(None, index=paired.items.index, dtype=object)
-    for (run_id, task), index in paired.items.groupby(["base_run", "task"]).groups.items():
-        file = files.get((str(run_id), str(task)))
+    items = paired.items
+    runs, tasks = items["base_run"].to_numpy(dtype=object), items["task"].to_numpy(dtype=object)
+    doc_ids = items["doc_id"].to_numpy()
+    rows: dict[tuple[str, str], list[int]] = {}  # positions of each (base run, task)'s rows (missing keys left out)
+    for position, key in enumerate(zip(runs.tolist(), tasks.tolist(), strict=True)):
+        if isinstance(key[0], str) and isinstance(key[1], str):
+            rows.setdefault(key, []).append(position)
+    values = np.full(len(items), None, dtype=object)
+    for (run_id, task) in sorted(rows):
+        file = files.get((run_id, task))
         if file is None:
             raise InputError(f"run {run_id} of {paired.base!r} has no samples file for task {task}; re-ingest it")
         found = read_doc_field(file, name)
-        values.loc[index] = [found.get(int(i)) for i in paired.items.loc[index, "doc_id"]]
-    return values
+        values[rows[(run_id, task)]] = [found.get(int(doc_ids[i])) for i in rows[(run_id, task)]]
+    return pd.Series(values, index=items.index, dtype=object)

@@ -118,6 +118,7 @@ class Store:
         self.con = connect(self.path, read_only)
         self._columns: dict[tuple[str, str], bool] = {}  # (table, column) -> present (a store's columns only grow by _SCHEMA)
         self._threads: int | None = None  # use_threads: kept when the connection is opened again
+        self._files: dict[str, dict[tuple[str, str], SamplesFile]] = {}  # samples_files of a read-only store
         if not read_only:
             self.con.execute(_SCHEMA)
 
@@ -356,26 +357,22 @@ class Store:
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def samples_files(self, model: str) -> dict[tuple[str, str], SamplesFile]:
-        """(run id, task) -> the samples file ingested for it, for every run of `model`.
-
-        Stores written before files were recorded give lm-eval's own name beside the results file.
-        """
+        """(run id, task) -> the samples file ingested for it, for every run of `model` (a read-only store's, once:
+        a comparison asks for the base's per variant). Stores written before files were recorded give lm-eval's own
+        name beside the results file."""
+        if self.read_only and model in self._files:
+            return dict(self._files[model])
         digest = "coalesce(t.samples_digest, t.samples_sha256)" if self.has_column("run_tasks", "samples_digest") else "t.samples_sha256"
-        rows = self.con.execute(
-            f"""SELECT t.run_id, t.task, t.output_type, t.samples_path, {digest}, r.results_path
-            FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
-            [model],
-        ).fetchall() if self.has_column("run_tasks", "samples_path") else self.con.execute(
-            """SELECT t.run_id, t.task, t.output_type, NULL, NULL, r.results_path
-            FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""",
-            [model],
-        ).fetchall()
+        path_columns = f"t.samples_path, {digest}" if self.has_column("run_tasks", "samples_path") else "NULL, NULL"
+        rows = self.con.execute(f"""SELECT t.run_id, t.task, t.output_type, {path_columns}, r.results_path
+            FROM run_tasks t JOIN runs r USING (run_id) WHERE r.model = ?""", [model]).fetchall()
         anchor = None if self.path == ":memory:" else Path(self.path).resolve().parent
-        return {
+        self._files[model] = {
             (run_id, task): SamplesFile(stored_path(path, anchor) if path else samples_path(stored_path(results, anchor), task),
                                         sha, str(kind or ""))
             for run_id, task, kind, path, sha, results in rows
         }
+        return dict(self._files[model])
 
     def has_column(self, table: str, column: str) -> bool:
         """Whether the store's `table` has `column` (older stores lack the later ones), asked once per store."""
