@@ -230,8 +230,11 @@ class FlippedRows:
 def flipped_rows(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool]) -> FlippedRows:
     """Where the flipped items of each (task, metric) in `lower` are among `items`, in `flipped_items`' order: what
     reading their texts needs, without building a frame per (task, metric)."""
-    codes, keys = pd.factorize(pd.MultiIndex.from_arrays([items["task"].astype(str), items["metric"].astype(str)]))
-    direction = np.array([lower.get((str(t), str(m)), np.nan) for t, m in keys], dtype=float)[codes]
+    found: dict[tuple[str, str], int] = {}  # (task, metric) -> its code, in the order keys first appear
+    pairs = zip(*([str(v) for v in items[name].to_numpy(dtype=object).tolist()] for name in ("task", "metric")), strict=True)
+    codes = np.fromiter((found.setdefault(key, len(found)) for key in pairs), dtype=np.intp, count=len(items))
+    keys = list(found)
+    direction = np.array([lower.get(key, np.nan) for key in keys], dtype=float)[codes]
     base, variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
     good_base = np.where(direction == 1.0, base < 0.5, base > 0.5)
     good_variant = np.where(direction == 1.0, variant < 0.5, variant > 0.5)
@@ -240,8 +243,7 @@ def flipped_rows(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool]) -> 
     order = rows[np.lexsort((rows, items["doc_id"].to_numpy()[rows], items["replicate"].to_numpy()[rows],
                              good_base[rows], codes[rows]))]
     starts = np.searchsorted(codes[order], np.arange(len(keys) + 1))
-    spans = {(str(task), str(metric)): (int(starts[code]), int(starts[code + 1]))
-             for code, (task, metric) in enumerate(keys) if starts[code + 1] > starts[code]}
+    spans = {key: (int(starts[code]), int(starts[code + 1])) for code, key in enumerate(keys) if starts[code + 1] > starts[code]}
     return FlippedRows(order, good_base[order], spans)
 
 
