@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from captrack.analysis.transitions import flipped_by_key
+from captrack.analysis.transitions import flipped_rows
 from captrack.analysis.verdicts import SIGNIFICANT_VERDICTS
 from captrack.metrics.registry import lower_is_better
 from captrack.taxonomy import load_taxonomy
@@ -19,10 +20,28 @@ if TYPE_CHECKING:
     from captrack.analysis.comparison import Comparison
     from captrack.labels import VariantLabels
 
-__all__ = ["BoardTables", "Flips", "algorithm_summary", "board_tables", "checkpoint_rows"]
+__all__ = ["BoardTables", "Flipped", "Flips", "algorithm_summary", "board_tables", "checkpoint_rows"]
 
-Flips = dict[str, dict[tuple[str, str], tuple[pd.DataFrame, int]]]
-"""variant -> (task, metric) -> its first flipped items (up to a limit) and how many flipped."""
+
+@dataclass(frozen=True)
+class Flipped:
+    """A (variant, task, metric)'s first flipped items (up to a limit), in `flipped_items`' order
+    (captrack.analysis.transitions): their doc ids, doc hashes and changes (forgotten / gained), the base and
+    variant runs of the first ("" without any), and how many flipped in all. Plain lists: thousands of them are
+    read item by item for the task pages."""
+
+    doc_ids: list[int]
+    doc_hashes: list[str]
+    changes: list[str]
+    base_run: str
+    variant_run: str
+    total: int
+
+
+NO_FLIPS = Flipped([], [], [], "", "", 0)
+
+Flips = dict[str, dict[tuple[str, str], Flipped]]
+"""variant -> (task, metric) -> its flipped items."""
 
 
 @dataclass
@@ -74,8 +93,23 @@ def _flips(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]], t
         if str(variant) not in paired:
             continue
         lower = {(str(t), str(m)): lower_is_better(str(m)) for t, m in zip(rows_of["task"], rows_of["metric"], strict=True)}
-        flips[str(variant)] = flipped_by_key(paired[str(variant)].items, lower, limit)
+        flips[str(variant)] = _flipped(paired[str(variant)].items, lower, limit)
     return flips
+
+
+def _flipped(items: pd.DataFrame, lower: dict[tuple[str, str], bool], limit: int) -> dict[tuple[str, str], Flipped]:
+    """One variant's flipped items of each (task, metric) in `lower` (True: lower is better), as `flipped_by_key`
+    finds them, without a frame per (task, metric)."""
+    found = flipped_rows(items, lower)
+    columns = {name: items[name].to_numpy(dtype=object)[found.order] for name in ("doc_hash", "base_run", "variant_run")}
+    doc_ids = items["doc_id"].to_numpy()[found.order]
+    changes = np.where(found.forgotten, "forgotten", "gained")
+    out = {}
+    for key, (first, end) in found.spans.items():
+        shown = slice(first, min(end, first + limit))
+        out[key] = Flipped(doc_ids[shown].tolist(), columns["doc_hash"][shown].tolist(), changes[shown].tolist(),
+                           str(columns["base_run"][first]), str(columns["variant_run"][first]), end - first)
+    return {key: out.get(key, NO_FLIPS) for key in lower}
 
 
 def algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.DataFrame:
@@ -110,17 +144,28 @@ def checkpoint_rows(tables: dict[str, pd.DataFrame], variants: list[str]) -> pd.
     drift = tables["drift"].drop_duplicates(["variant", "task", "metric"])
     verdicts = drift["verdict"] if "verdict" in drift else pd.Series("", index=drift.index, dtype=object)
     judged = drift.assign(verdict=verdicts)[verdicts.map(lambda v: isinstance(v, str) and v != "")]
+    labels = tables["labels"].set_index("variant")
+    groups = caps[caps["level"] == "group"]
+    group_drift = {(str(v), str(k)): d for v, k, d in zip(groups["variant"], groups["key"], groups["mean_rel_drift_pct"], strict=True)}
+    caps_of, trans_of, judged_of = (_positions(frame["variant"]) for frame in (caps, trans, judged))
+    adjusted = {name: trans[name].astype(float) for name in ("forgetting_adj", "backward_transfer_adj")}
+    judged_verdicts = judged["verdict"].to_numpy(dtype=object)
     out = []
     for name in variants:
-        lab = tables["labels"].set_index("variant").loc[name]
-        groups = caps[(caps["variant"] == name) & (caps["level"] == "group")].set_index("key")["mean_rel_drift_pct"]
-        t = trans[trans["variant"] == name]
-        mine = judged[judged["variant"] == name]
-        algorithm = caps.loc[caps["variant"] == name, "algorithm"].iloc[0]
+        lab = labels.loc[name]
+        mine_trans, mine = trans_of.get(name, _NONE), judged_verdicts[judged_of.get(name, _NONE)]
+        algorithm = caps["algorithm"].iloc[caps_of[name][0]]
         out.append({"variant": name, "base": lab["base"], "family": lab["family"], "size": lab["size"],
                     "algorithm": algorithm, "data": lab["data"],
-                    **{g: groups.get(g, math.nan) for g in ("CAN", "WILL", "HOW")},
-                    "forgetting_adj": t["forgetting_adj"].astype(float).mean() if len(t) else math.nan,
-                    "backward_transfer_adj": t["backward_transfer_adj"].astype(float).mean() if len(t) else math.nan,
-                    "significant_tasks": int(sum(isinstance(v, str) and v in SIGNIFICANT_VERDICTS for v in mine["verdict"])), "tasks": len(mine)})
+                    **{g: group_drift.get((name, g), math.nan) for g in ("CAN", "WILL", "HOW")},
+                    **{key: column.take(mine_trans).mean() if len(mine_trans) else math.nan for key, column in adjusted.items()},
+                    "significant_tasks": int(sum(isinstance(v, str) and v in SIGNIFICANT_VERDICTS for v in mine)), "tasks": len(mine)})
     return pd.DataFrame(out)
+
+
+_NONE = np.array([], dtype=np.intp)
+
+
+def _positions(variants: pd.Series) -> dict[str, np.ndarray]:
+    """Each variant's row positions in a frame, in the frame's order (one pass, not a comparison per variant)."""
+    return {str(name): rows for name, rows in variants.groupby(variants, sort=False).indices.items()}

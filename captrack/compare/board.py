@@ -64,11 +64,17 @@ def publish_board(spec: LeaderboardSpec, comparisons: BoardComparisons, claimed:
     """
     from captrack.analysis.board_summary import board_tables
     from captrack.compare.step_texts import board_step_texts
+    from captrack.report import figures
+    from captrack.report.background import Background
     from captrack.report.leaderboard_pages import write_pages
 
-    texts = board_step_texts(spec.store, [c for c, _ in comparisons], spec.bases)
-    computed = board_tables(comparisons, DRILL_LIMIT if spec.store is not None else 0)
-    written = write_pages(spec, comparisons, computed, texts)
+    made = Background(warm_up=[(figures.warm_up, (), {})])  # the figures' process starts up while the tables are computed
+    try:
+        texts = board_step_texts(spec.store, [c for c, _ in comparisons], spec.bases)
+        computed = board_tables(comparisons, DRILL_LIMIT if spec.store is not None else 0)
+        written = write_pages(spec, comparisons, computed, texts, made)
+    finally:
+        made.close()
     write_manifest(spec.folder, "leaderboard", [*written, *also_written], claimed)
     return written
 

@@ -21,7 +21,7 @@ from captrack.report.slugs import task_page_name
 from captrack.results.samples import ItemText
 
 if TYPE_CHECKING:
-    from captrack.analysis.board_summary import BoardTables
+    from captrack.analysis.board_summary import BoardTables, Flipped
     from captrack.labels import VariantLabels
     from captrack.report.board_spec import LeaderboardSpec
 
@@ -100,7 +100,7 @@ class DrillRow:
 @dataclass(frozen=True)
 class DrillTexts:
     """What the task pages read of a board's comparisons: the flipped items' texts, how each forgotten multiple-choice
-    item was lost, and each task's output type (plain data: the pages may be rendered by another process)."""
+    item was lost, and each task's output type (plain data)."""
 
     texts: Texts
     lost: dict[tuple[str, str, str], str]  # (variant, task, doc_hash) -> collapse / drift / shift
@@ -132,9 +132,9 @@ def task_pages(spec: LeaderboardSpec, drill: DrillTexts, computed: BoardTables, 
         total = 0
         ordered = frame.sort_values(["variant", "metric"])
         for variant, metric in zip(ordered["variant"].astype(str), ordered["metric"].astype(str), strict=True):
-            items, count = flips[variant][(str(task), metric)]
-            total += count
-            lost = [kinds.get((variant, str(task), h), "") for h in items["doc_hash"].tolist()]
+            items = flips[variant][(str(task), metric)]
+            total += items.total
+            lost = [kinds.get((variant, str(task), h), "") for h in items.doc_hashes]
             rows += _item_rows(variant, metric, items, lost, str(task), texts, kinds_of_task.get(str(task), ""), base_cells)
         name = task_page_name(str(task))
         how = scoring[scoring["task"] == task]
@@ -183,19 +183,19 @@ def _answer(scored: str, response: str) -> str:
     return f'<td class="response">{read}<pre class="text">{esc(response)}</pre></td>'
 
 
-def _item_rows(variant: str, metric: str, items: pd.DataFrame, lost: list[str], task: str, texts: Texts,
+def _item_rows(variant: str, metric: str, items: Flipped, lost: list[str], task: str, texts: Texts,
                kind: str, base_cells: dict[tuple[str, str, int], str]) -> list[DrillRow]:
     """The page rows of one (variant, metric)'s flipped items (`lost`: how each forgotten item was lost, or ""),
     their texts as the comparison read them; the base side's cells are kept in `base_cells` (by base run, metric
     and doc id) for the next variant."""
-    if items.empty:
+    if not items.doc_ids:
         return []
-    base_run = str(items["base_run"].iloc[0])
+    base_run = items.base_run
     base_text = texts.get((base_run, task), {})
-    var_text = texts.get((str(items["variant_run"].iloc[0]), task), {})
+    var_text = texts.get((items.variant_run, task), {})
     missing = "(text unavailable: samples file gone or changed since ingest)"
     out = []
-    for doc_id, flip, how in zip(items["doc_id"].tolist(), map(str, items["change"].tolist()), lost, strict=True):
+    for doc_id, flip, how in zip(items.doc_ids, items.changes, lost, strict=True):
         b, v = base_text.get(int(doc_id)), var_text.get(int(doc_id))
         change = f"{flip} ({how})" if how else flip
         gold = (b.gold or NO_GOLD) if b else missing

@@ -15,7 +15,7 @@ import pandas as pd
 from captrack.report.numbers import signed
 from captrack.report.verdict_cells import VERDICT_MARKS
 
-__all__ = ["VERDICT_MARKS", "algorithm_colors", "algorithm_summary_figure", "f_vs_bt_figure", "heatmap_figure"]
+__all__ = ["VERDICT_MARKS", "algorithm_colors", "algorithm_summary_figure", "f_vs_bt_figure", "heatmap_figure", "warm_up"]
 
 GROUP_COLORS = {"CAN": "#1b6ca8", "WILL": "#b8860b", "HOW": "#2e8b57"}
 _PALETTE = ["#d1495b", "#00798c", "#edae49", "#66a182", "#8d96a3", "#6a4c93", "#f28482", "#2e4057"]
@@ -24,6 +24,14 @@ _PALETTE = ["#d1495b", "#00798c", "#edae49", "#66a182", "#8d96a3", "#6a4c93", "#
 def algorithm_colors(algorithms: Sequence[str]) -> dict[str, str]:
     """A stable colour per algorithm label (sorted, so the same label keeps its colour)."""
     return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(sorted(set(algorithms)))}
+
+
+def warm_up() -> None:
+    """Import what drawing needs (pyplot, seaborn: seconds of a core) ahead of the first figure: a process that
+    will draw does it while its caller computes what to draw (captrack.report.background)."""
+    import seaborn  # noqa: F401
+
+    _pyplot()
 
 
 def _pyplot() -> Any:

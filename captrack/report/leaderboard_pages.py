@@ -12,7 +12,7 @@ import pandas as pd
 from captrack.analysis.comparison import Comparison
 from captrack.files import write_atomic
 from captrack.report import figures
-from captrack.report.background import Background, Call, in_background
+from captrack.report.background import Background, Call
 from captrack.report.board_model import (
     AGGREGATE_NOTE,
     NOISE_NOTE,
@@ -95,10 +95,18 @@ def _capability_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]],
-                computed: BoardTables, step_texts: Mapping[FlipKey, StepTexts] | None = None) -> list[Path]:
+                computed: BoardTables, step_texts: Mapping[FlipKey, StepTexts] | None = None,
+                made: Background | None = None) -> list[Path]:
     """Write every output of the leaderboard into ``spec.folder``; returns the paths. `computed`: the board's tables
     (captrack.analysis.board_summary); `step_texts`: each item flipped at a training step, its question and answers
-    (captrack.compare.step_texts; None: the steps page lists ids only)."""
+    (captrack.compare.step_texts; None: the steps page lists ids only); `made`: where the figures are drawn
+    (captrack.report.background, nothing sent to it yet; None: a Background of its own)."""
+    if made is None:
+        own = Background()
+        try:
+            return write_pages(spec, comparisons, computed, step_texts, own)
+        finally:
+            own.close()
     folder = spec.folder
     tables, aggregate_only, variants = computed.frames, computed.aggregate_only, computed.variants
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
@@ -106,14 +114,8 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
     summary, checkpoints = computed.algorithms, computed.checkpoints
     scoring = scoring_table(spec, comparisons)
-    calls = _figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors)
-    if spec.store is not None:  # the task pages show the flipped items' texts the comparisons read
-        calls.append((task_pages, (spec, drill_texts(comparisons), computed, scoring, tables["drift"]), {}))
-    made = in_background(calls)
-    try:
-        return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made, len(calls) - (spec.store is not None))
-    finally:
-        made.close()
+    made.run(_figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors))
+    return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made)
 
 
 def _figure_calls(out: Path, cells: Cells, aggregate_only: bool, summary: pd.DataFrame, checkpoints: pd.DataFrame,
@@ -133,9 +135,9 @@ def _figure_calls(out: Path, cells: Cells, aggregate_only: bool, summary: pd.Dat
 
 def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]], computed: BoardTables,
            step_texts: Mapping[FlipKey, StepTexts] | None, cells: Cells, units: dict[tuple[str, str], str],
-           scoring: pd.DataFrame, made: Background, n_figures: int) -> list[Path]:
-    """Write the board's tables, README and index while its figures and task pages are made (`made`: the first
-    `n_figures` results are the figures' paths, then the task pages, captrack.report.background); the index, which
+           scoring: pd.DataFrame, made: Background) -> list[Path]:
+    """Write the board's tables, task pages, README and index while its figures are drawn (`made`: each result a
+    figure's paths, captrack.report.background); the index, which
     links the figures and pages there are, once they are; returns every path, the figures' first."""
     from captrack.report.slugs import task_page_name
 
@@ -165,8 +167,8 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
     caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])
     board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
                   html_sections, md_sections)
-    results = made.results()
-    pages: dict[str, str] = results[n_figures] if len(results) > n_figures else {}
+    # the task pages show the flipped items' texts the comparisons read
+    pages = task_pages(spec, drill_texts(comparisons), computed, scoring, tables["drift"]) if spec.store is not None else {}
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
@@ -175,7 +177,7 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
         if stale.name not in pages:  # a task no longer on the board: its old page would mislead
             stale.unlink()
     titles = {task_page_name(str(t)): str(t) for t in tables["transitions"]["task"].unique()} if pages else {}
-    written = [path for paths in results[:n_figures] for path in paths] + written
+    written = [path for paths in made.results() for path in paths] + written
     written.append(write_atomic(folder / "index.html", _index(board, {p: titles.get(p, p) for p in pages}, {p.name for p in written})))
     written.append(write_atomic(folder / "README.md", board_readme(board)))
     return written

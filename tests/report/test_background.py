@@ -45,3 +45,32 @@ def test_a_failure_in_the_child_is_raised_in_the_caller(tmp_path: Path, monkeypa
     with pytest.raises(ValueError, match="not a number"):
         drawing.results()
     drawing.close()
+
+
+def test_a_warmed_up_child_returns_what_each_sent_call_returned_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "usable_cores", lambda: 2)
+    monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
+    made = background.Background(warm_up=[(figures.warm_up, (), {})])  # started before the calls are known
+    made.run([(task_page_name, ("captrack_mmlu_pro/math",), {})])
+    made.run([(int, ("7",), {}), (len, ("abc",), {})])
+    assert made._process is not None
+    assert made.results() == [task_page_name("captrack_mmlu_pro/math"), 7, 3]  # the warm-up's result left out
+
+
+def test_a_failure_is_raised_even_when_more_calls_were_sent_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "usable_cores", lambda: 2)
+    monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
+    made = background.Background()
+    made.run([(int, ("not a number",), {})])
+    made.run([(len, ("abc",), {})])
+    with pytest.raises(ValueError, match="not a number"):
+        made.results()
+    made.close()
+
+
+def test_one_core_runs_the_calls_here_and_skips_the_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAPTRACK_WORKERS", "1")
+    made = background.Background(warm_up=[(int, ("a warm-up is not run here",), {})])
+    made.run([(len, ("abc",), {})])
+    assert made._process is None
+    assert made.results() == [3]
