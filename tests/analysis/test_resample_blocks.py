@@ -143,3 +143,35 @@ def test_a_large_tasks_counts_are_not_kept_by_the_shared_cache(monkeypatch: pyte
         bootstrap._shared_counts("large", N_ITEMS, N_RESAMPLES, 0)
         bootstrap._shared_counts("small", 3, 100, 0)
         assert [key[0] for key in bootstrap._CACHE[-1].entries] == ["small"]
+
+
+class _Counted(np.ndarray):
+    """A matrix that counts how often it is multiplied."""
+
+    multiplied = 0
+
+    def __matmul__(self, other: object) -> np.ndarray:
+        type(self).multiplied += 1
+        return np.asarray(self) @ other
+
+
+def test_products_asked_again_are_made_once_and_handed_out_as_copies() -> None:
+    """Inside shared_resamples, the same matrix and operands (a task's base side, asked by each variant) are
+    multiplied once; other operands, another matrix or an operand whose bytes changed are multiplied anew."""
+    rng = np.random.default_rng(5)
+    matrix = rng.integers(0, 3, (40, 30)).astype(np.float32).view(_Counted)
+    base, variant = rng.random((30, 4)).astype(np.float32), rng.random(30).astype(np.float32)
+    with bootstrap.shared_resamples():
+        first = bootstrap.products(matrix, base, variant)
+        first[0][:] = -1.0  # what a caller does with its copy changes nothing kept
+        again = bootstrap.products(matrix, base.copy(), variant.copy())
+        assert _Counted.multiplied == 2
+        np.testing.assert_array_equal(again[0], np.asarray(matrix) @ base)
+        changed = variant.copy()
+        changed[0] = -0.0 if changed[0] == 0.0 else 0.0
+        bootstrap.products(matrix, base, changed)
+        other = matrix.copy().view(_Counted)
+        bootstrap.products(other, base, variant)
+        assert _Counted.multiplied == 6
+    assert np.array_equal(bootstrap.products(matrix, base, variant)[1], np.asarray(matrix) @ variant)  # outside: made
+    assert _Counted.multiplied == 8
