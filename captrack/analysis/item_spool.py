@@ -9,7 +9,8 @@ The writer streams the rows back, one variant at a time, into distribution_items
 
 The file is made in the system's temporary folder (TMPDIR) and needs about as much free space there as
 the rows take pickled (about 290 bytes per item: 2.9 GB at ten million items); where /tmp is a tmpfs,
-point TMPDIR at a disk to keep the rows out of memory.
+point TMPDIR at a disk to keep the rows out of memory. It has a name, so that another process can read some of
+the parts back (`SpooledParts`: the writer has a second core write the CSV text of the later ones).
 """
 
 from __future__ import annotations
@@ -26,9 +27,25 @@ from numpy.typing import NDArray
 
 from captrack.analysis.churn import choice_churn
 
-__all__ = ["DistributionItems"]
+__all__ = ["DistributionItems", "SpooledParts"]
 
 _FORGOTTEN_COLUMNS = ["variant", "task", "doc_hash", "forgetting_kind"]
+
+
+@dataclass(frozen=True)
+class SpooledParts:
+    """Some parts of a DistributionItems' file, for another process to read back (picklable: a path and offsets).
+    Valid while the DistributionItems they came from is alive (its file is removed when it is let go)."""
+
+    path: str
+    offsets: tuple[int, ...]
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        """Each part's rows, in order (one part in memory at a time)."""
+        with open(self.path, "rb") as handle:
+            for offset in self.offsets:
+                handle.seek(offset)
+                yield pickle.load(handle)
 
 
 @dataclass
@@ -45,7 +62,8 @@ class DistributionItems:
     one_minus_bc: dict[tuple[str, str], NDArray[np.float64]] = field(default_factory=dict)
     _forgotten: list[pd.DataFrame] = field(default_factory=list)
     _file: IO[bytes] | None = None
-    _parts: int = 0
+    _offsets: list[int] = field(default_factory=list)  # where each part's pickle starts in the file
+    _sizes: list[int] = field(default_factory=list)  # each part's rows
 
     def __len__(self) -> int:
         return self.rows
@@ -67,19 +85,30 @@ class DistributionItems:
             self.one_minus_bc[(str(variant), str(task))] = 1.0 - overlap[rows[np.argsort(rank[rows], kind="stable")]]
         self._forgotten.append(items.loc[items["transition"] == "10", _FORGOTTEN_COLUMNS].reset_index(drop=True))
         if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="captrack-items-")
-        self._file.seek(0, 2)
+            self._file = tempfile.NamedTemporaryFile(prefix="captrack-items-")
+        self._offsets.append(self._file.seek(0, 2))
         pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._file.flush()  # readable by another process (`spooled`)
         self.rows += len(items)
-        self._parts += 1
+        self._sizes.append(len(items))
 
-    def frames(self) -> Iterator[pd.DataFrame]:
-        """Each added part's rows, in the order they were added (one part in memory at a time)."""
+    @property
+    def part_rows(self) -> list[int]:
+        """The rows of each part, in the order they were added."""
+        return list(self._sizes)
+
+    def frames(self, stop: int | None = None) -> Iterator[pd.DataFrame]:
+        """Each added part's rows (the first `stop` parts: all by default), in the order they were added (one part
+        in memory at a time)."""
         if self._file is None:
             return
         self._file.seek(0)
-        for _ in range(self._parts):
+        for _ in self._offsets[:stop]:
             yield pickle.load(self._file)
+
+    def spooled(self, start: int) -> SpooledParts:
+        """The parts from the `start`-th on, for another process to read (`SpooledParts.frames`)."""
+        return SpooledParts(self._file.name if self._file is not None else "", tuple(self._offsets[start:]))
 
     def to_frame(self) -> pd.DataFrame:
         """Every row in one frame, index 0..n-1 (an empty frame without rows)."""

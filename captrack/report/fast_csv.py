@@ -7,13 +7,18 @@ floats, ``%s`` for text already made a CSV cell) and the values it takes; a chun
 formatting (``%r`` is ``repr``), in C, without a Python call per cell.
 
 Only tables whose columns are float, integer or bool arrays, or objects holding text, lists or missing
-values are written this way (`csv_chunks` returns None for anything else; the caller then uses pandas).
+values are written this way (`csv_chunks` returns None for anything else; `csv_text` then uses pandas).
 tests/report/test_fast_csv.py checks the bytes against pandas.
+
+`write_csv_rows` is what a child process runs to write the rows of a table's later parts kept on disk
+(captrack.analysis.item_spool.SpooledParts) while its caller writes the first ones (captrack.report.writer): it
+imports no more than this module needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,9 +26,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from captrack.analysis.item_spool import SpooledParts
 from captrack.report.escape import inert_cell
 
-__all__ = ["csv_chunks"]
+__all__ = ["csv_chunks", "csv_text", "write_csv_rows"]
 
 _CHUNK = 50_000
 _SPECIAL = (",", '"', "\n", "\r")
@@ -146,3 +152,28 @@ def csv_chunks(frame: pd.DataFrame) -> Iterator[str] | None:
             yield _rows([f(a[start:start + _CHUNK]) for f, a in zip(formatters, arrays, strict=True)])  # type: ignore[misc]
 
     return chunks()
+
+
+def csv_text(parts: Iterable[pd.DataFrame], header: bool = True) -> Iterator[str]:
+    """The CSV text of a table given as parts with the same columns: the header once (unless not `header`), then
+    every part's rows; every text cell and header made inert (captrack.report.escape.inert_cell), floats written
+    with "%.10g": `csv_chunks` where it takes the part, else pandas' to_csv."""
+    first = header
+    for frame in parts:
+        chunks = csv_chunks(frame)
+        if chunks is None:
+            texts = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+            shown = frame.assign(**{c: frame[c].map(inert_cell) for c in texts}) if texts else frame
+            shown = shown.rename(columns=lambda c: inert_cell(c))
+            chunks = iter([shown.to_csv(index=False, header=first, float_format="%.10g")])
+        elif not first:
+            next(chunks)  # the header, written with the first part
+        yield from chunks
+        first = False
+
+
+def write_csv_rows(parts: SpooledParts, out: Path) -> None:
+    """Write the CSV rows of `parts` (no header) to `out`, as `csv_text` writes them."""
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        for chunk in csv_text(parts.frames(), header=False):
+            handle.write(chunk)

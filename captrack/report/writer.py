@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,13 @@ import pandas as pd
 from captrack.analysis.comparison import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comparison
 from captrack.analysis.drift import CAPABILITY_COLUMNS
 from captrack.analysis.item_spool import DistributionItems
+from captrack.errors import CaptrackError
 from captrack.files import staged_folder, write_atomic
 from captrack.output_names import by_field_file
+from captrack.processes import usable_cores, worker_count
+from captrack.report.background import in_background
 from captrack.report.escape import inert_cell
-from captrack.report.fast_csv import csv_chunks
+from captrack.report.fast_csv import csv_text, write_csv_rows
 from captrack.report.markdown import render_report
 from captrack.report.over_training import over_training_sections, over_training_tables
 from captrack.report.ownership import claim_folder, write_manifest
@@ -36,7 +40,10 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
 }
 
 
-_FAST_ROWS = 0  # tables from this many rows are written by captrack.report.fast_csv (the same bytes as pandas)
+_SHARED_ROWS = 200_000
+"""Rows of a table kept on disk (DistributionItems) from which a second core writes the text of its later parts,
+while this process writes the first ones: 10 s of a million-record comparison's 11 s of writing is the text of
+distribution_items.csv (most of it Python's float formatting), and starting the other process costs a second."""
 
 LABEL_COLUMNS = frozenset({"variant", "base", "model", "algorithm", "family", "size", "data", "task"})
 """Text columns holding names people chose. Every text column is made inert, these and any other
@@ -52,27 +59,39 @@ def write_contract_tables(folder: Path, tables: Mapping[str, pd.DataFrame | Dist
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, table in tables.items():
-        parts = table.frames() if isinstance(table, DistributionItems) else iter([table])
-        written.append(write_atomic(folder / name, _csv_text(name, parts)))
+        text = _spooled_text(name, table) if isinstance(table, DistributionItems) else _csv_text(name, iter([table]))
+        written.append(write_atomic(folder / name, text))
     return written
 
 
+def _spooled_text(name: str, table: DistributionItems) -> Iterator[str]:
+    """The CSV text of a table kept on disk, part by part; from _SHARED_ROWS rows with a second core, the text of
+    its later parts (about half the rows) is written by a child process (captrack.report.background) while this
+    one writes the first parts, and follows them: the same bytes as written here alone."""
+    rows = table.part_rows
+    halfway = next((i + 1 for i in range(len(rows)) if 2 * sum(rows[:i + 1]) >= sum(rows)), len(rows))
+    if sum(rows) < _SHARED_ROWS or halfway >= len(rows) or worker_count(2, usable_cores()) < 2:
+        yield from _csv_text(name, table.frames())
+        return
+    with tempfile.TemporaryDirectory(prefix="captrack-csv-") as folder:
+        rest = Path(folder) / name
+        job = in_background([(write_csv_rows, (table.spooled(halfway), rest), {})])
+        try:
+            yield from _csv_text(name, table.frames(stop=halfway))
+            job.results()
+        except CaptrackError as exc:
+            raise CaptrackError(f"{name}: the process writing its later rows failed: {exc}") from exc
+        finally:
+            job.close()
+        with rest.open(encoding="utf-8", newline="") as handle:
+            yield from iter(lambda: handle.read(1 << 24), "")
+
+
 def _csv_text(name: str, parts: Iterator[pd.DataFrame]) -> Iterator[str]:
-    """The CSV text of a table given as parts with the same columns: the header once, then every part's rows."""
-    first = True
-    for frame in parts:
-        shown = frame.reindex(columns=CONTRACT_COLUMNS[name]) if name in CONTRACT_COLUMNS else frame
-        chunks = csv_chunks(shown) if len(shown) >= _FAST_ROWS else None  # big tables: the same bytes, streamed
-        if chunks is None:
-            texts = [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]
-            if texts:
-                shown = shown.assign(**{c: shown[c].map(inert_cell) for c in texts})
-            shown = shown.rename(columns=lambda c: inert_cell(c))
-            chunks = iter([shown.to_csv(index=False, header=first, float_format="%.10g")])
-        elif not first:
-            next(chunks)  # the header, written with the first part
-        yield from chunks
-        first = False
+    """The CSV text of a table given as parts with the same columns: the header once, then every part's rows (a
+    contract file with exactly the contract's columns, in order)."""
+    columns = CONTRACT_COLUMNS.get(name)
+    return csv_text(frame.reindex(columns=columns) for frame in parts) if columns else csv_text(parts)
 
 
 def write_comparison(

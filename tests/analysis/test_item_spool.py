@@ -68,6 +68,50 @@ def test_the_parts_are_written_as_one_table(tmp_path: Path) -> None:
     assert text == (tmp_path / "whole" / "items.csv").read_text() and text.count("\nvariant,algorithm,") == 0
 
 
+def _second_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer shares a spooled table of any size with a child process, as on a machine with two free cores."""
+    import captrack.report.background as background
+    import captrack.report.writer as writer
+
+    monkeypatch.setattr(writer, "_SHARED_ROWS", 0)
+    monkeypatch.setattr(writer, "usable_cores", lambda: 2)
+    monkeypatch.setattr(background, "usable_cores", lambda: 2)
+    monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
+
+
+@pytest.mark.parametrize("sizes", [(60, 45, 30, 52), (200, 10), (5, 5, 5)])
+def test_later_parts_written_by_a_child_process_give_the_same_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, ...]) -> None:
+    parts = [_items(f"v{i}", n, i) for i, n in enumerate(sizes)]
+    spool = DistributionItems()
+    for part in parts:
+        spool.add(part)
+    import captrack.report.writer as writer
+
+    write_contract_tables(tmp_path / "alone", {"items.csv": spool})
+    _second_core(monkeypatch)
+    started: list[object] = []
+    real = writer.in_background
+    monkeypatch.setattr(writer, "in_background", lambda calls: started.append(calls) or real(calls))
+    write_contract_tables(tmp_path / "shared", {"items.csv": spool})
+    assert len(started) == 1  # the later parts' rows were written by the child
+    assert (tmp_path / "shared" / "items.csv").read_bytes() == (tmp_path / "alone" / "items.csv").read_bytes()
+
+
+def test_a_child_process_that_fails_fails_the_write_and_leaves_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from captrack.analysis.item_spool import SpooledParts
+
+    spool = DistributionItems()
+    for i in range(3):
+        spool.add(_items(f"v{i}", 40, i))
+    _second_core(monkeypatch)
+    monkeypatch.setattr(DistributionItems, "spooled", lambda self, start: SpooledParts(str(tmp_path / "gone"), (0,)))
+    with pytest.raises(FileNotFoundError, match="gone"):  # raised in the child, raised again here
+        write_contract_tables(tmp_path / "out", {"items.csv": spool})
+    assert not list((tmp_path / "out").iterdir())
+
+
 def test_the_analysis_lets_each_pair_go_before_taking_the_next(tmp_path: Path) -> None:
     lls = {i: [-0.5, -1.0 - i, -2.0, -3.0] for i in range(6)}
     names = ["base", "v1", "v2", "v3", "v4"]
