@@ -236,12 +236,13 @@ def products(matrix: ResampleMatrix, *others: NDArray[Any]) -> list[NDArray[Any]
 
 def resample_matrix(task: str, n_items: int, n_resamples: int, seed: int, n_rows: int, dtype: type[np.generic],
                     make: Callable[[NDArray[np.generic], slice], NDArray[np.generic]]) -> ResampleMatrix:
-    """A matrix of n_rows x n_items made from a task's resample counts by `make(counts, rows)` (its rows `rows`):
-    made whole from `resample_counts` (float32) as before issue 44 where it has at most LARGE_COUNTS elements,
-    else a RowBlocks over the counts as drawn (uint8: the same whole numbers), made a block at a time."""
-    if n_rows * n_items <= LARGE_COUNTS:
-        return make(resample_counts(task, n_items, n_resamples, seed), slice(0, n_rows))
+    """A matrix of n_rows x n_items made from a task's resample counts as drawn (uint8 where every count fits) by
+    `make(counts, rows)` (its rows `rows`): whole where it has at most LARGE_COUNTS elements, else a RowBlocks made a
+    block at a time. `make` casts the counts to the type it makes (the same whole numbers from uint8 as from the
+    float32 copy it was once handed, one cast fewer) and must not write into them (they are shared)."""
     counts = _shared_counts(task, n_items, n_resamples, seed)
+    if n_rows * n_items <= LARGE_COUNTS:
+        return make(counts, slice(0, n_rows))
     return RowBlocks((n_rows, n_items), dtype, lambda rows: make(counts, rows))
 
 

@@ -23,6 +23,8 @@ from typing import IO
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from captrack.analysis.churn import choice_churn
@@ -30,6 +32,17 @@ from captrack.analysis.churn import choice_churn
 __all__ = ["DistributionItems", "SpooledParts"]
 
 _FORGOTTEN_COLUMNS = ["variant", "task", "doc_hash", "forgetting_kind"]
+
+
+def _doc_hash_order(doc_hash: pd.Series) -> NDArray[np.int64]:
+    """Each row's doc_hash as its place among the distinct doc_hashes in sorted order (missing ones first): the
+    codes of ``pd.factorize(doc_hash, sort=True)`` up to a shift, which an argsort orders alike. Ranked by Arrow
+    (UTF-8 bytes sort as Python sorts text): sorting a million hashes as Python strings took 2 s of a comparison."""
+    array = pa.array(doc_hash, type=pa.string(), from_pandas=True)
+    ranks = pc.rank(array, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
+    if array.null_count:
+        ranks[array.is_null().to_numpy(zero_copy_only=False)] = 0  # first, as factorize's -1
+    return ranks
 
 
 @dataclass(frozen=True)
@@ -79,7 +92,7 @@ class DistributionItems:
         if items.empty:
             return
         self.churn |= choice_churn(items)
-        rank = pd.factorize(items["doc_hash"], sort=True)[0]  # doc_hash order as integers
+        rank = _doc_hash_order(items["doc_hash"])
         overlap = items["bhattacharyya"].to_numpy(dtype=float)
         for (variant, task), rows in items.groupby(["variant", "task"], sort=True).indices.items():
             self.one_minus_bc[(str(variant), str(task))] = 1.0 - overlap[rows[np.argsort(rank[rows], kind="stable")]]

@@ -57,6 +57,19 @@ def test_parts_come_back_as_added_and_what_other_tables_read_is_kept() -> None:
         forgotten["variant"], forgotten["task"], forgotten["doc_hash"], forgotten["forgetting_kind"], strict=True)}
 
 
+@pytest.mark.parametrize("values", [
+    ["b", "a", None, "é", "a", "Z", "ä", "b", float("nan"), "aa", "", "\U0001F600", "z"], ["only"], [],
+    [f"{(i * 7919) % 1000:03d}-h" for i in range(500)]])
+def test_doc_hashes_are_ordered_as_python_sorts_them(values: list[object]) -> None:
+    """Arrow's ranks order the rows as pandas' sorted factorize codes do: text by code point, ties kept in row
+    order (a stable argsort), missing values first."""
+    from captrack.analysis.item_spool import _doc_hash_order
+
+    column = pd.Series(values, dtype=object)
+    codes = pd.factorize(column, sort=True)[0]
+    np.testing.assert_array_equal(np.argsort(_doc_hash_order(column), kind="stable"), np.argsort(codes, kind="stable"))
+
+
 def test_the_parts_are_written_as_one_table(tmp_path: Path) -> None:
     parts = [_items("a", 60, 0), _items("b", 45, 1)]
     spool = DistributionItems()
