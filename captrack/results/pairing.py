@@ -10,26 +10,29 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pandas as pd
 
 from captrack.errors import InputError, MismatchError, UnknownNameError
+from captrack.results.pairing_facts import JoinedRows, PairingFacts
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["PAIRED_COLUMNS", "PairedItems", "Pairing", "base_task_rows", "pair_runs"]
+__all__ = ["PAIRED_COLUMNS", "PairedItems", "Pairing", "base_task_rows", "join_batch", "pair_runs", "select_step"]
 
 PAIRED_COLUMNS = [
     "task", "filter", "metric", "replicate", "doc_hash", "occ", "doc_id", "base", "variant", "n_choices",
     "base_run", "variant_run",
 ]
 
-_RANKED = """
+_RANKED_ROWS = """
     SELECT run_id, task, task_version, filter, metric, replicate, doc_hash, doc_id, value, n_choices,
            row_number() OVER (PARTITION BY task, filter, metric, replicate, doc_hash ORDER BY doc_id) AS occ
-    FROM _paired_samples WHERE model = ? AND (task, filter, metric) IN (SELECT task, filter, metric FROM _keys)
+    FROM {rows} WHERE model = ? AND (task, filter, metric) IN (SELECT task, filter, metric FROM {keys})
 """
+_RANKED = _RANKED_ROWS.format(rows="_paired_samples", keys="_keys")
 
 
 @dataclass
@@ -81,21 +84,27 @@ class Pairing:
     """
 
     def __init__(self, store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool,
-                 step: int | None = None) -> None:
+                 step: int | None = None, facts: PairingFacts | None = None, joined: JoinedRows | None = None) -> None:
+        """`facts`: what the checks read, read already for many variants at once (captrack.results.pairing_batch),
+        else read here; `joined`: where this variant's items were joined with the base's, with others' (None: joined
+        here, a run of tasks at a time)."""
         self.store, self.base, self.variant, self.step, self.allow_partial = store, base, variant, step, allow_partial
-        con = store.con
-        _check_models(con, (base, variant))
-        _select_step(con, variant, step)
+        self.joined = joined
+        if facts is None:
+            select_step(store.con, variant, step)
+            facts = PairingFacts.read(store, [base, variant])
+        _check_models(facts.models, (base, variant))
         self.problems: list[str] = []
         self.warnings: list[str] = []
-        self.keys = _choose_keys(con, base, variant, taxonomy, self.problems, self.warnings)
-        self.replicates, self.remap = _replicates(con, base, variant, self.problems)
+        self.keys = _choose_keys(facts.of(base, variant, facts.logged), base, variant, taxonomy, self.problems,
+                                 self.warnings)
+        self.replicates, self.remap = _replicates(facts.of(base, variant, facts.runs), base, variant, self.problems)
         if self.remap is not None:
             self.warnings.append(
                 f"{variant}: one run each, made with different seeds (base {self.remap[1]}, variant {self.remap[0]}): "
                 "paired as one replicate; for replicates, evaluate each checkpoint with several --seed values"
             )
-        self.problems += _judge_problems(store, base, variant)
+        self.problems += _judge_problems(facts.of(base, variant, facts.judges), base, variant)
         self.nan_excluded: dict[str, int] = {}
         self.rows = 0
 
@@ -159,13 +168,20 @@ class Pairing:
 
     def _pair(self, keys: pd.DataFrame) -> pd.DataFrame | None:
         """The paired items of `keys`' tasks (None once a problem stops the pairing); their problems and NaN counts kept."""
+        if self.joined is not None:  # joined with other variants' already: its rows, when read with theirs
+            found = self.joined.items(self.variant, keys)
+            if found is not None:
+                return None if self.problems and not self.allow_partial else found
         con = self.store.con
-        _select_step(con, self.variant, self.step)
+        select_step(con, self.variant, self.step)
         con.register("_keys_df", keys)
         con.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT task, filter, metric FROM _keys_df")
         con.unregister("_keys_df")
         try:
-            _join(con, self.base, self.variant, self.replicates, self.remap)
+            if self.joined is not None:  # its rows of the other variants' join, as a view
+                self.joined.select(self.variant)
+            else:
+                _join(con, self.base, self.variant, self.replicates, self.remap)
             unpaired, unscored = con.execute(  # most pairings have neither: their queries are then skipped
                 """SELECT count(*) FILTER (WHERE base_doc IS NULL OR variant_doc IS NULL),
                           count(*) FILTER (WHERE base_doc IS NOT NULL AND variant_doc IS NOT NULL
@@ -187,10 +203,11 @@ class Pairing:
                 self.nan_excluded[str(key)] = self.nan_excluded.get(str(key), 0) + int(n)
             return items[PAIRED_COLUMNS]
         finally:
-            con.execute("DROP TABLE IF EXISTS _joined; DROP TABLE IF EXISTS _keys; DROP VIEW IF EXISTS _paired_samples")
+            con.execute(f"DROP {'VIEW' if self.joined is not None else 'TABLE'} IF EXISTS _joined; DROP TABLE IF EXISTS _keys; "
+                        "DROP VIEW IF EXISTS _paired_samples")
 
 
-def _select_step(con: duckdb.DuckDBPyConnection, variant: str, step: int | None) -> None:
+def select_step(con: duckdb.DuckDBPyConnection, variant: str, step: int | None) -> None:
     """Temp view ``_paired_samples``: the samples pairing reads (with `step`, less the variant's runs at other steps)."""
     if step is None:
         con.execute("CREATE OR REPLACE TEMP VIEW _paired_samples AS SELECT * FROM samples")
@@ -201,6 +218,16 @@ def _select_step(con: duckdb.DuckDBPyConnection, variant: str, step: int | None)
                 "WHERE run_id NOT IN (SELECT run_id FROM _other_steps)")
 
 
+_JOINED = """SELECT {vname}coalesce(b.task, v.task) AS task, coalesce(b.filter, v.filter) AS filter,
+               coalesce(b.metric, v.metric) AS metric, coalesce(b.replicate, v.replicate) AS replicate,
+               coalesce(b.doc_hash, v.doc_hash) AS doc_hash, coalesce(b.occ, v.occ) AS occ,
+               b.doc_id AS base_doc, v.doc_id AS variant_doc, b.value AS base, v.value AS variant,
+               b.n_choices AS n_choices, b.run_id AS base_run, v.run_id AS variant_run, b.task_version AS base_version, v.task_version AS variant_version
+        FROM ({base_rows}) b FULL OUTER JOIN ({variant_rows}) v
+          ON {same}b.task = v.task AND b.task_version = v.task_version AND b.doc_hash = v.doc_hash
+         AND b.occ = v.occ AND b.filter = v.filter AND b.metric = v.metric AND b.replicate = v.replicate"""
+
+
 def _join(
     con: duckdb.DuckDBPyConnection, base: str, variant: str, replicates: list[int], remap: tuple[int, int] | None
 ) -> None:
@@ -209,42 +236,46 @@ def _join(
     ``remap`` (variant replicate, base replicate) relabels a single variant run as the base's replicate.
     """
     variant_rows = f"SELECT * REPLACE ({int(remap[1])} AS replicate) FROM ({_RANKED})" if remap else _RANKED
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _joined AS
-        SELECT coalesce(b.task, v.task) AS task, coalesce(b.filter, v.filter) AS filter,
-               coalesce(b.metric, v.metric) AS metric, coalesce(b.replicate, v.replicate) AS replicate,
-               coalesce(b.doc_hash, v.doc_hash) AS doc_hash, coalesce(b.occ, v.occ) AS occ,
-               b.doc_id AS base_doc, v.doc_id AS variant_doc, b.value AS base, v.value AS variant,
-               b.n_choices AS n_choices, b.run_id AS base_run, v.run_id AS variant_run, b.task_version AS base_version, v.task_version AS variant_version
-        FROM ({_RANKED}) b FULL OUTER JOIN ({variant_rows}) v
-          ON b.task = v.task AND b.task_version = v.task_version AND b.doc_hash = v.doc_hash
-         AND b.occ = v.occ AND b.filter = v.filter AND b.metric = v.metric AND b.replicate = v.replicate
-        WHERE coalesce(b.replicate, v.replicate) IN (SELECT unnest(?::INTEGER[]))""",
-        [base, variant, replicates],
-    )
+    joined = _JOINED.format(vname="", base_rows=_RANKED, variant_rows=variant_rows, same="")
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _joined AS {joined}
+        WHERE coalesce(b.replicate, v.replicate) IN (SELECT unnest(?::INTEGER[]))""", [base, variant, replicates])
 
 
-def _check_models(con: duckdb.DuckDBPyConnection, models: tuple[str, ...]) -> None:
-    known = [r[0] for r in con.execute("SELECT DISTINCT model FROM runs").fetchall()]
+def join_batch(con: duckdb.DuckDBPyConnection, base: str) -> None:
+    """`_join` of many variants at once into temp table ``_bjoined`` (a column ``vname`` names each row's variant),
+    from temp tables ``_bkeys`` (vname, task, filter, metric: each variant's keys), ``_breps`` (vname, replicate:
+    its common replicates) and ``_bremap`` (vname, replicate: the base replicate a single run is relabelled as)."""
+    ranked = _RANKED_ROWS.format(rows="samples", keys="_bkeys")
+    base_rows = f"SELECT k.vname, b.* FROM ({ranked}) b JOIN _bkeys k USING (task, filter, metric)"
+    variant_rows = """SELECT v.vname, v.run_id, v.task, v.task_version, v.filter, v.metric,
+               CAST(coalesce(r.replicate, v.replicate) AS INTEGER) AS replicate, v.doc_hash, v.doc_id, v.value,
+               v.n_choices, v.occ
+        FROM (SELECT s.model AS vname, s.run_id, s.task, s.task_version, s.filter, s.metric, s.replicate, s.doc_hash,
+                     s.doc_id, s.value, s.n_choices, row_number() OVER (
+                         PARTITION BY s.model, s.task, s.filter, s.metric, s.replicate, s.doc_hash ORDER BY s.doc_id) AS occ
+              FROM samples s JOIN _bkeys k
+                ON k.vname = s.model AND k.task = s.task AND k.filter = s.filter AND k.metric = s.metric) v
+        LEFT JOIN _bremap r ON r.vname = v.vname"""
+    joined = _JOINED.format(vname="coalesce(b.vname, v.vname) AS vname, ", base_rows=base_rows,
+                            variant_rows=variant_rows, same="b.vname = v.vname AND ")
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _bjoined AS {joined}
+        WHERE (coalesce(b.vname, v.vname), coalesce(b.replicate, v.replicate)) IN (SELECT vname, replicate FROM _breps)""",
+                [base])
+
+
+def _check_models(known: list[str], models: tuple[str, ...]) -> None:
     for model in models:
         if model not in known:
             raise UnknownNameError("model in the store", model, known)
 
 
-def _choose_keys(
-    con: duckdb.DuckDBPyConnection, base: str, variant: str, taxonomy: Taxonomy,
-    problems: list[str], warnings: list[str],
-) -> pd.DataFrame:
-    """Pick one filter per (task, metric) and list what only one side logged.
+def _choose_keys(logged: list[tuple[Any, ...]], base: str, variant: str, taxonomy: Taxonomy, problems: list[str],
+                 warnings: list[str]) -> pd.DataFrame:
+    """Pick one filter per (task, metric) and list what only one side logged (`logged`: PairingFacts.logged's rows
+    of the two, sorted).
 
     The few rows logged per (model, task, filter, metric) are worked through as tuples: pandas' per-call cost was most
     of a small variant's pairing (a leaderboard pairs hundreds)."""
-    logged = con.execute(
-        """SELECT model, task, filter, metric, min(task_version) AS task_version,
-                  count(DISTINCT task_version) AS n_versions
-        FROM _paired_samples WHERE model IN (?, ?) GROUP BY ALL ORDER BY ALL""",
-        [base, variant],
-    ).fetchall()
     for model in sorted({row[0] for row in logged}):
         mixed = sorted({task for m, task, *_, n_versions in logged if m == model and n_versions > 1})
         if mixed:
@@ -275,8 +306,8 @@ def _choose_keys(
             )
         chosen.append((task, pick, metric))
     versions = {(task, f, metric): version for model, task, f, metric, version, _ in logged if model == base}
-    frame = pd.DataFrame(chosen, columns=["task", "filter", "metric"])
-    frame["task_version"] = [versions.get(k, "") for k in chosen]
+    frame = pd.DataFrame({"task": [k[0] for k in chosen], "filter": [k[1] for k in chosen],
+                          "metric": [k[2] for k in chosen], "task_version": [versions.get(k, "") for k in chosen]})
     _version_problems(logged, base, variant, problems)
     return frame
 
@@ -293,15 +324,10 @@ def _version_problems(logged: list[tuple], base: str, variant: str, problems: li
             problems.append(f"task {task}: version {vb} in the base but {vv} in the variant")
 
 
-def _replicates(
-    con: duckdb.DuckDBPyConnection, base: str, variant: str, problems: list[str]
-) -> tuple[list[int], tuple[int, int] | None]:
-    """The replicates both sides have, and (variant, base) replicate to pair when each side is one run."""
-    runs = con.execute(
-        """SELECT model, replicate, task, count(DISTINCT run_id) FROM _paired_samples WHERE model IN (?, ?)
-        GROUP BY ALL ORDER BY ALL""",
-        [base, variant],
-    ).fetchall()
+def _replicates(runs: list[tuple[Any, ...]], base: str, variant: str, problems: list[str]
+                ) -> tuple[list[int], tuple[int, int] | None]:
+    """The replicates both sides have, and (variant, base) replicate to pair when each side is one run (`runs`:
+    PairingFacts.runs' rows of the two, sorted)."""
     reps: dict[str, set[int]] = {}
     for model in (base, variant):
         dupes = [row[1:] for row in runs if row[0] == model and row[3] > 1]
@@ -325,21 +351,17 @@ def _replicates(
     return common, None
 
 
-def _judge_problems(store: Store, base: str, variant: str) -> list[str]:
-    """Judged metrics must be judged on both sides, by the same judge (a judge swap is not drift)."""
-    if not store.has_column("samples", "judge"):  # a store written before judged metrics existed
-        return []
-    rows = store.con.execute(
-        """SELECT task, metric, string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS b,
-                  string_agg(DISTINCT judge, ', ') FILTER (WHERE model = ?) AS v
-        FROM _paired_samples WHERE model IN (?, ?) AND judge IS NOT NULL GROUP BY task, metric
-        HAVING b IS DISTINCT FROM v ORDER BY task, metric""",
-        [base, variant, base, variant],
-    ).fetchall()
+def _judge_problems(judges: list[tuple[Any, ...]], base: str, variant: str) -> list[str]:
+    """Judged metrics must be judged on both sides, by the same judge (a judge swap is not drift); `judges`:
+    PairingFacts.judges' rows of the two."""
+    sides: dict[str, dict[tuple[str, str], str]] = {base: {}, variant: {}}
+    for model, task, metric, names in judges:
+        sides[model][(task, metric)] = names
+    b, v = sides[base], sides[variant]
     return [
-        f"{task}/{metric} is judged by {b or 'no judge'} in the base but {v or 'no judge'} in the variant; "
-        "run `captrack judge` on both runs with the same --judge"
-        for task, metric, b, v in rows
+        f"{task}/{metric} is judged by {b.get((task, metric)) or 'no judge'} in the base but "
+        f"{v.get((task, metric)) or 'no judge'} in the variant; run `captrack judge` on both runs with the same --judge"
+        for task, metric in sorted(b.keys() | v.keys()) if b.get((task, metric)) != v.get((task, metric))
     ]
 
 

@@ -21,7 +21,7 @@ class _Connected(Protocol):
 
     con: duckdb.DuckDBPyConnection
 
-__all__ = ["check_base_has_no_steps", "check_one_run_per_step", "has_steps", "model_steps", "step_runs"]
+__all__ = ["check_base_has_no_steps", "check_one_run_per_step", "has_steps", "model_steps", "step_runs", "stepped_models"]
 
 
 def has_steps(con: duckdb.DuckDBPyConnection) -> bool:
@@ -30,6 +30,15 @@ def has_steps(con: duckdb.DuckDBPyConnection) -> bool:
         "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'runs' AND column_name = 'step'"
     ).fetchone()
     return bool(found and found[0])
+
+
+def stepped_models(con: duckdb.DuckDBPyConnection, models: list[str]) -> set[str]:
+    """Which of `models` have runs with a training step (whose model_steps are not []), in one query."""
+    if not models or not has_steps(con):
+        return set()
+    marks = ", ".join("?" * len(models))
+    rows = con.execute(f"SELECT DISTINCT model FROM runs WHERE step IS NOT NULL AND model IN ({marks})", models)
+    return {str(r[0]) for r in rows.fetchall()}
 
 
 def model_steps(con: duckdb.DuckDBPyConnection, model: str) -> list[int]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from captrack.results.pairing import PairedItems, pair_runs
-from captrack.results.steps import check_base_has_no_steps, model_steps
+from captrack.results.steps import check_base_has_no_steps, model_steps, stepped_models
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["check_base", "has_steps", "pair_steps", "pair_variant"]
+__all__ = ["check_base", "has_steps", "pair_steps", "pair_variant", "stepped_variants"]
 
 
 def check_base(store: Store, base: str) -> None:
@@ -18,6 +18,11 @@ def check_base(store: Store, base: str) -> None:
 def has_steps(store: Store, variant: str) -> bool:
     """Whether `variant`'s runs carry training steps (a trajectory: paired step by step, see pair_steps)."""
     return bool(model_steps(store.con, variant))
+
+
+def stepped_variants(store: Store, variants: list[str]) -> set[str]:
+    """Which of `variants` have runs with training steps (has_steps of each, in one query)."""
+    return stepped_models(store.con, variants)
 
 
 def pair_steps(store: Store, base: str, variant: str, taxonomy: Taxonomy, allow_partial: bool) -> dict[int, PairedItems]:
