@@ -70,7 +70,7 @@ class Background:
             code = process.wait()
             if code != 0 or not self._out.stat().st_size:
                 tail = self._log.read_text(errors="replace")[-2000:]
-                raise CaptrackError(f"the process making the leaderboard's figures failed (exit {code}); "
+                raise CaptrackError(f"the child process running the calls (captrack.report.background) failed (exit {code}); "
                                     f"its output ended:\n{tail}")
             found = pickle.loads(self._out.read_bytes())
             if isinstance(found, BaseException):

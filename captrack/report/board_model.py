@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,16 @@ class Cells:
     high: pd.DataFrame
     unit: pd.DataFrame  # the unit of Δ: points, % of base, or both
     with_verdicts: bool
+
+    @cached_property
+    def at(self) -> dict[str, dict[tuple[str, str], Any]]:
+        """Each quantity's cells by (row label, variant), as ``frame.at`` gives them: the index page and README read
+        the grid cell by cell (thousands of cells, each a dict look-up rather than a pandas one)."""
+        frames = {"value": self.value, "colour": self.colour, "verdict": self.verdict, "low": self.low, "high": self.high,
+                  "unit": self.unit}
+        return {name: {(label, variant): cell for variant in frame.columns
+                       for label, cell in zip(frame.index, frame[variant].to_numpy(), strict=True)}
+                for name, frame in frames.items()}
 
 
 def board_cells(caps: pd.DataFrame, variants: list[str], keys: tuple[str, ...], with_verdicts: bool,

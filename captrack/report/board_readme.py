@@ -13,12 +13,12 @@ __all__ = ["board_readme"]
 
 def _md_cell(board: Board, label: str, variant: str) -> str:
     """A README grid cell: Δ [95% CI] and the verdict's mark and word, or relative drift for aggregate scores."""
-    cells = board.cells
-    value = cells.value.loc[label, variant]
+    cells, at = board.cells, board.cells.at
+    value = at["value"][label, variant]
     if not cells.with_verdicts:
         return fmt_signed(value, suffix="%")
-    found = str(cells.verdict.loc[label, variant])
-    text = f"{fmt_signed(value)} {ci_text(cells.low.loc[label, variant], cells.high.loc[label, variant])}" if not missing(value) else "n/a"
+    found = str(at["verdict"][label, variant])
+    text = f"{fmt_signed(value)} {ci_text(at['low'][label, variant], at['high'][label, variant])}" if not missing(value) else "n/a"
     return f"{text} {VERDICT_MARKS[found]} {found}" if found in VERDICT_MARKS else text
 
 
@@ -82,5 +82,5 @@ def _md_group(board: Board, group: str, variant: str, relative: float) -> str:
         return fmt_signed(relative, suffix="%")
     if label not in board.cells.value.index:
         return "n/a"
-    found = str(board.cells.verdict.loc[label, variant])
-    return f"{fmt_signed(board.cells.value.loc[label, variant])} {VERDICT_MARKS.get(found, '')}".strip()
+    found = str(board.cells.at["verdict"][label, variant])
+    return f"{fmt_signed(board.cells.at['value'][label, variant])} {VERDICT_MARKS.get(found, '')}".strip()

@@ -215,6 +215,10 @@ def _item_rows(variant: str, metric: str, items: Flipped, lost: list[str], task:
     return out
 
 
+_CHANGE_COLUMNS = ("variant", "metric", "base_value", "variant_value", "oriented_change", "change_ci_low", "change_ci_high",
+                   "change_unit", "verdict")  # what the change table reads of drift.csv's rows
+
+
 def _change_table(spec: LeaderboardSpec, drift: pd.DataFrame | None, transitions: pd.DataFrame) -> str:
     """The task's change per variant and metric, as on the index page: base, variant, Δ [95% CI] → verdict, `*`,
     and the items that went 1→0 and 0→1 ("" without drift rows)."""
@@ -226,7 +230,8 @@ def _change_table(spec: LeaderboardSpec, drift: pd.DataFrame | None, transitions
     flips = {(str(v), str(m)): (n10, n01) for v, m, n10, n01 in zip(
         transitions["variant"], transitions["metric"], transitions["n_10"], transitions["n_01"], strict=True)}
     rows = []
-    for r in drift.drop_duplicates(["variant", "metric"]).sort_values(["variant", "metric"]).to_dict("records"):
+    shown = drift.drop_duplicates(["variant", "metric"]).sort_values(["variant", "metric"])
+    for r in shown[[c for c in _CHANGE_COLUMNS if c in shown.columns]].to_dict("records"):
         said = verdict_text(r["oriented_change"], r["change_ci_low"], r["change_ci_high"], str(r.get("change_unit") or "points"),
                             r["verdict"], spec.margin)
         lost, won = flips.get((str(r["variant"]), str(r["metric"])), (None, None))

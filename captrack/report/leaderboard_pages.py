@@ -229,15 +229,14 @@ def _ci_cells(low: float, high: float) -> str:
 
 def _grid_td(board: Board, label: str, variant: str) -> str:
     """One cell of the capability grid: Δ and its verdict's mark (the whole verdict on hover), or relative drift."""
-    cells = board.cells
-    value, side = cells.value.at[label, variant], cells.colour.at[label, variant]
+    cells, at, key = board.cells, board.cells.at, (label, variant)
+    value, side = at["value"][key], at["colour"][key]
     if not cells.with_verdicts:
         return _num(value, oriented=side)
-    found = str(cells.verdict.at[label, variant])
+    found = str(at["verdict"][key])
     if missing(value):
         return '<td class="num" data-sort="">n/a</td>'
-    whole = verdict_text(value, cells.low.at[label, variant], cells.high.at[label, variant],
-                         str(cells.unit.at[label, variant]), found, board.spec.margin)
+    whole = verdict_text(value, at["low"][key], at["high"][key], str(at["unit"][key]), found, board.spec.margin)
     cls = "" if missing(side) or fmt_signed(value) == "0.0" else ("pos" if side > 0 else "neg" if side < 0 else "")
     text = f"{fmt_signed(value)} {VERDICT_MARKS.get(found, '')}".strip()
     return f'<td class="num {cls}" data-sort="{value:.6g}" title="{esc(whole)}">{esc(text)}</td>'

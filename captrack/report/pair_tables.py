@@ -91,13 +91,22 @@ def _pair_header(margin: float) -> list[str]:
     return [*_STAT_HEADER[:3], f"Δ (+ better) [95% CI] → verdict at ±{margin:g}", *_STAT_HEADER[4:]]
 
 
+_VERDICT_COLUMNS = ("variant", "task", "metric", "oriented_change", "change_ci_low", "change_ci_high", "change_unit", "verdict")
+
+
+def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """`frame.to_dict("records")` of those of `columns` it has (a missing one stays missing, as `.get` reads it): the
+    same values, without boxing every other column of thousands of rows."""
+    return frame[[c for c in columns if c in frame.columns]].to_dict("records")
+
+
 def _verdicts(drift: pd.DataFrame | None, margin: float) -> dict[tuple[str, str, str], str]:
     """(variant, task, metric) -> the verdict's text (drift.csv's Δ, 95% CI and verdict)."""
     if drift is None or drift.empty or "verdict" not in drift:
         return {}
     return {(str(r["variant"]), str(r["task"]), str(r["metric"])):
             verdict_text(r["oriented_change"], r["change_ci_low"], r["change_ci_high"], str(r.get("change_unit") or "points"),
-                         r["verdict"], margin) for r in drift.to_dict("records")}
+                         r["verdict"], margin) for r in _records(drift, _VERDICT_COLUMNS)}
 _FLIP_HEADER = ["churn", "every seed: n10 / n01", "F − E₀₀ [95% CI]", "BT − E₀₀ [95% CI]", "floor: F / BT between base seeds"]
 
 
