@@ -306,8 +306,8 @@ def _choose_keys(logged: list[tuple[Any, ...]], base: str, variant: str, taxonom
             )
         chosen.append((task, pick, metric))
     versions = {(task, f, metric): version for model, task, f, metric, version, _ in logged if model == base}
-    frame = pd.DataFrame({"task": [k[0] for k in chosen], "filter": [k[1] for k in chosen],
-                          "metric": [k[2] for k in chosen], "task_version": [versions.get(k, "") for k in chosen]})
+    frame = pd.DataFrame(chosen, columns=["task", "filter", "metric"])
+    frame["task_version"] = [versions.get(k, "") for k in chosen]
     _version_problems(logged, base, variant, problems)
     return frame
 

@@ -106,10 +106,14 @@ class PairingBatch:
             for name in ("vname", "task", "filter", "metric")})
         replicates = _named_ints([(p.variant, r) for p in pairings for r in p.replicates])
         remap = _named_ints([(p.variant, p.remap[1]) for p in pairings if p.remap is not None])
-        for name, frame in (("_bkeys", keys), ("_breps", replicates), ("_bremap", remap)):
-            con.register(f"{name}_df", frame)
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {name}_df")
-            con.unregister(f"{name}_df")
+        for name, frame, columns in (("_bkeys", keys, "vname VARCHAR, task VARCHAR, filter VARCHAR, metric VARCHAR"),
+                                     ("_breps", replicates, "vname VARCHAR, replicate INTEGER"),
+                                     ("_bremap", remap, "vname VARCHAR, replicate INTEGER")):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({columns})")  # typed, empty or not
+            if len(frame):
+                con.register(f"{name}_df", frame)
+                con.execute(f"INSERT INTO {name} SELECT * FROM {name}_df")
+                con.unregister(f"{name}_df")
         join_batch(con, base)
 
 

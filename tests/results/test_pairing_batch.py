@@ -20,7 +20,7 @@ from captrack.taxonomy import load_taxonomy
 
 FACTS = "captrack_probe_c1_facts"
 STYLE = "captrack_probe_w3_style"
-VARIANTS = ["clean", "mc_only", "fewer", "unscored", "seed", "missing", "o'brien"]
+VARIANTS = ["clean", "mc_only", "fewer", "unscored", "seed", "missing", "o'brien", "other"]
 
 
 def _tasks(acc: list, words: list | None) -> list[FakeTask]:
@@ -33,7 +33,7 @@ def _tasks(acc: list, words: list | None) -> list[FakeTask]:
 def _store(tmp_path: Path) -> Path:
     """A base and variants of every kind pairing meets: clean; without the generated task (no missing option count,
     one metric logged only by the base); fewer documents; unscored values; one run of another seed; a quote in its
-    name. "missing" is not in the store (an error, raised when it is reached)."""
+    name; no task in common. "missing" is not in the store (an error, raised when it is reached)."""
     runs = {
         "base": (_tasks([1, 1, 0, 0, 1, 0], [10, 20, 30, 40, 50, 60]), 0),
         "clean": (_tasks([1, 0, 0, 1, 1, 1], [12, 20, 33, 40, 50, 61]), 0),
@@ -42,6 +42,8 @@ def _store(tmp_path: Path) -> Path:
         "unscored": (_tasks([1, None, 0, None, 1, 0], [10, None, 30, 40, 50, 60]), 0),
         "seed": (_tasks([1, 1, 1, 0, 1, 0], [10, 21, 30, 40, 52, 60]), 7),
         "o'brien": (_tasks([0, 0, 0, 0, 1, 1], [11, 20, 30, 40, 50, 60]), 0),
+        "other": ([FakeTask("captrack_probe_h1_constraints", {"prompt_level_strict_acc": [1, 0, 1]},
+                            output_type="generate_until")], 0),  # no task in common with the base
     }
     path = tmp_path / "store.duckdb"
     with Store(path) as store:
