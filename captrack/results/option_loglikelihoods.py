@@ -64,8 +64,9 @@ def _first_items(store: Store, paired: PairedItems) -> pd.DataFrame:
     replicate = items["replicate"].to_numpy() == min(paired.replicates)
     first = items if replicate.all() else items[replicate]  # (a copy only when something is left out)
     kinds = {task: f.output_type == "multiple_choice" for (_, task), f in store.samples_files(paired.base).items()}
-    keep = (first["metric"] == first.groupby("task")["metric"].transform("min")).to_numpy(dtype=bool) & first["task"].map(
-        {t: kinds.get(str(t), False) for t in first["task"].unique()}).to_numpy(dtype=bool)
+    choice_tasks = sorted(task for task, choice in kinds.items() if choice)
+    keep = (first["metric"] == first.groupby("task")["metric"].transform("min")).to_numpy(dtype=bool) & first[
+        "task"].isin(choice_tasks).to_numpy(dtype=bool)  # (isin, not a map: one pass in Arrow, no Python per row)
     return first if keep.all() else first[keep]
 
 
@@ -85,17 +86,28 @@ def paired_task_choices(store: Store, paired: PairedItems, warnings: list[str]) 
     out = []
     for chunk in _task_chunks(items):  # a few tasks per query: what DuckDB and Arrow hold at once stays bounded
         table = _query(store, chunk) if has_columns[0][0] else None
-        tasks = table.column("task").to_numpy(zero_copy_only=False) if table is not None else np.empty(0, dtype=object)
+        spans = _task_spans(table) if table is not None else {}
         for task, frame in chunk.groupby("task", sort=True):
-            where = np.flatnonzero(tasks == task)
-            if where.size and table is not None and all(
-                    table.column(side).slice(int(where[0]), 1).null_count == 0 for side in ("base_ll", "variant_ll")):
-                out.append(_from_arrow(str(task), table.slice(int(where[0]), int(where.size))))
+            start, size = spans.get(str(task), (0, 0))
+            if size and table is not None and all(
+                    table.column(side).slice(start, 1).null_count == 0 for side in ("base_ll", "variant_ll")):
+                out.append(_from_arrow(str(task), table.slice(start, size)))
             else:  # ingested before the loglikelihoods were typed: read them from the samples files
                 found = _from_files(store, paired, str(task), frame, warnings)
                 if found is not None:
                     out.append(found)
     return out
+
+
+def _task_spans(table: pa.Table) -> dict[str, tuple[int, int]]:
+    """Each task's first row and row count in `table` (ordered by task: each task's rows are one run), found in one
+    pass, not one comparison of every row per task."""
+    tasks = table.column("task").to_numpy(zero_copy_only=False)
+    if not len(tasks):
+        return {}
+    starts = np.flatnonzero(np.r_[True, tasks[1:] != tasks[:-1]])
+    ends = np.r_[starts[1:], len(tasks)]
+    return {str(tasks[a]): (int(a), int(b - a)) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
 
 
 _CHUNK_ROWS = 1 << 19

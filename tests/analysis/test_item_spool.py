@@ -175,3 +175,13 @@ def test_option_loglikelihoods_read_a_few_tasks_per_query_are_those_of_one_query
         assert one.task == other.task and one.skipped == other.skipped == 0
         for name in ("doc_hash", "gold", "k", "base_ll", "variant_ll"):
             np.testing.assert_array_equal(getattr(one, name), getattr(other, name))
+
+
+def test_each_tasks_rows_are_found_as_one_run_of_the_ordered_table() -> None:
+    import pyarrow as pa
+
+    from captrack.results.option_loglikelihoods import _task_spans
+
+    table = pa.table({"task": ["a", "a", "b", "c", "c", "c"], "x": range(6)})
+    assert _task_spans(table) == {"a": (0, 2), "b": (2, 1), "c": (3, 3)}
+    assert _task_spans(table.slice(0, 0)) == {}
