@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from captrack.analysis.item_rows import one_row_items
+from captrack.analysis.item_rows import key_codes, one_row_items
 
 __all__ = ["CHURN_COLUMNS", "answer_churn", "answer_churn_counts", "choice_churn", "churn_warning", "seed_agreements"]
 
@@ -39,12 +39,11 @@ def seed_agreements(paired: PairedItems, lower: dict[tuple[str, str], bool]) -> 
     items = paired.items
     if items.empty:
         return {}
-    codes, keys = pd.factorize(pd.MultiIndex.from_arrays([items["task"].astype(str), items["metric"].astype(str)]))
-    direction = np.array([lower.get((str(t), str(m)), np.nan) for t, m in keys], dtype=float)[codes]
+    codes, keys = key_codes(items)
+    direction = np.array([lower.get(key, np.nan) for key in keys], dtype=float)[codes]
     rows = ~np.isnan(direction)
     if not rows.any():
         return {}
-    item = pd.factorize(items["doc_hash"])[0].astype(np.int64) * (int(items["occ"].max()) + 1) + items["occ"].to_numpy(np.int64)
     base, variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
     lower_rows = direction == 1.0
     good_base = np.where(lower_rows, base < 0.5, base > 0.5)
@@ -52,6 +51,7 @@ def seed_agreements(paired: PairedItems, lower: dict[tuple[str, str], bool]) -> 
     lost, won, replicate = good_base & ~good_variant, ~good_base & good_variant, items["replicate"].to_numpy()
     if one_row_items(items) is not None:  # each item one row: forgotten (gained) by every seed is by its row
         return _one_row_agreements(keys, codes[rows], replicate[rows], lost[rows], won[rows])
+    item = pd.factorize(items["doc_hash"])[0].astype(np.int64) * (int(items["occ"].max()) + 1) + items["occ"].to_numpy(np.int64)
     frame = pd.DataFrame({"key": codes, "item": item, "replicate": replicate, "lost": lost, "won": won})[rows]
     per_item = frame.groupby(["key", "item"], sort=False)[["lost", "won"]].all().groupby(level="key", sort=False).sum()
     replicates = frame.groupby("key", sort=False)["replicate"].nunique()
@@ -59,7 +59,7 @@ def seed_agreements(paired: PairedItems, lower: dict[tuple[str, str], bool]) -> 
             for k in replicates.index}
 
 
-def _one_row_agreements(keys: pd.Index, codes: NDArray[np.intp], replicate: NDArray[Any], lost: NDArray[np.bool_],
+def _one_row_agreements(keys: list[tuple[str, str]], codes: NDArray[np.intp], replicate: NDArray[Any], lost: NDArray[np.bool_],
                         won: NDArray[np.bool_]) -> dict[tuple[str, str], tuple[int, int, int]]:
     """seed_agreements where each item is one row (`codes`: each row's (task, metric) among `keys`), keys in the order
     they first appear, as its group-by gives them."""

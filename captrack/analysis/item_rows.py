@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["OneRowItems", "one_row_items", "pandas_mean"]
+__all__ = ["OneRowItems", "key_codes", "one_row_items", "pandas_mean"]
 
 
 @dataclass(frozen=True)
@@ -51,3 +51,12 @@ def pandas_mean(values: NDArray[np.float64]) -> NDArray[np.float64]:
     """What pandas' group-by mean gives for groups of one value each: the value added to a sum that starts at 0.0
     (so -0.0 becomes 0.0, as there)."""
     return np.asarray(values, dtype=float) + 0.0
+
+
+def key_codes(items: pd.DataFrame) -> tuple[NDArray[np.intp], list[tuple[str, str]]]:
+    """Each row's (task, metric) as a code, and the keys coded, in the order they first appear: what
+    ``pd.factorize`` of a (task, metric) MultiIndex gives, from a dict (no MultiIndex built per variant)."""
+    found: dict[tuple[str, str], int] = {}
+    pairs = zip(*([str(v) for v in items[name].to_numpy(dtype=object).tolist()] for name in ("task", "metric")), strict=True)
+    codes = np.fromiter((found.setdefault(key, len(found)) for key in pairs), dtype=np.intp, count=len(items))
+    return codes, list(found)

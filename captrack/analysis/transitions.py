@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from captrack.analysis.item_rows import key_codes
+
 __all__ = ["FlippedRows", "Transitions", "chance_expected", "chance_weight", "count_transitions", "flipped_by_key",
            "flipped_items", "flipped_rows"]
 
@@ -230,10 +232,7 @@ class FlippedRows:
 def flipped_rows(items: pd.DataFrame, lower: Mapping[tuple[str, str], bool]) -> FlippedRows:
     """Where the flipped items of each (task, metric) in `lower` are among `items`, in `flipped_items`' order: what
     reading their texts needs, without building a frame per (task, metric)."""
-    found: dict[tuple[str, str], int] = {}  # (task, metric) -> its code, in the order keys first appear
-    pairs = zip(*([str(v) for v in items[name].to_numpy(dtype=object).tolist()] for name in ("task", "metric")), strict=True)
-    codes = np.fromiter((found.setdefault(key, len(found)) for key in pairs), dtype=np.intp, count=len(items))
-    keys = list(found)
+    codes, keys = key_codes(items)
     direction = np.array([lower.get(key, np.nan) for key in keys], dtype=float)[codes]
     base, variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
     good_base = np.where(direction == 1.0, base < 0.5, base > 0.5)

@@ -22,6 +22,7 @@ from captrack.analysis.by_field import group_table
 from captrack.analysis.churn import answer_churn_counts, churn_warning, seed_agreements
 from captrack.analysis.curves import item_means
 from captrack.analysis.drift import relative_drift
+from captrack.analysis.item_rows import one_row_items
 from captrack.analysis.stats import mcnemar_exact
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
 from captrack.analysis.types import PairInput, VariantPart
@@ -134,7 +135,9 @@ def _per_replicate(paired: PairedItems) -> pd.DataFrame:
     items = paired.items
     all_base, all_variant = items["base"].to_numpy(dtype=float), items["variant"].to_numpy(dtype=float)
     all_ks = items["n_choices"].to_numpy(dtype=float)
-    groups = items.groupby(["task", "metric", "replicate"], sort=True).indices  # positions of each group's rows
+    groups = _one_seed_groups(items)
+    if groups is None:
+        groups = items.groupby(["task", "metric", "replicate"], sort=True).indices  # positions of each group's rows
     for task, metric, replicate in sorted(groups):
         at = groups[(task, metric, replicate)]
         base, variant, ks = all_base[at], all_variant[at], all_ks[at]
@@ -156,6 +159,17 @@ def _per_replicate(paired: PairedItems) -> pd.DataFrame:
     frame["forgetting"] = frame["n_10"] / frame["n"]
     frame["backward_transfer"] = frame["n_01"] / frame["n"]
     return frame
+
+
+def _one_seed_groups(items: pd.DataFrame) -> dict[tuple[str, str, int], NDArray[np.intp]] | None:
+    """The row positions of each (task, metric, replicate) when every item is one row of one seed (the group-by's
+    keys and positions, from captrack.analysis.item_rows); None otherwise."""
+    one_row = one_row_items(items)
+    seeds = items["replicate"].to_numpy()
+    if one_row is None or not (seeds == seeds[0]).all():
+        return None
+    seed = int(seeds[0])
+    return {(task, metric, seed): np.arange(rows.start, rows.stop) for (task, metric), rows in one_row.runs.items()}
 
 
 def _spec(metric: str, warnings: list[str]) -> MetricSpec | None:

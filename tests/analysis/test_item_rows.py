@@ -103,3 +103,15 @@ def test_seed_agreements_and_answer_churn_are_the_group_bys() -> None:
     _same(answer_churn_counts(paired, answers), answer_churn_counts(shuffled, answers))
     counts, unreadable = answer_churn_counts(paired, answers)
     assert counts[("arc", "acc")] == 1.0 and np.isnan(counts[("gsm8k", "exact_match")]) and unreadable == ["gsm8k"]
+
+
+def test_per_replicate_table_is_the_group_by_on_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same sorted rows, grouped from their runs or by pandas (one_row_items said no): the same table."""
+    from captrack.analysis import variant_part
+
+    paired = _paired()
+    fast = variant_part._per_replicate(paired)
+    monkeypatch.setattr(variant_part, "one_row_items", lambda items: None)
+    slow = variant_part._per_replicate(paired)
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    assert list(fast["replicate"].unique()) == [0] and str(fast["replicate"].dtype) == "int64"
