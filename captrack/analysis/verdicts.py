@@ -279,12 +279,16 @@ def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.floa
             shares.append(_keyed([str(s) for s in ids], centred))
         else:
             shares.append(centred)
+    places = [{key: i for i, key in enumerate(share[0].tolist())} if isinstance(share, tuple) else None for share in shares]
     for i in range(len(shares)):
         for j in range(i + 1, len(shares)):
             a, b = shares[i], shares[j]
             if isinstance(a, tuple) and isinstance(b, tuple):  # the keys both have, in sorted order (an inner align)
-                _, at, bt = np.intersect1d(a[0], b[0], assume_unique=True, return_indices=True)
-                a, b = a[1][at], b[1][bt]
+                common = sorted(places[i].keys() & places[j].keys())  # type: ignore[union-attr]
+                if not common:  # np.dot of nothing adds 0.0: the total as it is
+                    continue
+                a = a[1][[places[i][key] for key in common]]  # type: ignore[index]
+                b = b[1][[places[j][key] for key in common]]  # type: ignore[index]
             elif isinstance(a, tuple) or isinstance(b, tuple) or used[i][0] != used[j][0] or a.size != b.size:
                 continue  # keyed against positional, or two tasks without source ids: no item in common
             factor = _cr1(a.size) if clusters and used[i][0] in clusters and used[j][0] in clusters else 1.0

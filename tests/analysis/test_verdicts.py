@@ -180,3 +180,37 @@ def test_keyed_sums_match_pandas_whether_keys_repeat_or_not() -> None:
         got_keys, got_sums = _keyed(keys, values)
         assert list(got_keys) == list(expected.index)
         assert got_sums.tobytes() == expected.to_numpy(dtype=float).tobytes()
+
+
+def _intersected_variance(used: list, changes: list, sources: dict) -> float:
+    """_combined_variance as written before (numpy's intersect1d per pair of members): the reference."""
+    from captrack.analysis.verdicts import _keyed, _variance_terms
+
+    total, shares = 0.0, []
+    for (task, _, _, kind, _), d in zip(used, changes, strict=True):
+        total += _variance_terms(d, kind != "count", None)[1]
+        shares.append(_keyed([str(s) for s in sources[task]], (d - d.mean()) / d.size))
+    for i in range(len(shares)):
+        for j in range(i + 1, len(shares)):
+            _, at, bt = np.intersect1d(shares[i][0], shares[j][0], assume_unique=True, return_indices=True)
+            total += 2.0 * float(np.dot(shares[i][1][at], shares[j][1][bt]))
+    return max(total, 0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_members_sharing_source_items_covary_as_with_numpys_intersection(seed: int) -> None:
+    """Members matched by source id (some shared, some repeated, some their own): the variance is bit for bit
+    the one numpy's sorted intersection gave."""
+    from captrack.analysis.verdicts import _combined_variance, item_changes
+
+    rng = np.random.default_rng(seed)
+    used, sources = [], {}
+    for t in range(6):
+        n = int(rng.integers(5, 40))
+        ids = [f"src-{rng.integers(0, 30)}" if rng.random() < 0.7 else f"\x1fown{t}-{i}" for i in range(n)]
+        sources[f"task{t}"] = ids
+        used.append((f"task{t}", rng.integers(0, 2, n).astype(float), rng.integers(0, 2, n).astype(float), "binary",
+                     "higher"))
+    changes = [item_changes(m[1], m[2], m[3], m[4]) for m in used]
+    ours = _combined_variance(used, changes, None, sources)
+    assert np.float64(ours).tobytes() == np.float64(_intersected_variance(used, changes, sources)).tobytes()
