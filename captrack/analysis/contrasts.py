@@ -125,7 +125,10 @@ def _algorithm_value(series: Series, variants: list[str], units: list[str]) -> t
 def _pair(series: Series, by_algorithm: dict[str, list[str]], a: str, b: str, level: float) -> list[float]:
     """[a, b, a − b, ci_low, ci_high] over the units every variant of a and b has (NaN without any)."""
     variants = by_algorithm[a] + by_algorithm[b]
-    units = sorted(set.intersection(*({u for (v, u) in series if v == name} for name in variants)))
+    units_of: dict[str, set[str]] = {}  # each variant's units, from one pass over the series (not one per variant)
+    for variant, unit in series:
+        units_of.setdefault(variant, set()).add(unit)
+    units = sorted(set.intersection(*(units_of.get(name, set()) for name in variants)))
     if not units:
         return [math.nan] * 5
     (value_a, samples_a), (value_b, samples_b) = (_algorithm_value(series, by_algorithm[x], units) for x in (a, b))
