@@ -68,7 +68,7 @@ class Background:
         try:
             _stdin(process).close()  # no more calls: the child sends back what they returned
             code = process.wait()
-            if code != 0 or not self._out.stat().st_size:
+            if code != 0 or not self._out.is_file() or not self._out.stat().st_size:  # it died, or never ran our jobs
                 tail = self._log.read_text(errors="replace")[-2000:]
                 raise CaptrackError(f"the child process running the calls (captrack.report.background) failed (exit {code}); "
                                     f"its output ended:\n{tail}")

@@ -74,3 +74,18 @@ def test_one_core_runs_the_calls_here_and_skips_the_warm_up(monkeypatch: pytest.
     made.run([(len, ("abc",), {})])
     assert made._process is None
     assert made.results() == [3]
+
+
+def test_a_child_that_ends_without_sending_results_back_is_an_error_that_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from captrack.errors import CaptrackError
+
+    monkeypatch.setattr(background, "usable_cores", lambda: 2)
+    monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
+    real = background.spawn
+    monkeypatch.setattr(background, "spawn", lambda argv, **kw: real([sys.executable, "-c", "import sys; sys.stdin.read()"], **kw))
+    made = background.Background()
+    made.run([(len, ("abc",), {})])
+    with pytest.raises(CaptrackError, match="exit 0"):
+        made.results()
