@@ -22,7 +22,7 @@ from captrack.analysis.item_spool import DistributionItems
 from captrack.errors import CaptrackError
 from captrack.files import staged_folder, write_atomic
 from captrack.output_names import by_field_file
-from captrack.processes import usable_cores, worker_count
+from captrack.processes import plan_threads, usable_cores, worker_count
 from captrack.report.background import in_background
 from captrack.report.escape import inert_cell
 from captrack.report.fast_csv import csv_text, write_csv_rows
@@ -70,7 +70,7 @@ def _spooled_text(name: str, table: DistributionItems) -> Iterator[str]:
     one writes the first parts, and follows them: the same bytes as written here alone."""
     rows = table.part_rows
     halfway = next((i + 1 for i in range(len(rows)) if 2 * sum(rows[:i + 1]) >= sum(rows)), len(rows))
-    if sum(rows) < _SHARED_ROWS or halfway >= len(rows) or worker_count(2, usable_cores()) < 2:
+    if sum(rows) < _SHARED_ROWS or halfway >= len(rows) or not _second_core_free():
         yield from _csv_text(name, table.frames())
         return
     with tempfile.TemporaryDirectory(prefix="captrack-csv-") as folder:
@@ -85,6 +85,13 @@ def _spooled_text(name: str, table: DistributionItems) -> Iterator[str]:
             job.close()
         with rest.open(encoding="utf-8", newline="") as handle:
             yield from iter(lambda: handle.read(1 << 24), "")
+
+
+def _second_core_free() -> bool:
+    """A second core is usable (captrack.processes.worker_count: a whole number in CAPTRACK_WORKERS wins) and not
+    kept busy by other work now (plan_threads samples the machine for half a second): on a machine that others keep
+    busy the two processes got no more of it than one (the child's start and its text read back cost more)."""
+    return worker_count(2, usable_cores()) >= 2 and plan_threads().threads >= 2
 
 
 def _csv_text(name: str, parts: Iterator[pd.DataFrame]) -> Iterator[str]:

@@ -87,7 +87,7 @@ def _second_core(monkeypatch: pytest.MonkeyPatch) -> None:
     import captrack.report.writer as writer
 
     monkeypatch.setattr(writer, "_SHARED_ROWS", 0)
-    monkeypatch.setattr(writer, "usable_cores", lambda: 2)
+    monkeypatch.setattr(writer, "_second_core_free", lambda: True)
     monkeypatch.setattr(background, "usable_cores", lambda: 2)
     monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
 
@@ -109,6 +109,19 @@ def test_later_parts_written_by_a_child_process_give_the_same_bytes(
     write_contract_tables(tmp_path / "shared", {"items.csv": spool})
     assert len(started) == 1  # the later parts' rows were written by the child
     assert (tmp_path / "shared" / "items.csv").read_bytes() == (tmp_path / "alone" / "items.csv").read_bytes()
+
+
+@pytest.mark.parametrize(("cores", "free", "shared"), [(2, 2, True), (2, 1, False), (1, 1, False)])
+def test_the_rows_are_shared_only_with_a_second_core_free(
+        monkeypatch: pytest.MonkeyPatch, cores: int, free: int, shared: bool) -> None:
+    """Two processes only where a second core is usable and not kept busy by other work right now."""
+    import captrack.report.writer as writer
+    from captrack.processes import ThreadPlan
+
+    monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
+    monkeypatch.setattr(writer, "usable_cores", lambda: cores)
+    monkeypatch.setattr(writer, "plan_threads", lambda: ThreadPlan(free, cores, float(cores - free), "test"))
+    assert writer._second_core_free() is shared
 
 
 def test_a_child_process_that_fails_fails_the_write_and_leaves_no_file(
