@@ -106,7 +106,8 @@ def group_table(items: pd.DataFrame, variant: VariantLabels, groups: pd.Series |
     one_row = one_row_items(frame) if groups is None else None
     if one_row is not None:  # each item its row, in order: its mean is its value, its key's rows a slice
         mean_base, mean_variant = pandas_mean(base_rows), pandas_mean(variant_rows)
-        found = [((task, metric), rows, rows) for (task, metric), rows in one_row.runs.items()]
+        found: list[tuple[tuple[Any, ...], Any, slice]] = [((task, metric), rows, rows)
+                                                           for (task, metric), rows in one_row.runs.items()]
     else:
         mean_base, mean_variant, found = _group_means(frame, keys)
     rows = []

@@ -10,6 +10,7 @@ its row, in place: `one_row_items` says so, and where the (task, metric) runs st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ def one_row_items(items: pd.DataFrame) -> OneRowItems | None:
     task, metric = columns[0], columns[1]
     starts = [0, *(np.flatnonzero((task[1:] != task[:-1]) | (metric[1:] != metric[:-1])) + 1).tolist(), len(items)]
     return OneRowItems({(str(task[start]), str(metric[start])): slice(start, end)
-                        for start, end in zip(starts, starts[1:], strict=False)})
+                        for start, end in pairwise(starts)})
 
 
 def pandas_mean(values: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -66,7 +66,7 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
         unchanged_rows: dict[ChurnKey, list[int]] = {}  # positions of each key's unchanged items, in item order
         for row in np.flatnonzero(base_values == variant_values).tolist():
             unchanged_rows.setdefault((task[row], base_run[row], variant_run[row]), []).append(row)
-        for key in sorted(set(zip(task.tolist(), base_run.tolist(), variant_run.tolist()))):
+        for key in sorted(set(zip(task.tolist(), base_run.tolist(), variant_run.tolist(), strict=True))):
             sides = (base_files.get((key[1], key[0])), variant_files.get((key[2], key[0])))
             if sides[0] is not None and sides[0].output_type == "multiple_choice":
                 continue  # option-likelihood tasks: the per-choice diagnostics give their answers
@@ -82,12 +82,13 @@ def read_pair_texts(items: pd.DataFrame, base_files: Files, variant_files: Files
     drill: set[RunTask] = set()
     if drill_limit:
         binary = np.isin(base_values, (0.0, 1.0)) & np.isin(variant_values, (0.0, 1.0))
-        not_binary = set(zip(task[~binary].tolist(), metric[~binary].tolist()))
-        tracked = {(t, m): _lower(m) for t, m in sorted(set(zip(task.tolist(), metric.tolist())))
+        not_binary = set(zip(task[~binary].tolist(), metric[~binary].tolist(), strict=True))
+        tracked = {(t, m): _lower(m) for t, m in sorted(set(zip(task.tolist(), metric.tolist(), strict=True)))
                    if (t, m) not in not_binary and _tracks(m)}
         found = flipped_rows(items, tracked) if tracked else None
+        order = found.order if found is not None else np.empty(0, dtype=np.intp)
         for (flipped_task, _), (first, end) in (found.spans.items() if found is not None else ()):
-            shown = found.order[first:min(end, first + drill_limit)]  # the flipped items the drill-down shows
+            shown = order[first:min(end, first + drill_limit)]  # the flipped items the drill-down shows
             ids = {int(i) for i in doc_ids[shown]}
             for run in (str(base_run[shown[0]]), str(variant_run[shown[0]])):
                 wanted.setdefault((run, flipped_task), set()).update(ids)

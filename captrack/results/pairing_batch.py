@@ -11,6 +11,8 @@ variant's `Pairing` then reads its own rows of that join through the same querie
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pandas as pd
 
@@ -95,7 +97,7 @@ class PairingBatch:
         frame = frame[PAIRED_COLUMNS]
         missing_k = frame["n_choices"].isna().to_numpy() if isinstance(frame["n_choices"].dtype, pd.Int32Dtype) else None
         return {str(names[a]): _as_alone(frame.iloc[a:b], missing_k is not None and not missing_k[a:b].any())
-                for a, b in zip(starts, starts[1:], strict=False)}
+                for a, b in pairwise(starts)}
 
     def _join(self, base: str, pairings: list[Pairing]) -> None:
         """Temp table ``_bjoined``: pairing.py's ``_joined`` of every pairing, a column ``vname`` naming its variant

@@ -12,7 +12,7 @@ from fakeruns import FakeTask, write_run
 
 from captrack.compare import pair_reads
 from captrack.labels import VariantLabels
-from captrack.results.pairing import Pairing, PairedItems, base_task_rows
+from captrack.results.pairing import PairedItems, Pairing, base_task_rows
 from captrack.results.pairing_batch import PairingBatch
 from captrack.results.runfiles import discover_runs
 from captrack.results.store import Store
@@ -60,7 +60,7 @@ def _outcome(make: object, rows: dict[str, int], max_rows: int) -> object:
         assert isinstance(pairing, Pairing)
         chunks = list(pairing.chunks(max_rows, rows))
         whole: PairedItems = pairing.finish()
-    except Exception as exc:  # noqa: BLE001 - the error itself is what is compared
+    except Exception as exc:  # the error itself is what is compared
         return (type(exc).__name__, str(exc))
     return ([c.items for c in chunks], [(c.replicates, c.seeds, c.warnings) for c in chunks],
             (whole.warnings, whole.nan_excluded, whole.seeds, whole.replicates, whole.keys.to_dict("list")))
