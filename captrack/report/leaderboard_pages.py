@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from captrack.analysis.comparison import Comparison
+from captrack.errors import CaptrackError
 from captrack.files import write_atomic
 from captrack.report import figures
 from captrack.report.background import Background, Call
@@ -114,31 +115,33 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
     summary, checkpoints = computed.algorithms, computed.checkpoints
     scoring = scoring_table(spec, comparisons)
-    made.run(_figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors))
-    return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made)
+    drawn = _figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors)
+    made.run(list(drawn.values()))
+    return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made,
+                  {f"{stem}.{kind}" for stem in drawn for kind in ("png", "svg")})
 
 
 def _figure_calls(out: Path, cells: Cells, aggregate_only: bool, summary: pd.DataFrame, checkpoints: pd.DataFrame,
-                  colors: dict[str, str]) -> list[Call]:
-    """The board's figures (captrack.report.figures): the heatmap, and the per-algorithm summary and F vs BT
-    where there is something to draw."""
-    calls: list[Call] = [(figures.heatmap_figure, (cells.value, cells.significant, out), {
+                  colors: dict[str, str]) -> dict[str, Call]:
+    """The board's figures (captrack.report.figures) by the stem of their files (each writes <stem>.png and
+    <stem>.svg): the heatmap, and the per-algorithm summary and F vs BT where there is something to draw."""
+    calls: dict[str, Call] = {"heatmap": (figures.heatmap_figure, (cells.value, cells.significant, out), {
         "with_cis": not aggregate_only, "colors": cells.colour, "verdicts": cells.verdict if cells.with_verdicts else None,
-        "unit": scale_label(cells) if cells.with_verdicts else ""})]
+        "unit": scale_label(cells) if cells.with_verdicts else ""})}
     if not summary.empty:
-        calls.append((figures.algorithm_summary_figure, (summary, colors, out), {}))
+        calls["algorithms"] = (figures.algorithm_summary_figure, (summary, colors, out), {})
     points = checkpoints.dropna(subset=["forgetting_adj"]).assign(algorithm=lambda f: f["algorithm"].replace("", "(none)"))
     if not points.empty:
-        calls.append((figures.f_vs_bt_figure, (points, colors, out), {}))
+        calls["f_vs_bt"] = (figures.f_vs_bt_figure, (points, colors, out), {})
     return calls
 
 
 def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, VariantLabels]]], computed: BoardTables,
            step_texts: Mapping[FlipKey, StepTexts] | None, cells: Cells, units: dict[tuple[str, str], str],
-           scoring: pd.DataFrame, made: Background) -> list[Path]:
+           scoring: pd.DataFrame, made: Background, figure_files: set[str]) -> list[Path]:
     """Write the board's tables, task pages, README and index while its figures are drawn (`made`: each result a
-    figure's paths, captrack.report.background); the index, which
-    links the figures and pages there are, once they are; returns every path, the figures' first."""
+    figure's paths, captrack.report.background; `figure_files`: the names of those files); the index, which links
+    the figures and pages there are, once they are; returns every path, the figures' first."""
     from captrack.report.slugs import task_page_name
 
     folder = spec.folder
@@ -177,9 +180,14 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
         if stale.name not in pages:  # a task no longer on the board: its old page would mislead
             stale.unlink()
     titles = {task_page_name(str(t)): str(t) for t in tables["transitions"]["task"].unique()} if pages else {}
-    written = [path for paths in made.results() for path in paths] + written
-    written.append(write_atomic(folder / "index.html", _index(board, {p: titles.get(p, p) for p in pages}, {p.name for p in written})))
-    written.append(write_atomic(folder / "README.md", board_readme(board)))
+    index = _index(board, {p: titles.get(p, p) for p in pages}, {p.name for p in written} | figure_files)
+    readme = board_readme(board)  # both made while the figures may still be drawn
+    drawn = [path for paths in made.results() for path in paths]
+    if {p.name for p in drawn} != figure_files:  # the index would link files that are not there
+        raise CaptrackError(f"the leaderboard's figures are {sorted(p.name for p in drawn)}, not {sorted(figure_files)}")
+    written = drawn + written
+    written.append(write_atomic(folder / "index.html", index))
+    written.append(write_atomic(folder / "README.md", readme))
     return written
 
 
