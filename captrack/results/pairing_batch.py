@@ -28,6 +28,7 @@ BATCH_ROWS = 1 << 17
 """The most base rows a batch joins (the base's rows times its variants): what one chunk of a large variant holds
 (captrack.compare.pair_reads.CHUNK_ROWS), so a batch holds no more than a chunk does."""
 
+
 def batch_sizes(base_rows: int, n_variants: int) -> int:
     """How many variants of a base of `base_rows` rows a batch pairs (1: each alone, as large variants are)."""
     return max(1, min(n_variants, BATCH_ROWS // max(1, base_rows)))
