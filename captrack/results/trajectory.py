@@ -7,7 +7,7 @@ from captrack.results.steps import check_base_has_no_steps, model_steps, stepped
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["check_base", "has_steps", "pair_steps", "pair_variant", "stepped_variants"]
+__all__ = ["check_base", "pair_steps", "pair_variant", "stepped_variants"]
 
 
 def check_base(store: Store, base: str) -> None:
@@ -15,13 +15,9 @@ def check_base(store: Store, base: str) -> None:
     check_base_has_no_steps(store.con, base)
 
 
-def has_steps(store: Store, variant: str) -> bool:
-    """Whether `variant`'s runs carry training steps (a trajectory: paired step by step, see pair_steps)."""
-    return bool(model_steps(store.con, variant))
-
-
 def stepped_variants(store: Store, variants: list[str]) -> set[str]:
-    """Which of `variants` have runs with training steps (has_steps of each, in one query)."""
+    """Which of `variants` have runs with training steps (a trajectory: paired step by step, see pair_steps), in one
+    query."""
     return stepped_models(store.con, variants)
 
 
