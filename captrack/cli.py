@@ -229,7 +229,7 @@ def _compare_with_progress(console: Any, store: Any, base: str, variants: list[A
             done["rows"] += rows
             bar.update(task, advance=1, rows=done["rows"])
 
-        return compare(store, base, variants, options, taxonomy, progress=advance)
+        return compare(store, base, variants, options, taxonomy, progress=advance, items_ahead=True)  # written next
 
 
 def _split_variant(text: str, with_dir: bool) -> tuple[str, str, str]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["LIFELINE_ENV", "PARENT_ENV", "ThreadPlan", "busy_cores_now", "captrack_child_env", "die_with_parent", "plan_threads",
+__all__ = ["LIFELINE_ENV", "PARENT_ENV", "CpuMark", "ThreadPlan", "busy_cores_now", "busy_cores_since", "captrack_child_env", "die_with_parent", "plan_threads",
            "prepare_openmp", "spawn", "usable_cores", "worker_count"]
 
 PARENT_ENV = "CAPTRACK_PARENT_PID"
@@ -105,6 +105,32 @@ def busy_cores_now(window_s: float = 0.5) -> float:
         return 0.0
     share = (after[0] - before[0]) / (after[1] - before[1])
     return share * (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class CpuMark:
+    """The machine's CPU jiffies and this process's CPU time at one moment (`mark`), for `busy_cores_since`."""
+
+    jiffies: tuple[int, int] | None
+    own_s: float
+    wall_s: float
+
+    @classmethod
+    def mark(cls) -> CpuMark:
+        """Now."""
+        return cls(_cpu_jiffies(), time.process_time(), time.monotonic())
+
+
+def busy_cores_since(mark: CpuMark, least_s: float = 0.5) -> float | None:
+    """Cores other work kept busy since `mark`: the machine's busy share less this process's own CPU time (all its
+    threads) over the same wall time; None where that cannot be told (no /proc/stat, under `least_s` elapsed).
+
+    What busy_cores_now samples while this process sleeps, measured instead while it works: no wait."""
+    after, wall = _cpu_jiffies(), time.monotonic() - mark.wall_s
+    if mark.jiffies is None or after is None or wall < least_s or after[1] == mark.jiffies[1]:
+        return None
+    machine = (after[0] - mark.jiffies[0]) / (after[1] - mark.jiffies[1]) * (os.cpu_count() or 1)
+    return max(0.0, machine - (time.process_time() - mark.own_s) / wall)
 
 
 def prepare_openmp(env: MutableMapping[str, str] | None = None) -> None:

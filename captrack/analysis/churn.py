@@ -63,12 +63,12 @@ def _one_row_agreements(keys: list[tuple[str, str]], codes: NDArray[np.intp], re
                         won: NDArray[np.bool_]) -> dict[tuple[str, str], tuple[int, int, int]]:
     """seed_agreements where each item is one row (`codes`: each row's (task, metric) among `keys`), keys in the order
     they first appear, as its group-by gives them."""
-    seen = list(dict.fromkeys(codes.tolist()))
+    seen = pd.unique(codes).tolist()
     n_lost, n_won = np.bincount(codes, weights=lost), np.bincount(codes, weights=won)
-    seeds: dict[int, set[Any]] = {}
-    for code, rep in zip(codes.tolist(), replicate.tolist(), strict=True):
-        seeds.setdefault(code, set()).add(rep)
-    return {(str(keys[k][0]), str(keys[k][1])): (len(seeds[k]), int(n_lost[k]), int(n_won[k])) for k in seen}
+    runs = pd.factorize(replicate, use_na_sentinel=False)[0].astype(np.int64)
+    width = int(runs.max()) + 1 if runs.size else 1
+    seeds = np.bincount(np.unique(codes.astype(np.int64) * width + runs) // width, minlength=len(keys))  # distinct seeds
+    return {(str(keys[k][0]), str(keys[k][1])): (int(seeds[k]), int(n_lost[k]), int(n_won[k])) for k in seen}
 
 
 def answer_churn(paired: PairedItems, answers: ChurnAnswers, warnings: list[str]) -> dict[tuple[str, str], float]:
@@ -90,8 +90,9 @@ def answer_churn_counts(paired: PairedItems, answers: ChurnAnswers) -> tuple[dic
     unreadable: set[str] = set()
     items = paired.items
     metrics: dict[tuple[str, str, str], dict[str, None]] = {}  # each run pair's metrics, in the order its rows have them
-    for task, base_run, variant_run, metric in zip(*(items[c].to_numpy(dtype=object).tolist()
-                                                     for c in ("task", "base_run", "variant_run", "metric")), strict=True):
+    runs = items[["task", "base_run", "variant_run", "metric"]].drop_duplicates()  # first appearances, in row order
+    for task, base_run, variant_run, metric in zip(*(runs[c].to_numpy(dtype=object).tolist() for c in runs.columns),
+                                                   strict=True):
         metrics.setdefault((str(task), str(base_run), str(variant_run)), {})[metric] = None
     for key in sorted(metrics):
         task = key[0]

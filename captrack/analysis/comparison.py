@@ -134,13 +134,16 @@ def part_options(options: CompareOptions) -> PartOptions:
 
 
 def analyse(data: CompareInput, options: CompareOptions = CompareOptions(), taxonomy: Taxonomy | None = None,
-            progress: Callable[[str, int], None] | None = None) -> Comparison:
+            progress: Callable[[str, int], None] | None = None,
+            distribution_items: DistributionItems | None = None) -> Comparison:
     """Compare each variant of `data` (read by captrack.compare) against its base: no store, no files.
 
-    ``progress(variant, paired rows)`` is called after each variant is analysed.
+    ``progress(variant, paired rows)`` is called after each variant is analysed. `distribution_items`: the
+    (empty) table the per-item distribution rows are added to (one with a follower: captrack.report.items_ahead).
     """
     with shared_resamples():  # each task's resamples drawn once for drift CIs, calibration and contrasts
-        return _analyse(data, options, taxonomy or load_taxonomy(), progress)
+        return _analyse(data, options, taxonomy or load_taxonomy(), progress,
+                        DistributionItems() if distribution_items is None else distribution_items)
 
 
 @dataclass
@@ -213,8 +216,8 @@ class _Gathered:
 
 
 def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
-             progress: Callable[[str, int], None] | None) -> Comparison:
-    got = _Gathered(options, chunks=VariantChunks(keep_items=bool(options.drill_limit)))
+             progress: Callable[[str, int], None] | None, distribution_items: DistributionItems) -> Comparison:
+    got = _Gathered(options, chunks=VariantChunks(keep_items=bool(options.drill_limit)), distribution_items=distribution_items)
     for pair in data.pairs:
         rows = got.add(pair)
         if progress is not None and rows is not None:

@@ -10,7 +10,9 @@ The writer streams the rows back, one variant at a time, into distribution_items
 The file is made in the system's temporary folder (TMPDIR) and needs about as much free space there as
 the rows take pickled (about 290 bytes per item: 2.9 GB at ten million items); where /tmp is a tmpfs,
 point TMPDIR at a disk to keep the rows out of memory. It has a name, so that another process can read some of
-the parts back (`SpooledParts`: the writer has a second core write the CSV text of the later ones).
+the parts back (`SpooledParts`): a `PartFollower` handed each part as it is added (captrack.report.items_ahead: a
+second core writes their CSV text while the analysis goes on), or the writer (a second core writes the text of the
+later parts while it writes the first ones).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pickle
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Protocol
 
 import numpy as np
 import pandas as pd
@@ -29,7 +31,7 @@ from numpy.typing import NDArray
 
 from captrack.analysis.churn import choice_churn
 
-__all__ = ["DistributionItems", "SpooledParts"]
+__all__ = ["DistributionItems", "PartFollower", "SpooledParts"]
 
 _FORGOTTEN_COLUMNS = ["variant", "task", "doc_hash", "forgetting_kind"]
 
@@ -61,6 +63,13 @@ class SpooledParts:
                 yield pickle.load(handle)
 
 
+class PartFollower(Protocol):
+    """Handed each part of a DistributionItems as it is added (in order, after it is readable from the file)."""
+
+    def follow(self, part: SpooledParts, rows: int) -> None:
+        """Take the part just added (`rows` rows)."""
+
+
 @dataclass
 class DistributionItems:
     """distribution_items rows, written to a temporary file as each variant's are added (`add`), read back with
@@ -68,12 +77,14 @@ class DistributionItems:
 
     ``churn``: (variant, task) -> items whose top option changed while both sides stayed right (or wrong).
     ``one_minus_bc``: (variant, task) -> 1 − BC per item, in doc_hash order.
+    ``follower``: handed each part as it is added (None: nobody).
     """
 
     rows: int = 0
     churn: dict[tuple[str, str], float] = field(default_factory=dict)
     one_minus_bc: dict[tuple[str, str], NDArray[np.float64]] = field(default_factory=dict)
     _forgotten: list[pd.DataFrame] = field(default_factory=list)
+    follower: PartFollower | None = None
     _file: IO[bytes] | None = None
     _offsets: list[int] = field(default_factory=list)  # where each part's pickle starts in the file
     _sizes: list[int] = field(default_factory=list)  # each part's rows
@@ -104,6 +115,8 @@ class DistributionItems:
         self._file.flush()  # readable by another process (`spooled`)
         self.rows += len(items)
         self._sizes.append(len(items))
+        if self.follower is not None:
+            self.follower.follow(self.spooled(len(self._offsets) - 1), len(items))
 
     @property
     def part_rows(self) -> list[int]:

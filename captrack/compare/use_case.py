@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from captrack.analysis.comparison import CompareOptions, Comparison, analyse
+from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.types import PairInput
 from captrack.compare.inputs import load_input
 from captrack.labels import VariantLabels
+from captrack.report.items_ahead import ItemsAhead
 from captrack.results.store import Store
 from captrack.taxonomy import Taxonomy, load_taxonomy
 
@@ -19,12 +21,15 @@ __all__ = ["compare"]
 
 
 def compare(store: Store, base: str, variants: Sequence[VariantLabels], options: CompareOptions | None = None,
-            taxonomy: Taxonomy | None = None, progress: Callable[[str, int], None] | None = None) -> Comparison:
+            taxonomy: Taxonomy | None = None, progress: Callable[[str, int], None] | None = None,
+            items_ahead: bool = False) -> Comparison:
     """Compare each variant against `base`, both read from `store`.
 
     ``progress(variant, paired rows)`` is called after each variant is read and paired. With
     ``options.drill_limit``, the texts of up to that many flipped items per (variant, task, metric) are
-    read too (``Comparison.item_texts``, for drill-down pages).
+    read too (``Comparison.item_texts``, for drill-down pages). With `items_ahead` (a caller that writes the
+    comparison: captrack.report.writer.write_comparison), a large distribution_items.csv's text is written by a
+    second core while the analysis runs (captrack.report.items_ahead).
 
     Raises:
         MismatchError: items do not pair (see captrack.results.pairing) and not allow_partial.
@@ -41,4 +46,5 @@ def compare(store: Store, base: str, variants: Sequence[VariantLabels], options:
 
     # the variants are read as the analysis takes them (one held at a time, a large one a few tasks at a time); DuckDB's
     # memory is handed back after each
-    return analyse(load_input(store, base, variants, options, taxonomy, loaded), options, taxonomy)
+    items = DistributionItems(follower=ItemsAhead() if items_ahead else None)
+    return analyse(load_input(store, base, variants, options, taxonomy, loaded), options, taxonomy, distribution_items=items)

@@ -22,10 +22,11 @@ from captrack.analysis.item_spool import DistributionItems
 from captrack.errors import CaptrackError
 from captrack.files import staged_folder, write_atomic
 from captrack.output_names import by_field_file
-from captrack.processes import plan_threads, usable_cores, worker_count
+from captrack.report import items_ahead
 from captrack.report.background import in_background
 from captrack.report.escape import inert_cell
 from captrack.report.fast_csv import csv_text, write_csv_rows
+from captrack.report.items_ahead import ItemsAhead
 from captrack.report.markdown import render_report
 from captrack.report.over_training import over_training_sections, over_training_tables
 from captrack.report.ownership import claim_folder, write_manifest
@@ -39,11 +40,6 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
     "capabilities.csv": CAPABILITY_COLUMNS,
 }
 
-
-_SHARED_ROWS = 200_000
-"""Rows of a table kept on disk (DistributionItems) from which a second core writes the text of its later parts,
-while this process writes the first ones: 10 s of a million-record comparison's 11 s of writing is the text of
-distribution_items.csv (most of it Python's float formatting), and starting the other process costs a second."""
 
 LABEL_COLUMNS = frozenset({"variant", "base", "model", "algorithm", "family", "size", "data", "task"})
 """Text columns holding names people chose. Every text column is made inert, these and any other
@@ -64,13 +60,19 @@ def write_contract_tables(folder: Path, tables: Mapping[str, pd.DataFrame | Dist
     return written
 
 
-def _spooled_text(name: str, table: DistributionItems) -> Iterator[str]:
-    """The CSV text of a table kept on disk, part by part; from _SHARED_ROWS rows with a second core, the text of
-    its later parts (about half the rows) is written by a child process (captrack.report.background) while this
-    one writes the first parts, and follows them: the same bytes as written here alone."""
+def _spooled_text(name: str, table: DistributionItems) -> Iterator[str | bytes]:
+    """The CSV text of a table kept on disk: as a second core wrote it while the analysis ran
+    (captrack.report.items_ahead), else part by part; from SHARED_ROWS rows with a second core, the text of its
+    later parts (about half the rows) is written by a child process (captrack.report.background) while this one
+    writes the first parts, and follows them: the same bytes as written here alone (read back as bytes)."""
     rows = table.part_rows
+    follower = table.follower if name not in CONTRACT_COLUMNS else None
+    ahead = follower.text(len(rows)) if isinstance(follower, ItemsAhead) else None
+    if ahead is not None:  # written by a second core while the analysis ran
+        yield from ahead
+        return
     halfway = next((i + 1 for i in range(len(rows)) if 2 * sum(rows[:i + 1]) >= sum(rows)), len(rows))
-    if sum(rows) < _SHARED_ROWS or halfway >= len(rows) or not _second_core_free():
+    if sum(rows) < items_ahead.SHARED_ROWS or halfway >= len(rows) or not items_ahead.second_core_free():
         yield from _csv_text(name, table.frames())
         return
     with tempfile.TemporaryDirectory(prefix="captrack-csv-") as folder:
@@ -83,15 +85,8 @@ def _spooled_text(name: str, table: DistributionItems) -> Iterator[str]:
             raise CaptrackError(f"{name}: the process writing its later rows failed: {exc}") from exc
         finally:
             job.close()
-        with rest.open(encoding="utf-8", newline="") as handle:
-            yield from iter(lambda: handle.read(1 << 24), "")
-
-
-def _second_core_free() -> bool:
-    """A second core is usable (captrack.processes.worker_count: a whole number in CAPTRACK_WORKERS wins) and not
-    kept busy by other work now (plan_threads samples the machine for half a second): on a machine that others keep
-    busy the two processes got no more of it than one (the child's start and its text read back cost more)."""
-    return worker_count(2, usable_cores()) >= 2 and plan_threads().threads >= 2
+        with rest.open("rb") as handle:
+            yield from iter(lambda: handle.read(1 << 24), b"")
 
 
 def _csv_text(name: str, parts: Iterator[pd.DataFrame]) -> Iterator[str]:

@@ -84,10 +84,10 @@ def test_the_parts_are_written_as_one_table(tmp_path: Path) -> None:
 def _second_core(monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer shares a spooled table of any size with a child process, as on a machine with two free cores."""
     import captrack.report.background as background
-    import captrack.report.writer as writer
+    import captrack.report.items_ahead as items_ahead
 
-    monkeypatch.setattr(writer, "_SHARED_ROWS", 0)
-    monkeypatch.setattr(writer, "_second_core_free", lambda: True)
+    monkeypatch.setattr(items_ahead, "SHARED_ROWS", 0)
+    monkeypatch.setattr(items_ahead, "second_core_free", lambda since=None: True)
     monkeypatch.setattr(background, "usable_cores", lambda: 2)
     monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
 
@@ -115,13 +115,13 @@ def test_later_parts_written_by_a_child_process_give_the_same_bytes(
 def test_the_rows_are_shared_only_with_a_second_core_free(
         monkeypatch: pytest.MonkeyPatch, cores: int, free: int, shared: bool) -> None:
     """Two processes only where a second core is usable and not kept busy by other work right now."""
-    import captrack.report.writer as writer
+    import captrack.report.items_ahead as items_ahead
     from captrack.processes import ThreadPlan
 
     monkeypatch.delenv("CAPTRACK_WORKERS", raising=False)
-    monkeypatch.setattr(writer, "usable_cores", lambda: cores)
-    monkeypatch.setattr(writer, "plan_threads", lambda: ThreadPlan(free, cores, float(cores - free), "test"))
-    assert writer._second_core_free() is shared
+    monkeypatch.setattr(items_ahead, "usable_cores", lambda: cores)
+    monkeypatch.setattr(items_ahead, "plan_threads", lambda load=None: ThreadPlan(free, cores, float(cores - free), "test"))
+    assert items_ahead.second_core_free() is shared
 
 
 def test_a_child_process_that_fails_fails_the_write_and_leaves_no_file(

@@ -415,7 +415,8 @@ def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(out)
     started = time.perf_counter()
     with Store(store_path(args), read_only=True) as store:  # as `captrack compare --store` opens it
-        comparison = compare(store, BASE, variants, CompareOptions(bootstrap=args.bootstrap), taxonomy)
+        comparison = compare(store, BASE, variants, CompareOptions(bootstrap=args.bootstrap), taxonomy,
+                             items_ahead=True)  # as the command asks: it writes the comparison next
         compared = time.perf_counter()
         written = write_comparison(comparison, out, inputs={}, taxonomy=taxonomy)
     done = time.perf_counter()

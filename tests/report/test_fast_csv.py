@@ -68,3 +68,18 @@ def test_numbers_are_written_as_python_writes_them_on_tricky_floats() -> None:
     assert text == expected
     first = text.splitlines()[1]
     assert first == '"[1.0, 100.0, 0.1, 1e-05]",[1.0],1,100'
+
+
+def test_floats_in_lists_are_their_repr_over_every_magnitude() -> None:
+    """`_reprs` takes Arrow's text only where it is repr's (1e-4 to 1e9, not whole numbers); checked on values of every
+    size from 1e-8 to 1e18, near the range's edges, probabilities and random bit patterns."""
+    from captrack.report.fast_csv import _reprs
+
+    rng = np.random.default_rng(11)
+    edges = np.array([1e-4, 1e9, 1e10, 1e15, 1e16])
+    near = np.concatenate([np.nextafter(edges, 0), edges, np.nextafter(edges, np.inf)])
+    values = np.concatenate([
+        TRICKY, near, -near, rng.dirichlet([0.3] * 4, 50_000).ravel(), rng.random(200_000),
+        10.0 ** rng.uniform(-8, 18, 400_000) * rng.choice([-1.0, 1.0], 400_000),
+        np.round(rng.uniform(-1e6, 1e6, 20_000)) / 8, rng.integers(0, 2**63, size=100_000, dtype=np.int64).view(np.float64)])
+    assert _reprs(values).tolist() == [repr(v) for v in values.tolist()]
