@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from fakeruns import FakeTask, write_run
+from item_tables import diagnosed_items
 
 from captrack.analysis.churn import choice_churn
 from captrack.analysis.comparison import CompareOptions, analyse
-from captrack.analysis.distribution import diagnose
 from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.types import CompareInput, PairInput
 from captrack.compare.inputs import load_input
@@ -27,18 +27,8 @@ from captrack.taxonomy import load_taxonomy
 FACTS = "captrack_probe_c1_facts"
 
 
-def _items(variant: str, n: int, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({
-        "variant": variant, "algorithm": "SFT", "task": [f"t{i % 3}" for i in range(n)],
-        "doc_hash": [f"{(i * 7919) % 1000:03d}-h" for i in range(n)], "gold": rng.integers(0, 4, n),
-        "base_ll": [list(-rng.gamma(2.0, 2.0, 4)) for _ in range(n)],
-        "variant_ll": [list(-rng.gamma(2.0, 2.0, 4)) for _ in range(n)]})
-    return diagnose(frame)[0]
-
-
 def test_parts_come_back_as_added_and_what_other_tables_read_is_kept() -> None:
-    parts = [_items("a", 60, 0), _items("b", 45, 1)]
+    parts = [diagnosed_items("a", 60, 0), diagnosed_items("b", 45, 1)]
     spool = DistributionItems()
     assert spool.empty and spool.to_frame().empty
     for part in parts:
@@ -71,7 +61,7 @@ def test_doc_hashes_are_ordered_as_python_sorts_them(values: list[object]) -> No
 
 
 def test_the_parts_are_written_as_one_table(tmp_path: Path) -> None:
-    parts = [_items("a", 60, 0), _items("b", 45, 1)]
+    parts = [diagnosed_items("a", 60, 0), diagnosed_items("b", 45, 1)]
     spool = DistributionItems()
     for part in parts:
         spool.add(part)
@@ -95,7 +85,7 @@ def _second_core(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("sizes", [(60, 45, 30, 52), (200, 10), (5, 5, 5)])
 def test_later_parts_written_by_a_child_process_give_the_same_bytes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, ...]) -> None:
-    parts = [_items(f"v{i}", n, i) for i, n in enumerate(sizes)]
+    parts = [diagnosed_items(f"v{i}", n, i) for i, n in enumerate(sizes)]
     spool = DistributionItems()
     for part in parts:
         spool.add(part)
@@ -130,7 +120,7 @@ def test_a_child_process_that_fails_fails_the_write_and_leaves_no_file(
 
     spool = DistributionItems()
     for i in range(3):
-        spool.add(_items(f"v{i}", 40, i))
+        spool.add(diagnosed_items(f"v{i}", 40, i))
     _second_core(monkeypatch)
     monkeypatch.setattr(DistributionItems, "spooled", lambda self, start: SpooledParts(str(tmp_path / "gone"), (0,)))
     with pytest.raises(FileNotFoundError, match="gone"):  # raised in the child, raised again here

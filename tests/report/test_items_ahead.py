@@ -7,13 +7,12 @@ import gc
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from fakeruns import FakeTask, write_run
+from item_tables import diagnosed_items
 
 from captrack.analysis.comparison import CompareOptions
-from captrack.analysis.distribution import diagnose
 from captrack.analysis.item_spool import DistributionItems, SpooledParts
 from captrack.compare.use_case import compare
 from captrack.labels import VariantLabels
@@ -24,18 +23,8 @@ from captrack.results.runfiles import discover_runs
 from captrack.results.store import Store
 
 
-def _items(variant: str, n: int, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({
-        "variant": variant, "algorithm": "=SFT", "task": [f"t{i % 3}" for i in range(n)],
-        "doc_hash": [f"{(i * 7919) % 1000:03d}-h" for i in range(n)], "gold": rng.integers(0, 4, n),
-        "base_ll": [list(-rng.gamma(2.0, 2.0, 4)) for _ in range(n)],
-        "variant_ll": [list(-rng.gamma(2.0, 2.0, 4)) for _ in range(n)]})
-    return diagnose(frame)[0]
-
-
 def _parts() -> list[pd.DataFrame]:
-    return [_items(f"v{i}", n, i) for i, n in enumerate((60, 45, 30, 52))]
+    return [diagnosed_items(f"v{i}", n, i, algorithm="=SFT") for i, n in enumerate((60, 45, 30, 52))]
 
 
 @pytest.fixture
