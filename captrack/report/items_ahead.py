@@ -77,7 +77,7 @@ class ItemsAhead:
                 self._declined, self._waiting = True, []
                 return
             folder = tempfile.TemporaryDirectory(prefix="captrack-items-csv-")
-            self._folder, self._job = Path(folder.name), Background(warm_up=[(os.nice, (10,), {})])
+            self._folder, self._job = Path(folder.name), Background(warm_up=[(os.nice, (10,), {})] if hasattr(os, "nice") else [])
             self._stop = weakref.finalize(self, _stop, self._job, folder)
         at = len(self._sent)
         self._job.run([(write_part, (waiting, self._part_file(at + i), at + i == 0), {})
