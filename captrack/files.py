@@ -73,7 +73,7 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: str | bytes | Iterator[str] | Iterator[bytes] | Iterator[str | bytes]) -> Path:
+def write_atomic(path: Path, data: str | bytes | Iterator[str | bytes]) -> Path:
     """Write `data` (text as UTF-8; an iterator of chunks, text or bytes, is written as it comes) to a temp file beside
     `path`, fsync it, then rename it into place; returns `path`.
 
