@@ -64,10 +64,12 @@ class Source:
 @dataclass(frozen=True)
 class ReadOptions:
     """How to read a source: the response column of CapTrack files; which of the tool's per-item metrics
-    (an Inspect scorer, a lighteval metric, an Every-Eval-Ever result id) to take as the outcome."""
+    (an Inspect scorer, a lighteval metric, an Every-Eval-Ever result id) to take as the outcome; whether a log the
+    tool itself marks unfinished (an Inspect log with status error or cancelled) may be imported (`--allow-partial`)."""
 
     response_column: str = "outputs"
     outcome: str | None = None
+    allow_partial: bool = False
 
 
 Adapter = Callable[[Path, "str | None", ReadOptions], Source]

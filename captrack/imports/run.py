@@ -165,7 +165,7 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
     source_path, target = _resolved(Path(src), "SRC"), _target(Path(out))
     if name is not None:
         model_name(name, "--name")
-    source = read_source(fmt, source_path, task, ReadOptions(response_column, outcome))
+    source = read_source(fmt, source_path, task, ReadOptions(response_column, outcome, allow_partial))
     name = model_name(name or source.name, f"the source's file name {source_path.name!r}; pass --name" if name is None else "--name")
     if source.outcomes and not rescore:
         return _import_outcomes(source, source_path, target, fmt, task, name)
