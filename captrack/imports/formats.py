@@ -8,7 +8,8 @@
   as JSON Lines, Parquet or CSV, with ``id`` (or ``doc_id``), the response column (``outputs``) and
   optionally ``prompt``.
 - ``jsonl``: one JSON object a line with ``id`` (the document's own id, e.g. ``HumanEval-0``) or
-  ``doc_id`` (lm-eval's integer index), ``response`` and optionally ``prompt``; needs ``--task``.
+  ``doc_id`` (lm-eval's integer index), or both (as `captrack tasks --export` writes them: they must name the
+  same document), ``response`` and optionally ``prompt``; needs ``--task``.
 
 Other tools' logs (each in its own module of this package, registered with ``@adapter(``): NeMo Evaluator
 runs (``nemo``), Inspect ``.eval`` logs (``inspect``), lighteval details (``lighteval``) and
@@ -96,13 +97,15 @@ def read_source(fmt: str, src: Path, task: str | None, options: ReadOptions | No
 
 
 def _record(where: str, task: str, row: Mapping[str, Any], response_key: str) -> ReplayRecord:
-    """One record from a row with ``id`` or ``doc_id``, the response and an optional prompt (types checked, see reading)."""
+    """One record from a row with ``id`` or ``doc_id`` (or both, checked against each other when matched), the response
+    and an optional prompt (types checked, see reading)."""
     if response_key not in row:
         raise InputError(f"{where}: no {response_key!r} field (fields: {', '.join(map(str, row))})")
     response = response_text(where, response_key, row[response_key])
     has_id, has_index = row.get("id") not in (None, ""), row.get("doc_id") not in (None, "")
-    if has_id == has_index:
-        raise InputError(f"{where}: give exactly one of 'id' (the document's own id) and 'doc_id' (lm-eval's index)")
+    if not has_id and not has_index:
+        raise InputError(f"{where}: no 'id' (the document's own id) or 'doc_id' (lm-eval's index); give one, or keep "
+                         "both as `captrack tasks --export` writes them")
     prompt = row.get("prompt")
     if prompt not in (None, "") and not isinstance(prompt, str):
         raise InputError(f"{where}: 'prompt' is {type(prompt).__name__}; give the prompt as a string (or leave it out)")

@@ -8,6 +8,7 @@ import (a missing or duplicated id, a refused task) leaves RUN_DIR untouched.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -112,16 +113,22 @@ def _match(task: str, docs: list[Any], records: list[ReplayRecord], id_field: st
     if any(r.id is not None for r in records) and not index:
         raise InputError(f"task {task}: its documents have no {id_field!r} field; key the source by doc_id (lm-eval's index)")
     found: dict[int, str] = {}
-    source_only, twice = [], []
+    source_only, twice, crossed = [], [], []
     for r in records:
         key = f"id {r.id}" if r.id is not None else f"doc_id {r.doc_id}"
         i = index.get(r.id) if r.id is not None else r.doc_id
-        if i is None or not 0 <= i < len(docs):
+        if r.id is not None and r.doc_id is not None and i is not None and i != r.doc_id:
+            crossed.append(f"id {r.id} is document #{i} but its doc_id says #{r.doc_id}")
+        elif i is None or not 0 <= i < len(docs):
             source_only.append(r.id if r.id is not None else f"#{r.doc_id}")
         elif i in found:
             twice.append(f"{task}/{found[i]} and {key} (document #{i})")
         else:
             found[i] = key
+    if crossed:
+        raise InputError(missing_message(f"task {task}: lines whose id and doc_id name two documents", crossed,
+                                         "export the prompts again at the size you import (--items N), or keep one of "
+                                         "the two keys; nothing was written"))
     if twice:
         raise InputError(missing_message("documents given more than once (by id and doc_id, or twice)", twice,
                                          "keep one response per document; nothing was written"))
@@ -254,7 +261,8 @@ def _write_run(source: Source, target: Path, matched: list[Matched], provenance:
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     with _staged(target) as work:
-        replay = write_replay(work / REPLAY_FILE, source.records)
+        replay = write_replay(work / REPLAY_FILE, [dataclasses.replace(r, doc_id=None) if r.id is not None else r
+                                                   for r in source.records])  # an id checked against its doc_id: one key
         complete = all(len(m.indices) == m.n_docs for m in matched)
         spec = EvalSpec(
             model="captrack-replay",
