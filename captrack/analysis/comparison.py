@@ -14,6 +14,7 @@ from captrack.analysis.bootstrap import Items, bootstrap_drift, drift_ci, shared
 from captrack.analysis.by_field import field_table, join_field_tables
 from captrack.analysis.churn import CHURN_COLUMNS
 from captrack.analysis.contrasts import MEASURE_COLUMNS, item_contrasts
+from captrack.analysis.curve_labels import step_labels
 from captrack.analysis.curves import Curves, Trajectory, curve_tables
 from captrack.analysis.distribution import (
     KEYS,
@@ -194,7 +195,7 @@ class _Gathered:
         paired, variant = pair.paired, pair.spec
         self.variants.append(variant)
         if pair.steps:  # the last step is the end point
-            self.trajectories.append(Trajectory(variant, pair.steps))
+            self.trajectories.append(Trajectory(variant, pair.steps, *step_labels(pair, options.cluster)))
         self.differences += pair.setting_differences
         self.warnings += [*pair.warnings, *part.warnings]
         self.items |= part.items

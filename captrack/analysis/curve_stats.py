@@ -1,7 +1,15 @@
 """Per-capability statistics of a trajectory: first significant step, trend over steps, item churn.
 
-- *First significant step*: the earliest step whose capability verdict is regressed or improved (the 95% CI of
-  its change excludes 0: the one meaning of significant, as for an end point's capabilities.csv).
+- *First significant step*: the earliest step whose capability verdict is regressed or improved *after control
+  over the K steps examined*: Holm's (1979) step-down test at a family-wise error of 5% over the steps' own
+  verdict p-values (the p of the test each step's 95% CI inverts, with the shared-item and cluster corrections of
+  capabilities.csv). Looking at K steps with each step's own 5% rule flags an unchanged model in about
+  1 − 0.95^K of trajectories (38% at K = 10, 62% at K = 20); with Holm the chance that any step of an unchanged
+  capability is called significant is at most 5%, whatever the dependence between steps (they share the base).
+  Holm was chosen by measurement over a simultaneous max-|z| band from the shared item resamples: with fresh
+  checkpoints the steps are nearly independent, and even the band's exact (oracle) critical value gained under one
+  point of power (tests/benchmarks/bench_calibration.py, section `curves`). A one-step trajectory's first step is
+  the end point's verdict.
 - *Trend*: the least-squares slope of the capability's drift (percent) over steps, with a CI from the
   same bootstrap resamples at every step (items drawn once per resample and reused across steps), so
   the CI is paired over items.
@@ -23,10 +31,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.stats import percentile_ci
+from captrack.analysis.verdicts import holm_rejected
 from captrack.taxonomy import Taxonomy
 
-__all__ = ["CHURN_ITEM_COLUMNS", "STEP_FLIP_COLUMNS", "SUMMARY_COLUMNS", "capability_summary", "item_churn", "step_flips",
-           "trend_slopes"]
+__all__ = ["CHURN_ITEM_COLUMNS", "FIRST_STEP_ALPHA", "STEP_FLIP_COLUMNS", "SUMMARY_COLUMNS", "capability_summary",
+           "first_significant_step", "item_churn", "spent_alpha", "step_flips", "trend_slopes"]
 
 SUMMARY_COLUMNS = [
     "variant", "algorithm", "capability", "group", "n_steps", "first_step_significant", "final_step",
@@ -36,6 +45,26 @@ CHURN_ITEM_COLUMNS = ["variant", "algorithm", "task", "metric", "doc_id", "doc_h
 STEP_FLIP_COLUMNS = ["variant", "algorithm", "step", "since", "capability", "task", "metric", "doc_id", "doc_hash",
                      "change"]
 Boot = Mapping[tuple[str, str, str], NDArray[np.float64]]
+FIRST_STEP_ALPHA = 0.05
+"""Family-wise error of first_step_significant over a trajectory's steps (Holm)."""
+SIGNIFICANT = ("regressed", "improved")
+
+
+def spent_alpha(k: int, alpha: float = FIRST_STEP_ALPHA) -> float:
+    """The error spent on the k-th look (k = 1, 2, ...) of an open-ended sequence: α·6/(π²k²), which sums to α
+    over every k, so flagging look k where its p ≤ spent_alpha(k) keeps the chance of any false flag ≤ α however
+    many looks are taken and whenever one stops (a union bound: valid under any dependence between looks)."""
+    if k < 1:
+        raise ValueError(f"spent_alpha: looks count from 1, got {k}")
+    return alpha * 6.0 / (math.pi**2 * k * k)
+
+
+def first_significant_step(steps: list[int], verdicts: list[str], p_values: list[float],
+                           alpha: float = FIRST_STEP_ALPHA) -> int | None:
+    """The earliest step whose verdict is regressed or improved and whose p-value Holm's test rejects at
+    family-wise error `alpha` over the steps with a p-value (None: no step); see the module docstring."""
+    rejected = holm_rejected(p_values, alpha)
+    return next((s for s, v, r in zip(steps, verdicts, rejected, strict=True) if r and v in SIGNIFICANT), None)
 
 
 def trend_slopes(steps: NDArray[np.float64], values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -60,7 +89,8 @@ def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.D
             drifts = np.array([_capability_value(per_step[s], cap.key, "drift_pct") for s in steps])
             if np.isnan(drifts).all():
                 continue
-            beyond = [s for s in steps if _capability_verdict(per_step[s], cap.key) in ("regressed", "improved")]
+            first = first_significant_step(steps, [_capability_verdict(per_step[s], cap.key) for s in steps],
+                                           [_capability_value(per_step[s], cap.key, "p_value") for s in steps])
             members = [(variant, m.task, m.metric) for m in cap.members]
             scored = [i for i, d in enumerate(drifts) if not math.isnan(d)]
             x = np.array([steps[i] for i in scored], dtype=float)
@@ -69,7 +99,7 @@ def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.D
             low, high = percentile_ci(trend_slopes(x, samples), level) if samples is not None else (math.nan, math.nan)
             rows.append({
                 "variant": variant, "algorithm": algorithm, "capability": cap.key, "group": group.key,
-                "n_steps": len(scored), "first_step_significant": beyond[0] if beyond else None,
+                "n_steps": len(scored), "first_step_significant": first,
                 "final_step": steps[scored[-1]], "final_drift_pct": float(drifts[scored[-1]]),
                 "trend_pct_per_step": slope, "trend_ci_low": low, "trend_ci_high": high,
                 "forgotten_regained": counts.get((cap.key, "forgotten_regained"), 0),
@@ -82,7 +112,7 @@ def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.D
 
 def _capability_value(frame: pd.DataFrame, key: str, column: str) -> float:
     row = frame[(frame["level"] == "capability") & (frame["key"] == key)]
-    return float(row[column].iloc[0]) if len(row) else math.nan
+    return float(row[column].iloc[0]) if len(row) and column in row else math.nan
 
 
 def _capability_verdict(frame: pd.DataFrame, key: str) -> str:

@@ -4,7 +4,7 @@ A *trajectory* is a variant evaluated at several training steps; each step's ite
 base's exactly as an end point's are (captrack.results.pairing), and this module turns the paired items
 into ``curves.csv``: one row per (variant, algorithm, step, level, key, metric) with the same numbers an
 end-point comparison reports (drift with its CI, F, BT and their chance-adjusted forms, and each row's change,
-CI and verdict). Per capability, captrack.analysis.curve_stats adds the first significant step, a trend with a paired
+CI, verdict and the verdict's p-value). Per capability, captrack.analysis.curve_stats adds the first significant step, a trend with a paired
 bootstrap CI and item churn. Pure functions on paired items: nothing here reads the store.
 """
 
@@ -31,7 +31,7 @@ from captrack.analysis.drift import aggregate_capabilities, relative_drift, with
 from captrack.analysis.item_rows import one_row_items, pandas_mean
 from captrack.analysis.power import power_table
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
-from captrack.analysis.verdict_tables import capability_verdicts, drift_verdicts
+from captrack.analysis.verdict_tables import Clusters, capability_verdicts, drift_verdicts
 from captrack.analysis.verdicts import DEFAULT_MARGIN
 from captrack.errors import UnknownNameError
 from captrack.labels import VariantLabels
@@ -44,7 +44,7 @@ __all__ = ["CURVE_COLUMNS", "Curves", "Trajectory", "curve_tables", "item_means"
 CURVE_COLUMNS = [
     "variant", "algorithm", "step", "level", "key", "metric", "n_items", "base_value", "value", "drift_pct",
     "ci_low", "ci_high", "forgetting", "backward_transfer", "forgetting_adj", "backward_transfer_adj", "mde_pct",
-    "oriented_change", "change_ci_low", "change_ci_high", "verdict",
+    "oriented_change", "change_ci_low", "change_ci_high", "verdict", "p_value",
 ]
 _RATES = ("forgetting", "backward_transfer", "forgetting_adj", "backward_transfer_adj")
 
@@ -55,6 +55,8 @@ class Trajectory:
 
     labels: VariantLabels
     steps: Mapping[int, PairedItems]
+    clusters: Mapping[int, Clusters] = field(default_factory=dict)  # step -> --cluster labels (curve_labels)
+    sources: Mapping[int, Clusters] = field(default_factory=dict)  # step -> source ids of shared-item tasks
 
     @property
     def variant(self) -> str:
@@ -78,7 +80,9 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
     """Curves, capability summary and item churn of every trajectory (bootstrap as `captrack compare`'s).
 
     Items are resampled per task with the same draws at every step (they depend on seed, task and the
-    number of items only), so a trend's CI is a paired bootstrap over items across steps.
+    number of items only, or on the clusters with `--cluster`), so a trend's CI is a paired bootstrap over items
+    across steps. Each step's verdicts use the trajectory's clusters and source ids as capabilities.csv does, so
+    the last step's rows are the end point's.
     """
     frames: list[pd.DataFrame] = []
     summaries: list[pd.DataFrame] = []
@@ -90,7 +94,8 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
         means: dict[int, Items] = {}
         for step, paired in sorted(trajectory.steps.items()):
             means[step] = item_means(paired)
-            boots[step] = bootstrap_drift(means[step], n_resamples, seed)
+            clusters = trajectory.clusters.get(step) or None
+            boots[step] = bootstrap_drift(means[step], n_resamples, seed, clusters)
             per_step[step] = _step_rows(trajectory, step, paired, means[step], boots[step], taxonomy, level, margin)
         frames += per_step.values()
         binary, lower = _binary_items(trajectory, per_step), _lower_is_better(means)
@@ -160,7 +165,8 @@ def _step_rows(trajectory: Trajectory, step: int, paired: PairedItems, items: It
                margin: float) -> pd.DataFrame:
     """Task, capability and group rows of one step, each with its verdict (as drift.csv's and capabilities.csv's:
     the same change, CI and rule, so a step is significant in one sense only)."""
-    tasks = [_task_row(trajectory, task, metric, frame, items, boot, level)
+    clusters, sources = trajectory.clusters.get(step) or None, trajectory.sources.get(step) or None
+    tasks = [_task_row(trajectory, task, metric, frame, items, boot, level, clusters)
              for (task, metric), frame in paired.items.groupby(["task", "metric"], sort=True)]
     task_frame = pd.DataFrame(tasks)
     power = power_table(items)[["task", "metric", "mde_pct"]]
@@ -169,8 +175,9 @@ def _step_rows(trajectory: Trajectory, step: int, paired: PairedItems, items: It
                                                         "n_items": "n"}), taxonomy)
     member["direction"] = member["direction"].fillna(member["metric"].map(lambda m: _direction(str(m))))
     task_frame = drift_verdicts(task_frame.assign(direction=task_frame["metric"].map(lambda m: _direction(str(m)))),
-                                items, margin)
-    drifts = capability_verdicts(aggregate_capabilities(member, taxonomy, boot=dict(boot)), member, items, taxonomy, margin)
+                                items, margin, clusters)
+    drifts = capability_verdicts(aggregate_capabilities(member, taxonomy, boot=dict(boot)), member, items, taxonomy, margin,
+                                 clusters, sources)
     adjusted = aggregate_capabilities(member.assign(forgetting=member["forgetting_adj"],
                                                     backward_transfer=member["backward_transfer_adj"]), taxonomy)
     measured = drifts["n_items"].notna().to_numpy()  # capabilities and groups with paired items at this step
@@ -183,13 +190,15 @@ def _step_rows(trajectory: Trajectory, step: int, paired: PairedItems, items: It
 
 
 def _task_row(trajectory: Trajectory, task: str, metric: str, frame: pd.DataFrame, items: Items,
-              boot: Mapping[tuple[str, str, str], NDArray[np.float64]], level: float) -> dict[str, object]:
+              boot: Mapping[tuple[str, str, str], NDArray[np.float64]], level: float,
+              clusters: Clusters | None) -> dict[str, object]:
     """One (task, metric) at one step: values over item means, transitions summed over replicates (as compare)."""
     key = (trajectory.variant, task, metric)
     base, variant = items.get(key, (np.empty(0), np.empty(0)))
     base_value = float(base.mean()) if base.size else math.nan
     value = float(variant.mean()) if variant.size else math.nan
-    low, high, _ = drift_ci(base, variant, boot.get(key), level)  # as drift.csv's (compare warns of a withheld CI)
+    low, high, _ = drift_ci(base, variant, boot.get(key), level,  # as drift.csv's (compare warns of a withheld CI)
+                            bool(clusters and key in clusters))
     row: dict[str, object] = {
         "variant": trajectory.variant, "algorithm": trajectory.labels.algorithm, "task": task, "metric": metric,
         "n_items": int(base.size), "base_value": base_value, "value": value,

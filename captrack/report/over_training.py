@@ -110,6 +110,7 @@ def _trend_unit(summary: pd.DataFrame) -> int:
 
 def _summary_cells(row: Any, unit: int) -> list[str]:
     first = "not yet" if pd.isna(row.first_step_significant) else f"{int(row.first_step_significant)}"
+    first += f" (K = {int(row.n_steps)})"  # the steps Holm's control runs over (captrack.analysis.curve_stats)
     trend = "n/a" if pd.isna(row.trend_pct_per_step) else (
         f"{unit * row.trend_pct_per_step:+.2f} [{unit * row.trend_ci_low:+.2f}, {unit * row.trend_ci_high:+.2f}]"
         if not pd.isna(row.trend_ci_low) else f"{unit * row.trend_pct_per_step:+.2f}")
@@ -119,7 +120,7 @@ def _summary_cells(row: Any, unit: int) -> list[str]:
 
 
 def _header(unit: int) -> list[str]:
-    return ["variant", "algorithm", "capability", "first significant step", "final drift",
+    return ["variant", "algorithm", "capability", "first significant step (Holm over its K steps)", "final drift",
             f"trend, drift % per {unit:,} step{'s' if unit > 1 else ''} [95% CI]", "forgotten → regained", "gained → lost"]
 
 

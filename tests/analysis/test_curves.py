@@ -16,6 +16,7 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.analysis.bootstrap import resample_counts
+from captrack.analysis.curve_stats import first_significant_step
 from captrack.cli import main
 from captrack.report.over_training import curve_figures
 
@@ -127,7 +128,10 @@ def _check_summary(summary: pd.DataFrame, caps: pd.DataFrame, root: Path, items:
     beyond = [s for s in STEPS if caps.loc[s, "change_ci_high"] < 0 or caps.loc[s, "change_ci_low"] > 0]
     assert beyond, "the fixture's facts decay should leave noise"
     assert all((caps.loc[s, "verdict"] in ("regressed", "improved")) == (s in beyond) for s in STEPS)
-    assert row["first_step_significant"] == beyond[0]
+    # first_step_significant: the earliest step Holm's test rejects over the K steps' own p-values (issue 53)
+    assert row["first_step_significant"] == first_significant_step(list(STEPS), list(caps["verdict"]),
+                                                                   list(caps["p_value"]))
+    assert not pd.isna(row["first_step_significant"])
     assert np.isclose(row["trend_pct_per_step"], np.polyfit(STEPS, caps["drift_pct"].to_numpy(), 1)[0])
     assert row["trend_ci_low"] <= row["trend_pct_per_step"] <= row["trend_ci_high"]
     # Churn from the files: right in the base, wrong at a step, right again later (and the reverse).

@@ -17,6 +17,13 @@ measures, its Monte-Carlo standard error (0 where the figure is exact), the targ
 - `excess_bias`: mean of F − E00 (Transitions.forgetting_excess), points, under pure guessing and under shared
   knowledge; target |mean| ≤ 0.3. `fadj_bias` shows the published, clipped F_adj beside it (no target).
 - `mde_power`: P(the verdict calls a change of exactly the planned MDE), power.mde_binary; target 75–86%.
+- `curve_fwer`: P(curve_summary.csv's first_step_significant is set) for an unchanged capability over K = 5/10/20
+  checkpoints (Holm over the steps, curve_stats.first_significant_step), fresh and drifting checkpoints; ≤ 6%.
+  `curve_power`: the same against a −4-point change from step K/2 (≥ 85% in the audit's 2 × 300-item layout);
+  `curve_before_onset`: the first significant step dated before that onset (≤ 6%); `curve_spending_fwer`: the
+  callback's anytime-valid alpha spending (curve_stats.spent_alpha), ≤ 6% (5% by construction, MC and the
+  capability p-value's own approximation aside). Rows marked "no target" show the
+  per-step rule that was replaced, the power of one task of 300 items and an oracle simultaneous band.
 
 Binary cells of independent items are also computed exactly, by enumerating every (gains, losses) table
 with intervals.score_interval (the vectorised twin of the limits paired_change uses): `exact` rows.
@@ -38,6 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
+from captrack.analysis.curve_stats import first_significant_step, spent_alpha
 from captrack.analysis.intervals import ratio_interval, score_interval
 from captrack.analysis.power import mde_binary
 from captrack.analysis.transitions import Transitions, count_transitions
@@ -290,9 +298,103 @@ def mde_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
                   75.0 <= value <= 86.0)
 
 
+# ---- drift over training: first_step_significant over K steps ------------------------------------------------------
+
+P0 = 0.6
+NOISE = 0.05  # each checkpoint: 5% of items forgotten and 5% gained against the base, drawn anew
+
+
+def _checkpoint(rng: np.random.Generator, base: np.ndarray, extra_loss: float) -> np.ndarray:
+    """The base with fresh symmetric noise flips (NOISE each way, as shares of all items) and `extra_loss` more of
+    the items forgotten: a true change of −100·extra_loss points."""
+    u = rng.random(base.size)
+    return np.where(base == 1, (u >= (NOISE + extra_loss) / P0).astype(float), (u < NOISE / (1 - P0)).astype(float))
+
+
+def trajectory_steps(rng: np.random.Generator, tasks: int, n: int, k: int, onset: int | None = None,
+                     drifting: bool = False) -> tuple[list[str], list[float]]:
+    """One trajectory of K checkpoints of a capability of `tasks` tasks of n items (base rate 0.6): each step's
+    verdict and p-value through paired_change / combine_changes, as curves.csv's.
+
+    fresh: every checkpoint is the base with its noise drawn anew (steps correlated through the base only);
+    drifting: each checkpoint re-draws 2% of the previous one's items (strongly correlated steps, the same
+    marginals); `onset`: from that step (1-based) on, 4% more of the items are forgotten (a true −4 points).
+    """
+    bases = [(rng.random(n) < P0).astype(float) for _ in range(tasks)]
+    current = [_checkpoint(rng, b, 0.0) for b in bases]
+    verdicts, p_values = [], []
+    for step in range(1, k + 1):
+        extra = 0.04 if onset is not None and step >= onset else 0.0
+        if drifting and step > 1:
+            current = [np.where(rng.random(n) < 0.02, _checkpoint(rng, b, extra), c) for b, c in zip(bases, current, strict=True)]
+        elif not drifting or extra:  # fresh: every checkpoint drawn anew (drifting: the first is the one drawn above)
+            current = [_checkpoint(rng, b, extra) for b in bases]
+        members = [(f"t{t}", b, v, "binary", "higher") for t, (b, v) in enumerate(zip(bases, current, strict=True))]
+        change = combine_changes(members, MARGIN)
+        verdicts.append(change.verdict)
+        p_values.append(change.p_value)
+    return verdicts, p_values
+
+
+def curve_rates(rng: np.random.Generator, reps: int, tasks: int, n: int, k: int, onset: int | None = None,
+                drifting: bool = False) -> tuple[dict[str, tuple[float, float]], np.ndarray]:
+    """Over `reps` trajectories: P(first_step_significant set) under Holm (curve_stats.first_significant_step),
+    with each step's own 5% rule (before the control), under the callback's alpha spending, and P(the first
+    significant step lies before the onset); and each trajectory's smallest step p-value (for a band)."""
+    steps = list(range(1, k + 1))
+    counts = {"holm": 0, "raw": 0, "spending": 0, "before_onset": 0}
+    min_p = []
+    for _ in range(reps):
+        verdicts, p_values = trajectory_steps(rng, tasks, n, k, onset, drifting)
+        first = first_significant_step(steps, verdicts, p_values)
+        counts["holm"] += first is not None
+        counts["before_onset"] += first is not None and onset is not None and first < onset
+        counts["raw"] += any(v in ("regressed", "improved") for v in verdicts)
+        counts["spending"] += any(v in ("regressed", "improved") and p <= spent_alpha(i)
+                                  for i, (v, p) in enumerate(zip(verdicts, p_values, strict=True), start=1))
+        min_p.append(min(p_values))
+    return {key: _rate(value, reps) for key, value in counts.items()}, np.asarray(min_p)
+
+
+def curve_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
+    """first_step_significant (Holm over the K steps) under the null and against a −4-point change from step
+    K/2; beside it the per-step rule it replaces, the callback's alpha spending, and a simultaneous band whose
+    critical value is the exact 5% quantile of the null's min p (an oracle: the most any max-|z| band from item
+    resamples could give)."""
+    layouts = ((1, 300, "1 task x 300 items"), (2, 300, "2 tasks x 300 items"))
+    for tasks, n, layout in layouts:
+        for k in (5, 10, 20):
+            null, null_min_p = curve_rates(rng, reps, tasks, n, k)
+            cell = f"fresh checkpoints, {layout}, K={k}, null"
+            yield Row("curve_fwer MC", cell + " (Holm)", *null["holm"], "<= 6", null["holm"][0] <= 6.0)
+            yield Row("curve_raw MC (per-step rule, replaced; no target)", cell, *null["raw"], "-", True)
+            yield Row("curve_spending_fwer MC (callback)", cell, *null["spending"], "<= 6",
+                      null["spending"][0] <= 6.0)
+            if k == 5:
+                continue
+            alt, alt_min_p = curve_rates(rng, reps, tasks, n, k, onset=k // 2)
+            cell = f"fresh checkpoints, {layout}, K={k}, -4 points from step {k // 2}"
+            if tasks == 2:  # the audit's layout (2026-11-29 §8): the issue's 85% target
+                yield Row("curve_power MC", cell + " (Holm)", *alt["holm"], ">= 85", alt["holm"][0] >= 85.0)
+            else:  # one task of 300: SE 2.2 points, z = 1.9 per step; no per-step FWER rule reaches 85% here
+                yield Row("curve_power MC (no FWER rule reaches 85% at this n)", cell + " (Holm)", *alt["holm"], "-",
+                          True)
+                critical = float(np.quantile(null_min_p, 0.05))  # the null's own 5% point of min p (an oracle band)
+                yield Row("curve_band_power MC (oracle band; no target)", cell + f" (min p <= {critical:.4f})",
+                          *_rate(int((alt_min_p <= critical).sum()), reps), "-", True)
+            yield Row("curve_before_onset MC", cell + ": first significant step before the onset", *alt["before_onset"],
+                      "<= 6", alt["before_onset"][0] <= 6.0)
+            yield Row("curve_spending_power MC (callback; no target)", cell, *alt["spending"], "-", True)
+    for k in (10, 20):
+        null, _ = curve_rates(rng, reps, 2, 300, k, drifting=True)
+        cell = f"drifting checkpoints (2% re-drawn per step), 2 tasks x 300 items, K={k}, null"
+        yield Row("curve_fwer MC", cell + " (Holm)", *null["holm"], "<= 6", null["holm"][0] <= 6.0)
+        yield Row("curve_spending_fwer MC (callback)", cell, *null["spending"], "<= 6", null["spending"][0] <= 6.0)
+
+
 SECTIONS: dict[str, Callable[[np.random.Generator, int], Iterator[Row]]] = {
     "binary": binary_rows, "capability": capability_rows, "gate": gate_rows, "cluster": cluster_rows,
-    "excess": excess_rows, "mde": mde_rows,
+    "excess": excess_rows, "mde": mde_rows, "curves": curve_rows,
 }
 
 
