@@ -28,14 +28,46 @@ from captrack.imports.tool_outcomes import Outcome, outcome_value
 __all__ = ["read_nemo"]
 
 NOTE = "NeMo Evaluator's own reward per (problem_idx, repeat), as results.jsonl reports it"
+MAX_INDEX = 2**63 - 1  # the store's doc_id is a BIGINT
+MAX_REPEAT = 2**31 - 2  # the store's replicate is an INTEGER
+
+
+def _bounded(where: str, key: str, value: Any, most: int) -> int:
+    """A ``problem_idx`` or ``repeat``: a non-negative integer the store can hold.
+
+    Raises:
+        InputError: not a non-negative integer, or above `most`.
+    """
+    number = doc_index(f"{where}: {key}", value)
+    if number > most:
+        raise InputError(f"{where}: {key} {number} is larger than captrack's store holds (at most {most}); "
+                         "not an index NeMo Evaluator writes: check the file; nothing was written")
+    return number
+
+
+def _n_results(path: Path, value: Any) -> int | None:
+    """The bundle's ``n_results`` as a count (``20``, ``20.0`` or ``"20"``); None when the bundle has none.
+
+    Raises:
+        InputError: a boolean, a fraction, a negative number, other text, a list or an object.
+    """
+    if value is None:
+        return None
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        text = str(value).strip()
+        number = float(text) if isinstance(value, float) else int(text) if text.isdigit() else None
+        if number is not None and float(number).is_integer() and number >= 0:
+            return int(number)
+    raise InputError(f"{path}: n_results {value!r} is not a count of results (a non-negative integer); "
+                     "the bundle is damaged or not NeMo Evaluator's; nothing was written")
 
 
 def _text(value: Any) -> str:
     return "" if value is None else value if isinstance(value, str) else str(value)
 
 
-def _bundle(folder: Path) -> tuple[dict[str, Any], str]:
-    """The benchmark folder's ``eval-*.json`` and its SHA-256.
+def _bundle(folder: Path) -> tuple[dict[str, Any], str, Path]:
+    """The benchmark folder's ``eval-*.json``, its SHA-256 and its path.
 
     Raises:
         InputError: none or several, or not a JSON object with ``benchmark.name``.
@@ -51,7 +83,7 @@ def _bundle(folder: Path) -> tuple[dict[str, Any], str]:
         raise InputError(f"{found[0]}: not JSON ({exc}); the bundle is truncated or not NeMo Evaluator's") from exc
     if not isinstance(bundle, dict) or not isinstance((bundle.get("benchmark") or {}).get("name"), str):
         raise InputError(f"{found[0]}: no benchmark.name; not a NeMo Evaluator eval-*.json bundle")
-    return bundle, source.sha256
+    return bundle, source.sha256, found[0]
 
 
 def _task_name(bundle: dict[str, Any]) -> str:
@@ -61,7 +93,7 @@ def _task_name(bundle: dict[str, Any]) -> str:
 
 def _read_folder(folder: Path, digest: Any) -> tuple[list[Outcome], str, str]:
     """One benchmark folder's outcomes, its task and the model its bundle names."""
-    bundle, bundle_sha = _bundle(folder)
+    bundle, bundle_sha, bundle_path = _bundle(folder)
     task = _task_name(bundle)
     source = read_bytes(folder / "results.jsonl")
     digest.update(f"{folder.name}\t{bundle_sha}\t{source.sha256}\n".encode())
@@ -70,14 +102,14 @@ def _read_folder(folder: Path, digest: Any) -> tuple[list[Outcome], str, str]:
         for key in ("problem_idx", "reward"):
             if key not in row:
                 raise InputError(f"{where}: no {key!r} (fields: {', '.join(map(str, row))}); not a NeMo Evaluator result")
-        index = doc_index(f"{where}: problem_idx", row["problem_idx"])
-        outcomes.append(Outcome(task, str(index), doc_index(f"{where}: repeat", row.get("repeat", 0)),
+        index = _bounded(where, "problem_idx", row["problem_idx"], MAX_INDEX)
+        outcomes.append(Outcome(task, str(index), _bounded(where, "repeat", row.get("repeat", 0), MAX_REPEAT),
                                 outcome_value(f"{where}: reward", row["reward"]), index,
                                 _text(row.get("model_response")), _text(row.get("prompt")),
                                 _text(row.get("expected_answer")),
                                 {"extracted_answer": _text(row.get("extracted_answer"))}))
-    expected = bundle.get("n_results")
-    if isinstance(expected, int) and expected != len(outcomes):
+    expected = _n_results(bundle_path, bundle.get("n_results"))
+    if expected is not None and expected != len(outcomes):
         raise InputError(f"{folder}/results.jsonl: {len(outcomes)} results, but its bundle says n_results {expected}; "
                          "the file is truncated (or from another run); nothing was written")
     model = (bundle.get("config") or {}).get("model")
