@@ -32,7 +32,7 @@ from captrack.bounded import load_json
 from captrack.errors import InputError
 
 __all__ = ["MAX_SOURCE_BYTES", "SourceBytes", "doc_index", "max_source_bytes", "read_bytes", "read_zip_member",
-           "response_text", "table_rows", "text_id"]
+           "response_text", "table_rows", "text_id", "too_big"]
 
 MAX_SOURCE_BYTES = 512 << 20
 """The largest source file (or uncompressed zip member) `captrack import` reads: 512 MiB, about 20 times
@@ -61,7 +61,8 @@ class SourceBytes:
     sha256: str
 
 
-def _too_big(where: str, limit: int) -> InputError:
+def too_big(where: str, limit: int) -> InputError:
+    """The one-line refusal of what is over the import limit, naming where and how to raise it."""
     return InputError(f"{where}: larger than the import limit of {limit >> 20} MiB; split the file, or raise the "
                       f"limit with {_ENV}=<MiB> if this machine has the memory")
 
@@ -74,7 +75,7 @@ def _read_limited(handle: IO[bytes], where: str, limit: int) -> SourceBytes:
             break
         size += len(block)
         if size > limit:
-            raise _too_big(where, limit)
+            raise too_big(where, limit)
         digest.update(block)
         parts.append(block)
     return SourceBytes(where, b"".join(parts), digest.hexdigest())
@@ -89,7 +90,7 @@ def read_bytes(path: Path) -> SourceBytes:
     limit = max_source_bytes()
     try:
         if path.stat().st_size > limit:
-            raise _too_big(str(path), limit)
+            raise too_big(str(path), limit)
         with path.open("rb") as handle:
             return _read_limited(handle, str(path), limit)
     except OSError as exc:
@@ -115,7 +116,7 @@ def read_zip_member(path: Path, suffix: str) -> tuple[SourceBytes, str]:
             member = members[0]
             where = f"{path}:{member.filename}"
             if member.file_size > limit:
-                raise _too_big(where, limit)
+                raise too_big(where, limit)
             with archive.open(member) as handle:
                 data = _read_limited(handle, where, limit)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
