@@ -28,7 +28,8 @@ def add_import_parser(sub: Any) -> None:
     cmd.add_argument("--task", help="the captrack task the responses answer (jsonl: required; mmlu-pro: default captrack_mmlu_pro_full)")
     cmd.add_argument("--out", required=True, metavar="RUN_DIR", help="new folder for the lm-eval run (must not exist or be empty)")
     cmd.add_argument("--name", help="model name to file the run under (default: from the source's name)")
-    cmd.add_argument("--allow-partial", action="store_true", help="score the documents both the source and the task have")
+    cmd.add_argument("--allow-partial", action="store_true", help="score the documents both the source and the task have; import an Inspect log the "
+                     "run did not finish (status error or cancelled), saying how many samples are missing")
     cmd.add_argument("--response-column", default="outputs", help="response column of --format captrack files (default: outputs)")
     cmd.add_argument("--outcome", metavar="NAME",
                      help="another tool's log: which of its per-item metrics is the score (an Inspect scorer, a lighteval "
