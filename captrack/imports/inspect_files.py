@@ -91,7 +91,7 @@ def read_log_content(path: Path, use_inspect: bool | None = None) -> LogContent:
             header, samples, reader = _by_inspect(path, source.data)
         else:
             wanted = [info for name, info in latest.items() if name == _HEADER or _SAMPLE.fullmatch(name)]
-            archive.check_sizes(wanted)
+            archive.verify(wanted)  # a bomb refused before any member is kept in memory
             header = _json(f"{path}:{_HEADER}", archive.read(latest[_HEADER]))
             samples = [(f"{path}:{info.filename}", _json(f"{path}:{info.filename}", archive.read(info)))
                        for info in wanted if info.filename != _HEADER]

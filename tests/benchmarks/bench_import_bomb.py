@@ -4,8 +4,9 @@
 
 Builds Inspect ``.eval`` archives (a valid ``header.json`` and one ``samples/1_epoch_1.json`` member whose
 Zstandard data, run-length blocks with a 128 MiB window, the largest zstd allows by default, expands to
-``--gb`` GB of spaces), then runs ``captrack import`` on each under ``/usr/bin/time -v`` and prints the file
-size, what the archive declares for the member, the exit code, the peak resident memory and the message:
+``--gb`` GB of spaces), then runs ``captrack import`` on each under ``/usr/bin/time -v``, with inspect_ai's reader (``auto``) and with
+captrack's bounded reader (``CAPTRACK_INSPECT_READER=captrack``), and prints the file size, what the archive
+declares for the member, the exit code, the peak resident memory and the message:
 
 - ``honest``: the member declares its real size (over the import limit: refused before decompressing);
 - ``lying``: the member declares 1,000 bytes (refused once it yields more than that);
@@ -83,11 +84,11 @@ def find_header(raw: bytes | bytearray, signature: bytes, name: bytes) -> int:
     raise LookupError(name)
 
 
-def _run(path: Path, out: Path) -> tuple[int, int, str]:
-    """(exit code, peak RSS in kB, last line of stderr) of `captrack import` on `path`."""
+def _run(path: Path, out: Path, reader: str) -> tuple[int, int, str]:
+    """(exit code, peak RSS in kB, last line of stderr) of `captrack import` on `path` with CAPTRACK_INSPECT_READER."""
     command = ["/usr/bin/time", "-v", str(ROOT / ".venv" / "bin" / "captrack"), "import", str(path),
                "--format", "inspect", "--out", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1", "CAPTRACK_INSPECT_READER": reader})
     peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))  # type: ignore[union-attr]
     said = [line for line in done.stderr.splitlines() if line.startswith(("error", "Traceback", "MemoryError"))]
     return done.returncode, peak, " | ".join(said)[:300]
@@ -112,11 +113,13 @@ def main() -> None:
           f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     for name, members in cases.items():
         path = write_eval_bomb(work / f"{name}.eval", members)
-        shutil.rmtree(work / f"{name}-run", ignore_errors=True)
-        code, peak, said = _run(path, work / f"{name}-run")
         declared = ", ".join(f"{d:,}" for _, d in members.values())
-        print(f"{name:12s} file {path.stat().st_size / 1024:6.1f} KiB, declares {declared} bytes: exit {code}, "
-              f"peak RSS {peak / 1024:6.1f} MiB, run folder written: {(work / f'{name}-run').exists()}\n    {said}")
+        print(f"{name:12s} file {path.stat().st_size / 1024:6.1f} KiB, the member declares {declared} bytes")
+        for reader in ("auto", "captrack"):
+            shutil.rmtree(work / f"{name}-run", ignore_errors=True)
+            code, peak, said = _run(path, work / f"{name}-run", reader)
+            print(f"    reader {reader:8s}: exit {code}, peak RSS {peak / 1024:6.1f} MiB, run folder written: "
+                  f"{(work / f'{name}-run').exists()}; {said}")
 
 
 if __name__ == "__main__":

@@ -127,14 +127,16 @@ def test_a_deflate_member_longer_than_it_declares_is_refused_naming_the_file_and
     _refused(capsys, log, tmp_path / "out", f"{log}:{name}: ", "CRC")
 
 
-def test_a_zstandard_bomb_is_refused_with_bounded_memory(tmp_path: Path) -> None:
-    """A 256 MB bomb in a child process: its peak memory stays near the CLI's own (the old reader held 512 MB)."""
-    bomb = BENCH.write_eval_bomb(tmp_path / "bomb.eval", {MEMBER: (BENCH.zstd_rle(256 * 10**6), 1000)})
+@pytest.mark.parametrize(("declared", "choice"), [(1000, "auto"), (150 * 10**6, "auto"), (150 * 10**6, "captrack")])
+def test_a_zstandard_bomb_is_refused_with_bounded_memory(declared: int, choice: str, tmp_path: Path) -> None:
+    """A 256 MB bomb in a child process: its peak memory stays near the CLI's own, whether the member declares 1,000
+    bytes or 150 MB (under the limit: refused as it passes them, no byte kept; the old reader held 460 MiB)."""
+    bomb = BENCH.write_eval_bomb(tmp_path / "bomb.eval", {MEMBER: (BENCH.zstd_rle(256 * 10**6, window_log=20), declared)})
     child = ("import resource, sys\nfrom captrack.cli import main\n"
              f"code = main(['import', {str(bomb)!r}, '--format', 'inspect', '--out', {str(tmp_path / 'out')!r}])\n"
              "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=False,
-                          env={**os.environ, "CAPTRACK_INSPECT_READER": "auto"}, cwd=ROOT)
+                          env={**os.environ, "CAPTRACK_INSPECT_READER": choice}, cwd=ROOT)
     code, peak_kb = map(int, done.stdout.split())
     assert code == 1 and len(done.stderr.strip().splitlines()) == 1 and MEMBER in done.stderr, done.stderr
     assert peak_kb < 200 * 1024, f"peak RSS {peak_kb / 1024:.0f} MiB"
