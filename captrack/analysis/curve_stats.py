@@ -7,9 +7,11 @@
   1 − 0.95^K of trajectories (38% at K = 10, 62% at K = 20); with Holm the chance that any step of an unchanged
   capability is called significant is at most 5%, whatever the dependence between steps (they share the base).
   Holm was chosen by measurement over a simultaneous max-|z| band from the shared item resamples: with fresh
-  checkpoints the steps are nearly independent, and even the band's exact (oracle) critical value gained under one
-  point of power (tests/benchmarks/bench_calibration.py, section `curves`). A one-step trajectory's first step is
-  the end point's verdict.
+  checkpoints the steps are nearly independent, so even a band with the exact (oracle) critical value gains only
+  1–4 points of power against a −4-point change from step K/2, and a band from 1,000 resamples would estimate
+  that critical value in the resamples' far tail; with drifting (correlated) checkpoints Holm is conservative
+  (0.5–1.5% false alarms). Figures: tests/benchmarks/bench_calibration.py, section `curves`. A one-step
+  trajectory's first step is the end point's verdict.
 - *Trend*: the least-squares slope of the capability's drift (percent) over steps, with a CI from the
   same bootstrap resamples at every step (items drawn once per resample and reused across steps), so
   the CI is paired over items.

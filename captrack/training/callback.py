@@ -11,6 +11,17 @@ own evaluation callbacks it is given the trainer::
 Training is left exactly as it was: the evaluation runs under ``torch.no_grad``, every module's train/eval
 mode is restored, and the Python, NumPy, torch (and CUDA) RNG states are saved before and restored after, so
 the final weights are bitwise those of a run without the callback (tests/test_training_callback.py).
+
+**Flags you may stop on (anytime-valid).** Each evaluation is a look at a sequence whose length nobody fixes in
+advance: a user may stop training on the first flag. At the k-th look (k = 1, 2, ... counting every step
+evaluated into this output folder), capability C is flagged (``captrack/<C>/flag`` = −1 regressed, +1 improved,
+else 0) when its verdict against the base is significant *and* its p-value is at most
+α_k = α·6/(π²k²) (captrack.analysis.curve_stats.spent_alpha, α = 5%). Since Σ_k α_k = α, the guarantee is:
+for a capability that did not change at any step, the probability that it is *ever* flagged, over any number of
+looks and whatever rule decides when to stop (on a flag included), is at most α (a union bound over looks, valid
+under any dependence between steps, which share the base), as far as each step's p-value is valid. It holds per
+capability: over 14 capabilities, up to 14α. The price is power at late looks (α_10 = 0.03%); compare's
+first_step_significant, computed once every step is in, uses Holm over the K steps instead.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from captrack.training.resume import Resumed, check_writable, clear_run_folder, 
 __all__ = ["CallbackOptions", "CapTrackCallback"]
 
 LOGGED = ("drift", "forgetting_adj", "backward_transfer_adj")
+FLAG_ALPHA = 0.05  # the error spent over all looks, per capability (see the module docstring)
 logger = logging.getLogger(__name__)
 
 
@@ -77,7 +89,9 @@ class CapTrackCallback(TrainerCallback):
         self.base_folder: Path | None = Path(self.options.base_run) if self.options.base_run else None
         self.evaluated: dict[int, Path] = {}  # step -> run folder
         self.resumed = Resumed()  # what an earlier launch into the same folder recorded (on_train_begin)
-        self.logged: dict[int, dict[str, float]] = {}  # step -> what was logged
+        self.logged: dict[int, dict[str, float]] = {}  # step -> the drift measures logged
+        self.flags: dict[int, dict[str, float]] = {}  # step -> captrack/<capability>/flag logged beside them
+        self.first_flagged: dict[str, int] = {}  # capability -> the first step it was flagged at (this launch)
 
     @property
     def output_dir(self) -> Path:
@@ -126,12 +140,12 @@ class CapTrackCallback(TrainerCallback):
             return
         folder = self._evaluate(kwargs["model"], kwargs.get("processing_class"), f"step-{step}", step, state.epoch)
         self.evaluated[step] = folder
-        logs = self._drift(folder, step)
-        self.logged[step] = logs
-        if logs:  # what Trainer.log does, minus subclasses' extras (GRPO would flush its own metrics into ours)
-            state.log_history.append({**logs, "step": step})
+        logs, flags = self._drift(folder, step)
+        self.logged[step], self.flags[step] = logs, flags
+        if logs or flags:  # what Trainer.log does, minus subclasses' extras (GRPO would flush its own metrics into ours)
+            state.log_history.append({**logs, **flags, "step": step})
             should_log = control.should_log  # the handler clears it: the trainer's own log of this step must still run
-            self.trainer.callback_handler.on_log(args, state, control, logs)
+            self.trainer.callback_handler.on_log(args, state, control, {**logs, **flags})
             control.should_log = should_log
 
     def _evaluate(self, model: Any, tokenizer: Any, name: str, step: int | None, epoch: float | None) -> Path:
@@ -151,8 +165,9 @@ class CapTrackCallback(TrainerCallback):
             tag_run_folder(results.parent, step, epoch)
         return results.parent
 
-    def _drift(self, folder: Path, step: int) -> dict[str, float]:
-        """captrack/<capability>/<measure> of this step vs the base (no bootstrap: point estimates)."""
+    def _drift(self, folder: Path, step: int) -> tuple[dict[str, float], dict[str, float]]:
+        """captrack/<capability>/<measure> of this step vs the base (no bootstrap: point estimates), and each
+        capability's anytime-valid flag at this look (captrack/<capability>/flag; see the module docstring)."""
         from captrack.analysis.comparison import CompareOptions
         from captrack.compare.use_case import compare
         from captrack.labels import VariantLabels
@@ -166,8 +181,9 @@ class CapTrackCallback(TrainerCallback):
             store.ingest(discover_runs(folder), VariantLabels(name="model", step=step))
             comparison = compare(store, "base", [VariantLabels(name="model")],
                                  CompareOptions(bootstrap=0, distribution=False, churn=False))
+        flags = self._flags(comparison.capabilities, step)
         if comparison.curves is None:
-            return {}
+            return {}, flags
         rows = comparison.curves.curves
         rows = rows[rows["level"] == "capability"]
         logs = {}
@@ -176,7 +192,27 @@ class CapTrackCallback(TrainerCallback):
             for measure, value in zip(LOGGED, (drift, f_adj, bt_adj), strict=True):
                 if value is not None and not math.isnan(float(value)):
                     logs[f"captrack/{key}/{measure}"] = float(value)
-        return logs
+        return logs, flags
+
+    def _flags(self, capabilities: Any, step: int) -> dict[str, float]:
+        """captrack/<capability>/flag at this step: ∓1 where the verdict is regressed/improved with p ≤ α_k at the
+        k-th look (k: this step's place among the steps evaluated into the output folder), else 0."""
+        from captrack.analysis.curve_stats import spent_alpha
+
+        look = sorted(self.evaluated).index(step) + 1 if step in self.evaluated else len(self.evaluated) + 1
+        threshold = spent_alpha(look, FLAG_ALPHA)
+        rows = capabilities[capabilities["level"] == "capability"]
+        flags = {}
+        for key, verdict, p_value in zip(rows["key"], rows["verdict"], rows["p_value"], strict=True):
+            if verdict not in ("regressed", "improved", "inconclusive", "equivalent"):
+                continue  # not measured at this step, or neutral
+            fired = verdict in ("regressed", "improved") and float(p_value) <= threshold
+            flags[f"captrack/{key}/flag"] = (-1.0 if verdict == "regressed" else 1.0) if fired else 0.0
+            if fired and key not in self.first_flagged:
+                self.first_flagged[str(key)] = step
+                logger.warning("CapTrackCallback: %s %s at step %d (look %d: p = %.2g <= %.2g, anytime-valid at %g "
+                               "over all looks)", key, verdict, step, look, float(p_value), threshold, FLAG_ALPHA)
+        return flags
 
 
 def _check_options(options: CallbackOptions) -> None:

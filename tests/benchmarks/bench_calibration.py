@@ -379,9 +379,9 @@ def curve_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
             else:  # one task of 300: SE 2.2 points, z = 1.9 per step; no per-step FWER rule reaches 85% here
                 yield Row("curve_power MC (no FWER rule reaches 85% at this n)", cell + " (Holm)", *alt["holm"], "-",
                           True)
-                critical = float(np.quantile(null_min_p, 0.05))  # the null's own 5% point of min p (an oracle band)
-                yield Row("curve_band_power MC (oracle band; no target)", cell + f" (min p <= {critical:.4f})",
-                          *_rate(int((alt_min_p <= critical).sum()), reps), "-", True)
+            critical = float(np.quantile(null_min_p, 0.05))  # the null's own 5% point of min p (an oracle band)
+            yield Row("curve_band_power MC (oracle band; no target)", cell + f" (min p <= {critical:.4f})",
+                      *_rate(int((alt_min_p <= critical).sum()), reps), "-", True)
             yield Row("curve_before_onset MC", cell + ": first significant step before the onset", *alt["before_onset"],
                       "<= 6", alt["before_onset"][0] <= 6.0)
             yield Row("curve_spending_power MC (callback; no target)", cell, *alt["spending"], "-", True)

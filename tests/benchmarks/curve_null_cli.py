@@ -1,0 +1,105 @@
+"""Null trajectories end to end: `captrack ingest --step` + `captrack compare`, and how often curve_summary.csv's
+first_step_significant is set for a model that never changed (issue 53: ≤ 6% at K = 10).
+
+Each trajectory is a variant of its own: C1 = facts (acc) + skills (exact_match), N items each, base rate 0.6, and
+at every step the base with fresh 5% + 5% symmetric flips (as bench_calibration.py's `curves` section). One store
+holds the base and every trajectory; one compare reads them all. The script also checks that the CLI's
+first_step_significant is Holm over the steps' capability p-values recomputed here with combine_changes, and
+counts the trajectories the per-step rule it replaced would have flagged.
+
+    python tests/benchmarks/curve_null_cli.py                       # 40 trajectories x 10 steps, 300 items per task
+    python tests/benchmarks/curve_null_cli.py --trajectories 10 --steps 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fakeruns import FakeTask, write_run
+
+from captrack.analysis.curve_stats import first_significant_step
+from captrack.analysis.verdicts import combine_changes
+from captrack.cli import main as cli
+
+TASKS = (("captrack_probe_c1_facts", "acc", "multiple_choice"), ("captrack_probe_c1_skills", "exact_match", "generate_until"))
+
+
+def _run(argv: list[str]) -> None:
+    buffer = io.StringIO()
+    with contextlib.redirect_stderr(buffer), contextlib.redirect_stdout(buffer):
+        status = cli(argv)
+    if status != 0:
+        raise SystemExit(f"captrack {' '.join(argv[:2])} failed: {buffer.getvalue()[-2000:]}")
+
+
+def _checkpoint(rng: np.random.Generator, base: np.ndarray) -> np.ndarray:
+    u = rng.random(base.size)
+    return np.where(base == 1, (u >= 0.05 / 0.6).astype(float), (u < 0.05 / 0.4).astype(float))
+
+
+def _write(folder: Path, name: str, values: dict[str, np.ndarray]) -> None:
+    write_run(folder, name, [FakeTask(task, {metric: values[task].tolist()}, output_type=kind)
+                             for task, metric, kind in TASKS])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trajectories", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--items", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=53)
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        store = str(root / "s.duckdb")
+        base = {task: (rng.random(args.items) < 0.6).astype(float) for task, _, _ in TASKS}
+        _write(root / "base", "base", base)
+        _run(["ingest", str(root / "base"), "--store", store, "--name", "base"])
+        expected: dict[str, tuple[int | None, bool]] = {}
+        steps = [10 * (k + 1) for k in range(args.steps)]
+        for t in range(args.trajectories):
+            verdicts, p_values = [], []
+            for step in steps:
+                values = {task: _checkpoint(rng, base[task]) for task, _, _ in TASKS}
+                _write(root / f"v{t}-{step}", f"v{t}-{step}", values)
+                _run(["ingest", str(root / f"v{t}-{step}"), "--store", store, "--name", f"v{t}", "--step", str(step)])
+                change = combine_changes([(task, base[task], values[task], "binary", "higher") for task, _, _ in TASKS],
+                                         5.0)
+                verdicts.append(change.verdict)
+                p_values.append(change.p_value)
+            raw = any(v in ("regressed", "improved") for v in verdicts)
+            expected[f"v{t}"] = (first_significant_step(steps, verdicts, p_values), raw)
+        out = root / "out"
+        _run(["compare", "--store", store, "--base", "base", *[a for v in expected for a in ("--variant", v)],
+              "--out", str(out), "--bootstrap", "0"])
+        summary = pd.read_csv(out / "curve_summary.csv")
+        got = summary[summary["capability"] == "C1"].set_index("variant")["first_step_significant"]
+    agree = sum((None if pd.isna(got[v]) else int(got[v])) == first for v, (first, _) in expected.items())
+    flagged = int(got.notna().sum())
+    raw = sum(r for _, r in expected.values())
+    n = args.trajectories
+    p = flagged / n
+    print(f"{n} null trajectories x K = {args.steps} steps, C1 = 2 tasks x {args.items} items, through ingest --step + compare:")
+    print(f"  first_step_significant set (Holm over K): {flagged}/{n} = {100 * p:.1f}% "
+          f"(MC SE {100 * math.sqrt(max(p * (1 - p), 1e-12) / n):.1f}); target <= 6%")
+    print(f"  the per-step rule it replaced would have flagged {raw}/{n} = {100 * raw / n:.1f}%")
+    print(f"  CLI equals Holm over the recomputed step p-values on {agree}/{n} trajectories")
+    print(f"  {time.perf_counter() - start:.0f} s")
+    return 0 if agree == n else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
