@@ -47,21 +47,23 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from captrack.imports.run import import_run
+    from captrack.report.escape import console_text, terminal_text
 
     console = Console(stderr=True, soft_wrap=True)
     started = time.perf_counter()
-    with console.status(f"importing {args.src}"):
+    with console.status(f"importing {console_text(args.src)}"):
         result = import_run(args.src, args.format, args.out, task=args.task, name=args.name,
                             allow_partial=args.allow_partial, response_column=args.response_column,
                             metadata={"n": args.items} if args.items else None,
                             outcome=args.outcome, rescore=args.rescore,
-                            log=lambda line: console.print(line, highlight=False, markup=False))
+                            log=lambda line: console.print(terminal_text(line), highlight=False, markup=False))
     note = result.provenance.get("outcomes")
     for m in result.matched:
-        print(f"{m.task}: {len(m.indices)} items, the tool's own outcomes" if note else
-              f"{m.task}: {len(m.indices)} of {m.n_docs} documents scored")
+        task = terminal_text(m.task)
+        print(f"{task}: {len(m.indices)} items, the tool's own outcomes" if note else
+              f"{task}: {len(m.indices)} of {m.n_docs} documents scored")
     if note:
-        print(f"scores: {note} (not re-scored; --rescore scores the responses with the captrack task)")
-    print(f"wrote {result.results_file} in {time.perf_counter() - started:.1f} s "
-          f"(sha256 {result.provenance['sha256'][:12]} of {result.provenance['source']})")
+        print(f"scores: {terminal_text(note)} (not re-scored; --rescore scores the responses with the captrack task)")
+    print(terminal_text(f"wrote {result.results_file} in {time.perf_counter() - started:.1f} s "
+                        f"(sha256 {result.provenance['sha256'][:12]} of {result.provenance['source']})"))
     return 0

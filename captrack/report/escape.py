@@ -7,7 +7,10 @@ Every writer shows such a label through one of these, never raw:
 - :func:`md_code`: a Markdown code span that a backtick inside the label cannot close early;
 - :func:`md_row`: a Markdown table row of cells already escaped;
 - :func:`inert_cell`: a CSV cell a spreadsheet will never run as a formula;
-- :func:`console_text`: text printed through rich, whose ``[...]`` would otherwise be read as markup.
+- :func:`console_text`: text printed through rich, whose ``[...]`` would otherwise be read as markup (and whose
+  control characters would reach the terminal: see :func:`terminal_text`);
+- :func:`terminal_text`: text printed plainly (``print``): control characters, an ANSI escape's ESC among them,
+  shown as ``\\xNN`` instead of sent.
 
 HTML pages use :func:`html.escape` (captrack.report.html ``esc``).
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["console_text", "inert_cell", "md_code", "md_row", "md_text"]
+__all__ = ["console_text", "inert_cell", "md_code", "md_row", "md_text", "terminal_text"]
 
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>$"} | {"\n": " ", "\r": " "})
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # only where it would start an entity
@@ -58,8 +61,18 @@ def inert_cell(value: object) -> object:
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1 (CSI 0x9b among them)
+
+
+def terminal_text(value: object) -> str:
+    """`value` for a terminal: each control character (ESC, BEL, CR, C1, ...) shown as ``\\xNN``, never sent; tabs and
+    newlines kept."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", str(value))
+
+
 def console_text(value: object) -> str:
-    """`value` for rich's console: its ``[`` cannot open markup (``weird[/]`` prints as typed)."""
+    """`value` for rich's console: its ``[`` cannot open markup (``weird[/]`` prints as typed), and its control
+    characters are shown, not sent (:func:`terminal_text`)."""
     from rich.markup import escape
 
-    return escape(str(value))
+    return escape(terminal_text(value))
