@@ -94,19 +94,23 @@ def read_every_eval_ever(src: Path, task: str | None, options: ReadOptions) -> S
         outcomes += _rows(path, options, chosen, order)
     if options.outcome and not outcomes:
         raise InputError(f"{src}: no rows with evaluation_result_id {options.outcome!r}")
-    models = {str(row) for row in _models(files)}
-    name = next(iter(models)) if len(models) == 1 else src.stem
+    models = _models(files)
+    if len(models) == 1 and "" not in models:
+        name, origin = next(iter(models)), f"model_id in {next(iter(models.values()))}"
+    else:
+        named = f", its logs naming {len(models)} models" if len(models) > 1 else ""
+        name, origin = src.stem, f"the file name {src.name!r}{named}"
     records = [] if any(o.replicate for o in outcomes) else [_record(task or o.task, o) for o in outcomes]
     results = ", ".join(f"{t}: {r or '(none)'}" for t, r in sorted(chosen.items()))
     note = f"Every-Eval-Ever's evaluation.score per (sample_id, epoch), result ids {results}"
-    return Source(records, name.replace("/", "__"), digest.hexdigest(), outcomes, note)
+    return Source(records, name.replace("/", "__"), digest.hexdigest(), outcomes, note, origin)
 
 
-def _models(files: list[Path]) -> set[str]:
-    """The model_id of each file's first row."""
-    found = set()
+def _models(files: list[Path]) -> dict[str, Path]:
+    """The model_id of each file's first row ("" where it has none), with the first file naming it."""
+    found: dict[str, Path] = {}
     for path in files:
         for _, row in table_rows(read_bytes(path), ".jsonl"):
-            found.add(str(row.get("model_id") or ""))
+            found.setdefault(str(row.get("model_id") or ""), path)
             break
     return found

@@ -53,6 +53,8 @@ class Source:
     """What an adapter read: the records, the model name the source suggests, and the SHA-256 of the bytes parsed.
 
     Another tool's log also gives `outcomes` (its own per-item verdicts) and `note`, what those values are.
+    `name_from` says where `name` came from, for a refusal of it (``config.model in .../eval-1.json``; empty: the
+    source's own name).
     """
 
     records: list[ReplayRecord]
@@ -60,6 +62,7 @@ class Source:
     sha256: str = ""
     outcomes: list[Outcome] = field(default_factory=list)
     note: str = ""
+    name_from: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def read_jsonl(src: Path, task: str | None, options: ReadOptions) -> Source:
         raise InputError(f"{src}: --format jsonl expects a file")
     source = read_bytes(src)
     records = [_record(where, task, row, "response") for where, row in table_rows(source, ".jsonl")]
-    return Source(records, src.stem, source.sha256)
+    return Source(records, src.stem, source.sha256, name_from=f"the file name {src.name!r}")
 
 
 def _mmlu_pro_items(src: Path) -> tuple[list[dict[str, Any]], str]:
@@ -154,7 +157,7 @@ def read_mmlu_pro(src: Path, task: str | None, options: ReadOptions) -> Source:
         question = doc_index(f"{where}: question_id", item["question_id"])
         records.append(_record(where, target, {"id": f"mmlu_pro-{question}", **_no_id(item)}, "generated_text"))
     name = re.sub(r"^model_outputs_|_\d+shots$", "", src.stem)
-    return Source(records, name, sha256)
+    return Source(records, name, sha256, name_from=f"the file name {src.name!r}")
 
 
 def _no_id(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,4 +195,4 @@ def read_captrack(src: Path, task: str | None, options: ReadOptions) -> Source:
         source = read_bytes(path)
         digest.update(f"{path.name}\t{source.sha256}\n".encode())
         records += [_record(where, name, row, options.response_column) for where, row in table_rows(source, path.suffix)]
-    return Source(records, src.name, digest.hexdigest())
+    return Source(records, src.name, digest.hexdigest(), name_from=f"the folder name {src.name!r}")

@@ -144,4 +144,5 @@ def read_lighteval(src: Path, task: str | None, options: ReadOptions) -> Source:
     note = f"lighteval's own metric {', '.join(sorted(metrics))} per document, as its details report it"
     if positional:
         note += f" ({', '.join(positional)}: {POSITIONS})"
-    return Source(records, model or src.name, digest.hexdigest(), outcomes, note)
+    origin = f"lighteval's model folder {model!r} (details/<model>/<date>/)" if model else f"the name {src.name!r}"
+    return Source(records, model or src.name, digest.hexdigest(), outcomes, note, origin)

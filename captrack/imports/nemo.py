@@ -91,8 +91,8 @@ def _task_name(bundle: dict[str, Any]) -> str:
     return name.replace("/", "_").replace("\\", "_")
 
 
-def _read_folder(folder: Path, digest: Any) -> tuple[list[Outcome], str, str]:
-    """One benchmark folder's outcomes, its task and the model its bundle names."""
+def _read_folder(folder: Path, digest: Any) -> tuple[list[Outcome], str, str, Path]:
+    """One benchmark folder's outcomes, its task, the model its bundle names and the bundle's path."""
     bundle, bundle_sha, bundle_path = _bundle(folder)
     task = _task_name(bundle)
     source = read_bytes(folder / "results.jsonl")
@@ -113,7 +113,7 @@ def _read_folder(folder: Path, digest: Any) -> tuple[list[Outcome], str, str]:
         raise InputError(f"{folder}/results.jsonl: {len(outcomes)} results, but its bundle says n_results {expected}; "
                          "the file is truncated (or from another run); nothing was written")
     model = (bundle.get("config") or {}).get("model")
-    return outcomes, task, str(model) if model else ""
+    return outcomes, task, str(model) if model else "", bundle_path
 
 
 def _records(outcomes: list[Outcome]) -> list[ReplayRecord]:
@@ -133,15 +133,18 @@ def read_nemo(src: Path, task: str | None, options: ReadOptions) -> Source:
     if not folders:
         raise InputError(f"{src}: no results.jsonl below it; point at a `nel eval` output folder")
     outcomes: list[Outcome] = []
-    models: set[str] = set()
+    models: dict[str, Path] = {}
     seen: dict[str, Path] = {}
     digest = hashlib.sha256()
     for folder in folders:
-        rows, name, model = _read_folder(folder, digest)
+        rows, name, model, bundle = _read_folder(folder, digest)
         if name in seen:
             raise InputError(f"{src}: benchmark {name} appears twice ({seen[name]} and {folder}); import one run at a time")
         seen[name] = folder
-        models.add(model)
+        models.setdefault(model, bundle)
         outcomes += rows
-    model = next(iter(models)) if len(models) == 1 and "" not in models else src.name
-    return Source(_records(outcomes), model.replace("/", "__"), digest.hexdigest(), outcomes, NOTE)
+    if len(models) == 1 and "" not in models:
+        model, origin = next(iter(models)), f"config.model in {next(iter(models.values()))}"
+    else:
+        model, origin = src.name, f"the folder name {src.name!r}, its bundles naming {len(models)} models"
+    return Source(_records(outcomes), model.replace("/", "__"), digest.hexdigest(), outcomes, NOTE, origin)

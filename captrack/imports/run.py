@@ -79,7 +79,7 @@ def model_name(name: str, origin: str) -> str:
     shown = re.sub(r"[\"<>:/\\|?*\[\]]+", "__", name).strip()
     if shown in ("", ".", "..") or any(ord(c) < 32 for c in name):
         raise InputError(f"model name {name!r} (from {origin}) cannot name a folder inside RUN_DIR; "
-                         "give --name with at least one letter or digit")
+                         "pass --name with at least one letter or digit")
     return name
 
 
@@ -173,7 +173,7 @@ def import_run(src: str | Path, fmt: str, out: str | Path, task: str | None = No
     if name is not None:
         model_name(name, "--name")
     source = read_source(fmt, source_path, task, ReadOptions(response_column, outcome, allow_partial))
-    name = model_name(name or source.name, f"the source's file name {source_path.name!r}; pass --name" if name is None else "--name")
+    name = model_name(name or source.name, "--name" if name is not None else source.name_from or f"the name of {source_path}")
     if source.outcomes and not rescore:
         return _import_outcomes(source, source_path, target, fmt, task, name)
     if rescore and not source.records:
