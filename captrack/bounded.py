@@ -1,28 +1,45 @@
 """Reading YAML and JSON that a user (or a model) wrote, bounded: no alias bomb, no nesting deep enough to blow
-the stack.
+the stack, no file read past a size limit, no repeated key applied silently.
 
 A 683-byte YAML file whose aliases expand to a billion nodes ("billion laughs") or a document nested 100,000
 levels deep would otherwise hang captrack or end in a RecursionError traceback. `load_yaml` and `load_json`
 are drop-in replacements for ``yaml.safe_load`` and ``json.loads`` that refuse such input with an error of
 the kind the caller already handles (`YAMLLimitError` is a ``yaml.YAMLError``, `JSONLimitError` a
 ``ValueError``), so each caller's message names its file as it does for any malformed file.
+
+`read_bytes` and `read_text` read a file a user named (a policy, an experiment, a leaderboard definition) with a size
+bound: a regular file past the bound is refused from its size, and anything else (a FIFO, ``/dev/zero``) is read at
+most one byte past it. `FileTooLargeError` is an ``OSError``, so the callers' handlers of unreadable files apply.
+
+A mapping that repeats a key (``{tier: critical, tier: advisory}``, or two ``rules:`` blocks) is refused by
+`load_yaml` with `DuplicateKeyError`, naming the key and both lines: PyYAML would keep the last value silently.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
+from pathlib import Path
 from typing import Any
 
 import orjson
 import yaml
 
-__all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "JSONLimitError", "YAMLLimitError", "load_json", "load_yaml"]
+__all__ = ["MAX_DATA_BYTES", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_YAML_NODES", "DuplicateKeyError", "FileTooLargeError",
+           "JSONLimitError", "YAMLLimitError", "load_json", "load_yaml", "read_bytes", "read_text"]
 
 MAX_DEPTH = 100
 """The deepest nesting of mappings and lists read (captrack's own files nest fewer than 10 levels)."""
 MAX_YAML_NODES = 200_000
 """The most YAML nodes a document may hold with every alias expanded (a taxonomy holds a few thousand)."""
+MAX_FILE_BYTES = 1024 * 1024
+"""The largest configuration file read: 1 MiB (the taxonomy is 17 KB, an experiment of 1,000 variants about 150 KB;
+PyYAML reads a few seconds per MiB)."""
+MAX_DATA_BYTES = 256 * 1024 * 1024
+"""The largest single data file read whole: an lm-eval results JSON, a comparison's table (lm-eval's are a few MB)."""
 
 
 class YAMLLimitError(yaml.YAMLError):
@@ -33,13 +50,65 @@ class JSONLimitError(ValueError):
     """A JSON document nested more than `MAX_DEPTH` levels deep."""
 
 
+class DuplicateKeyError(yaml.YAMLError):
+    """A YAML mapping that gives one key twice (the message names the key and both lines)."""
+
+
+class FileTooLargeError(OSError):
+    """A file larger than the bound it is read with (an ``OSError``, EFBIG; its text is the reason, callers name the file)."""
+
+    def __init__(self, path: str | Path, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"larger than {_size(limit)}, the most captrack reads of such a file: is it the "
+                                      "right file?", str(path))
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _size(limit: int) -> str:
+    return f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit:,} bytes"
+
+
+def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of `path`, read at most `limit` + 1 bytes deep (a FIFO or a device included).
+
+    Raises:
+        OSError: unreadable; `FileTooLargeError` past `limit` bytes.
+    """
+    with open(path, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if stat.S_ISREG(status.st_mode) and status.st_size > limit:  # refused from its size, unread
+            raise FileTooLargeError(path, limit)
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLargeError(path, limit)
+    return data
+
+
+def read_text(path: str | Path, limit: int = MAX_FILE_BYTES, encoding: str = "utf-8") -> str:
+    """`read_bytes` decoded (as ``Path.read_text``: universal newlines).
+
+    Raises:
+        OSError: unreadable, or past `limit` (`FileTooLargeError`); UnicodeDecodeError: not `encoding`.
+    """
+    return read_bytes(path, limit).decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+
+
 class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with the composer's depth bounded and the alias-expanded size checked before
-    anything is constructed."""
+    """PyYAML's safe loader with the composer's depth bounded, repeated keys refused (`unique_keys`) and the
+    alias-expanded size checked before anything is constructed."""
+
+    unique_keys = True
 
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self._depth = 0
+
+    def compose_mapping_node(self, anchor: Any) -> Any:
+        node = super().compose_mapping_node(anchor)
+        if self.unique_keys:
+            _check_unique_keys(self, node)
+        return node
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
@@ -87,6 +156,41 @@ def _check_expanded(root: yaml.Node) -> None:
         stack.extend((child, False) for child in children if id(child) not in size)
 
 
+class _LenientLoader(_BoundedLoader):
+    """The bounded loader that keeps a repeated key's last value (for model output, read like json.loads reads it)."""
+
+    unique_keys = False
+
+
+def _check_unique_keys(loader: yaml.SafeLoader, node: yaml.MappingNode) -> None:
+    """Refuse a mapping whose own keys (merged ``<<`` keys aside) repeat one, naming the key and both places."""
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = _key_value(loader, key_node)
+        first = seen.setdefault(key, key_node)
+        if first is not key_node:
+            a, b = first.start_mark, key_node.start_mark
+            where = (f"line {a.line + 1}, column {a.column + 1} and column {b.column + 1}" if a.line == b.line
+                     else f"lines {a.line + 1} and {b.line + 1}")
+            raise DuplicateKeyError(f"key {key_node.value!r} is given twice in one mapping ({where}); "
+                                    "keep one (YAML would silently apply the last)")
+
+
+def _key_value(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """The key as constructed (``1`` and ``0x1`` are one int key, ``'1'`` another), or its tag and text."""
+    construct = loader.yaml_constructors.get(node.tag)
+    if node.tag != "tag:yaml.org,2002:str" and construct is not None:
+        try:
+            value = construct(loader, node)
+            hash(value)
+            return (node.tag, value)
+        except Exception:  # a key its constructor refuses is refused when the mapping is built
+            pass
+    return (node.tag, node.value)
+
+
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
@@ -95,13 +199,17 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def load_yaml(text: str | bytes) -> Any:
-    """``yaml.safe_load`` bounded in depth and alias expansion.
+def load_yaml(text: str | bytes, unique_keys: bool = True) -> Any:
+    """``yaml.safe_load`` bounded in depth and alias expansion, refusing a mapping that repeats a key.
+
+    Args:
+        unique_keys: False keeps a repeated key's last value (model output, read as leniently as JSON is).
 
     Raises:
-        yaml.YAMLError: malformed YAML; `YAMLLimitError` for input past the bounds.
+        yaml.YAMLError: malformed YAML; `YAMLLimitError` for input past the bounds; `DuplicateKeyError` for a
+            repeated key.
     """
-    return yaml.load(text, Loader=_BoundedLoader)
+    return yaml.load(text, Loader=_BoundedLoader if unique_keys else _LenientLoader)
 
 
 def load_json(text: str | bytes) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from captrack.bounded import load_yaml
+from captrack.bounded import load_yaml, read_text
 from captrack.errors import InputError, UnknownNameError
 from captrack.metrics.registry import DIRECTIONS, get_metric
 from captrack.paths import taxonomy_path
@@ -169,7 +169,7 @@ def merge_taxonomy(taxonomy: Taxonomy, extra: str | Path) -> Taxonomy:
     """
     path = Path(extra)
     try:
-        raw = load_yaml(path.read_text(encoding="utf-8"))
+        raw = load_yaml(read_text(path))
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read the extra taxonomy: {exc}") from exc
     if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict):
@@ -204,7 +204,7 @@ def _with_members(path: Path, cap: Capability, raw_members: list[Any]) -> Capabi
 
 def _parse(path: Path) -> Taxonomy:
     try:
-        raw = load_yaml(path.read_text(encoding="utf-8"))
+        raw = load_yaml(read_text(path))
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read the taxonomy: {exc}") from exc
     if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict):

@@ -28,7 +28,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
-from captrack.bounded import load_yaml
+from captrack.bounded import load_yaml, read_text
 from captrack.errors import InputError
 from captrack.schemas import Margin, parse_config
 
@@ -113,7 +113,7 @@ def load_policy(path: str | Path) -> Policy:
     """
     path = Path(path)
     try:
-        raw = load_yaml(path.read_text(encoding="utf-8"))
+        raw = load_yaml(read_text(path))
     except OSError as exc:
         raise InputError(f"{path}: cannot read the gate policy ({exc.strerror or exc}); give a policy YAML file") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

@@ -61,7 +61,7 @@ def _structured(body: str, fmt: str) -> Any:
     if fmt == "json":
         return text.find_json_value(body)
     try:
-        return load_yaml(text.strip_fence(body))
+        return load_yaml(text.strip_fence(body), unique_keys=False)  # a model's answer: the last of a repeated key, as JSON
     except yaml.YAMLError as exc:
         raise ValueError(str(exc)) from exc
 

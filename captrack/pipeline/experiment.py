@@ -51,7 +51,7 @@ from typing import Any
 import yaml
 
 from captrack.backends import check_model_name
-from captrack.bounded import load_yaml
+from captrack.bounded import load_yaml, read_text
 from captrack.errors import InputError, UnknownNameError
 from captrack.labels import VariantLabels
 from captrack.paths import expand_path
@@ -275,7 +275,7 @@ def load_experiment(path: str | Path) -> Experiment:
     """
     source = Path(path).resolve()
     try:
-        raw = load_yaml(source.read_text(encoding="utf-8"))
+        raw = load_yaml(read_text(source))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{source}: cannot read the experiment: {exc}") from exc
     where = str(source)

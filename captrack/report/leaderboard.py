@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from captrack.bounded import load_yaml
+from captrack.bounded import load_yaml, read_text
 from captrack.errors import InputError
 from captrack.paths import expand_path
 from captrack.report.board_spec import LeaderboardSpec
@@ -45,7 +45,7 @@ def load_spec(folder: str | Path) -> LeaderboardSpec:
     root = Path(folder).resolve()
     path = root / "leaderboard.yaml"
     try:
-        raw = load_yaml(path.read_text(encoding="utf-8"))
+        raw = load_yaml(read_text(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read the leaderboard definition: {exc}") from exc
     return parse_spec(raw, root)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from captrack.bounded import load_json
+from captrack.bounded import load_json, read_text
 from captrack.errors import InputError
 from captrack.schemas import MAX_STEP
 
@@ -63,7 +63,7 @@ def training_position(folder: str | Path, from_name: bool = False) -> TrainingPo
         is_file = False
     if is_file:
         try:
-            data = load_json(state.read_text(encoding="utf-8"))
+            data = load_json(read_text(state))
         except (OSError, ValueError) as exc:
             raise InputError(f"{state}: not a readable trainer state ({exc}); fix or delete it, or give --step") from exc
         step = data.get("global_step") if isinstance(data, dict) else None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from captrack.bounded import load_json
+from captrack.bounded import MAX_DATA_BYTES, load_json, read_bytes
 from captrack.errors import InputError
 
 __all__ = [
@@ -162,7 +162,7 @@ def discover_runs(path: str | Path) -> list[Run]:
 
 def _read_run(results_path: Path) -> Run:
     try:
-        raw_bytes = results_path.read_bytes()
+        raw_bytes = read_bytes(results_path, MAX_DATA_BYTES)
         data = load_json(raw_bytes)
     except (OSError, ValueError) as exc:  # ValueError: invalid JSON or bytes that are not UTF-8
         raise InputError(f"{results_path}: not a readable lm-eval results file: {exc}") from exc
