@@ -7,13 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPORT_FILES", "add_gate_options", "add_gate_parser", "apply_policy", "gate_comparisons", "item_limit",
-           "read_tables", "wants_gate"]
+__all__ = ["REPORT_FILES", "add_gate_options", "add_gate_parser", "apply_policy", "check_report_folder",
+           "gate_comparisons", "item_limit", "read_tables", "wants_gate"]
 
 REPORT_FILES = ("gate.md", "gate.json", "gate-junit.xml")
 """What a gate writes into its report folder: Markdown, JSON and JUnit XML."""
-_TABLES = {"capabilities.csv": ("variant", "level", "key"), "drift.csv": ("variant", "task", "metric", "direction"),
-           "transitions.csv": ("variant", "task", "metric", "n", "n_10", "n_01")}
 
 
 def add_gate_parser(sub: Any) -> None:
@@ -34,14 +32,17 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
 
 
 def wants_gate(args: argparse.Namespace) -> bool:
-    """Whether `args` asks for a gate (`--fail-on` or `--gate`); a policy is read here, before any work starts."""
+    """Whether `args` asks for a gate (`--fail-on` or `--gate`); the policy is read here, once, and the report folder
+    checked, before any work starts (the policy read is kept on `args` for the decision: a FIFO is read once)."""
     from captrack.errors import InputError
     from captrack.gate.policy import load_policy
 
     if getattr(args, "gate_report", None) and not getattr(args, "gate", None):
         raise InputError("--gate-report DIR goes with --gate POLICY.yaml (nothing was run)")
     if getattr(args, "gate", None):
-        load_policy(args.gate)
+        args.gate_policy = load_policy(args.gate)
+        if getattr(args, "gate_report", None):
+            check_report_folder(args.gate_report, "nothing was run")
     return bool(args.fail_on or getattr(args, "gate", None))
 
 
@@ -56,7 +57,8 @@ def item_limit(args: argparse.Namespace) -> int:
 
 def gate_comparisons(console: Any, comparisons: list[Any], args: argparse.Namespace) -> int:
     """The exit status of `--fail-on` and `--gate` on comparisons computed in this process (never read from files):
-    GATE_EXIT if either fails, else WARN_EXIT if a strict policy warns, else 0."""
+    GATE_EXIT if either fails, else WARN_EXIT if a strict policy warns, else 0. Where both gates ran and the
+    exit differs from the policy's own, a last line says the exit and why."""
     import pandas as pd
 
     from captrack.gate.fail_on import gate
@@ -68,19 +70,28 @@ def gate_comparisons(console: Any, comparisons: list[Any], args: argparse.Namesp
     statuses = [gate(console, capabilities, args.fail_on, drift)]
     if getattr(args, "gate", None):
         transitions = pd.concat([c.transitions for c in comparisons], ignore_index=True)
-        statuses.append(apply_policy(console, args.gate, capabilities, drift, transitions, args.gate_report, comparisons))
-    return max(statuses, key=lambda s: (s == 3, s != 0))
+        policy = getattr(args, "gate_policy", None) or args.gate
+        statuses.append(apply_policy(console, policy, capabilities, drift, transitions, args.gate_report, comparisons))
+    status = max(statuses, key=lambda s: (s == 3, s != 0))
+    if len(statuses) == 2 and status != statuses[1]:
+        console.print(f"exit {status}: --fail-on {args.fail_on} gave {statuses[0]}, the policy {statuses[1]} "
+                      "(either gate failing gives 3)", highlight=False, markup=False)
+    return status
 
 
-def apply_policy(console: Any, policy_path: str, capabilities: Any, drift: Any, transitions: Any,
+def apply_policy(console: Any, policy: Any, capabilities: Any, drift: Any, transitions: Any,
                  report: str | None, comparisons: Sequence[Any] = ()) -> int:
-    """Apply a policy file to a comparison's tables, print each rule that did not pass and the decisions,
-    write the report files when asked (with the texts of items that got worse where `comparisons`, computed in
-    this process, carry them); returns the exit status (captrack.gate.outcomes)."""
+    """Apply a policy (a `Policy`, or the path of its file) to a comparison's tables: write the report files when
+    asked (with the texts of items that got worse where `comparisons`, computed in this process, carry them), then
+    print each rule that did not pass and the decisions; returns the exit status (captrack.gate.outcomes).
+
+    The report folder is checked before anything is decided, and the decision is printed only once the reports are
+    written, so the exit it prints is the exit the command returns.
+    """
     from captrack.files import write_atomic
     from captrack.gate.items import flipped_items
     from captrack.gate.outcomes import evaluate
-    from captrack.gate.policy import load_policy
+    from captrack.gate.policy import Policy, load_policy
     from captrack.gate.report_files import (
         gate_json,
         gate_junit,
@@ -89,27 +100,37 @@ def apply_policy(console: Any, policy_path: str, capabilities: Any, drift: Any, 
         rule_flips,
     )
 
-    result = evaluate(load_policy(policy_path), capabilities, drift)
-    for outcome in result.outcomes:
-        if outcome.outcome != "pass":
-            style = "red" if outcome.counts and outcome.outcome in ("block", "missing") else "yellow"
-            console.print(f"[{style}]{outcome.outcome}:[/] " + _plain(outcome_line(outcome)), highlight=False)
-    decided = ", ".join(f"{variant}: {decision}" for variant, decision in result.decisions.items())
-    console.print(f"gate {policy_path}: {len(result.policy.rules)} rule(s), {decided} (exit {result.exit_status})",
-                  highlight=False, markup=False)
-    if report:
-        folder = _report_folder(report)
+    policy = policy if isinstance(policy, Policy) else load_policy(policy)
+    folder = check_report_folder(report, "nothing was decided") if report else None
+    result = evaluate(policy, capabilities, drift)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
         keys = {(o.variant, task, metric) for o in result.outcomes for task, metric, *_ in rule_flips(o, transitions, drift)}
         items = flipped_items(comparisons, keys) if comparisons and keys else {}
         texts = (gate_markdown(result, transitions, drift, items), gate_json(result), gate_junit(result))
         for name, text in zip(REPORT_FILES, texts, strict=True):
             write_atomic(folder / name, text)
+    for outcome in result.outcomes:
+        if outcome.outcome != "pass":
+            style = "red" if outcome.counts and outcome.outcome in ("block", "missing") else "yellow"
+            console.print(f"[{style}]{outcome.outcome}:[/] " + _plain(outcome_line(outcome)), highlight=False)
+    decided = ", ".join(f"{variant}: {decision}" for variant, decision in result.decisions.items())
+    console.print(f"gate {policy.source}: {len(policy.rules)} rule(s), {decided} (exit {result.exit_status})",
+                  highlight=False, markup=False)
+    if folder is not None:
         console.print(f"wrote {', '.join(REPORT_FILES)} to {folder}", highlight=False, markup=False)
     return result.exit_status
 
 
-def _report_folder(report: str) -> Path:
-    """The report folder, created; refused inside a comparison or board folder (its next write replaces it whole)."""
+def check_report_folder(report: str, said: str) -> Path:
+    """The report folder, checked (not created): refused inside a comparison or board folder (its next write replaces it
+    whole), where it is a file, or where it could not be created or written; `said` ends the message.
+
+    Raises:
+        InputError: the folder cannot take the report files.
+    """
+    import os
+
     from captrack.errors import InputError
     from captrack.report.ownership import MANIFEST
 
@@ -117,8 +138,13 @@ def _report_folder(report: str) -> Path:
     for parent in (folder.resolve(), *folder.resolve().parents):
         if (parent / MANIFEST).is_file() or (parent / "leaderboard.yaml").is_file():
             raise InputError(f"{report}: inside {parent}, a folder captrack writes whole (its next comparison or board "
-                             "would refuse a folder it did not write); give a gate report folder outside it")
-    folder.mkdir(parents=True, exist_ok=True)
+                             f"would refuse a folder it did not write); give a gate report folder outside it ({said})")
+    existing = next((p for p in (folder, *folder.parents) if p.exists() or p.is_symlink()), Path("."))
+    if not existing.is_dir():
+        where = "is" if existing == folder else f"is inside {existing}, which is"
+        raise InputError(f"{report}: {where} not a folder; give a folder for the gate report ({said})")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{report}: cannot write in {existing} (permission denied); give a folder you can write ({said})")
     return folder
 
 
@@ -129,36 +155,14 @@ def _plain(text: str) -> str:
 
 
 def read_tables(folder: str | Path) -> tuple[Any, Any, Any]:
-    """(capabilities, drift, transitions) of a comparison or board folder; transitions None where absent.
+    """(capabilities, drift, transitions) of a comparison or board folder (captrack.gate.folder.read_tables).
 
     Raises:
-        InputError: the folder is missing, has neither capabilities.csv nor drift.csv, or a table lacks a column.
+        InputError: a folder the gate cannot read in full; nothing is decided.
     """
-    import pandas as pd
+    from captrack.gate.folder import read_tables as read
 
-    from captrack.errors import InputError
-
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(f"{folder}: no such folder; give the --out folder of `captrack compare` or a board folder")
-    tables: dict[str, Any] = {}
-    for name, columns in _TABLES.items():
-        path = folder / name
-        if not path.is_file():
-            tables[name] = None
-            continue
-        try:
-            table = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={c: str for c in columns[:3]})
-        except (OSError, ValueError, pd.errors.ParserError) as exc:
-            raise InputError(f"{path}: cannot read it as a captrack table ({str(exc).splitlines()[0]})") from None
-        lacking = [c for c in columns if c not in table.columns]
-        if lacking:
-            raise InputError(f"{path}: no column {', '.join(repr(c) for c in lacking)}; is it a captrack comparison's {name}?")
-        tables[name] = table
-    if tables["capabilities.csv"] is None and tables["drift.csv"] is None:
-        raise InputError(f"{folder}: holds neither capabilities.csv nor drift.csv; give the --out folder of "
-                         "`captrack compare` or a board folder")
-    return tables["capabilities.csv"], tables["drift.csv"], tables["transitions.csv"]
+    return read(folder)
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
@@ -166,7 +170,9 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
     from captrack.gate.policy import load_policy
 
-    load_policy(args.policy)  # a bad policy is refused before the tables are read
+    policy = load_policy(args.policy)  # read once (a FIFO included); a bad policy is refused before the tables are read
+    if args.report:
+        check_report_folder(args.report, "nothing was decided")
     console = Console(stderr=True, soft_wrap=True)
     capabilities, drift, transitions = read_tables(args.comparison)
-    return apply_policy(console, args.policy, capabilities, drift, transitions, args.report)
+    return apply_policy(console, policy, capabilities, drift, transitions, args.report)

@@ -14,7 +14,8 @@ Per cell, with the rule's margin M (the relative guard makes it min(M, share x b
   family), or a change whose 90% CI reaches below −M (inconclusive at this margin);
 - **pass**: improved, or the 90% CI lies above −M (equivalent, or better, within the margin: the lower
   half of the verdicts' equivalence test);
-- **missing**: the comparison has no row, or no verdict (aggregate scores), for the target.
+- **missing**: the comparison has no row for the target, did not measure it, or measured it without a per-item
+  CI (aggregate scores): no verdict, the reason saying which.
 A rule's outcome is its worst cell's (block, missing, warn, pass).
 
 Decision per variant: **fail** where a critical or supporting rule blocks, or a required one is missing;
@@ -192,7 +193,7 @@ def _cell(rule: Rule, row: dict[str, Any], holm_rejects: bool) -> Cell:
     ci95 = (_number(row, "change_ci_low"), _number(row, "change_ci_high"))
     ci90 = (_number(row, "change_ci90_low"), _number(row, "change_ci90_high"))
     if verdict not in _VERDICTS or any(math.isnan(x) for x in (change, *ci95, *ci90)):
-        outcome, reason = "missing", "no verdict (the comparison has no per-item CI for it)"
+        outcome, reason = "missing", _no_verdict(row)
     elif holm_rejects and ci95[1] < -margin:
         outcome, reason = "block", f"regressed beyond the margin: the whole 95% CI lies below −{margin:g}"
     elif verdict == "regressed":
@@ -206,6 +207,14 @@ def _cell(rule: Rule, row: dict[str, Any], holm_rejects: bool) -> Cell:
         outcome, reason = "warn", f"inconclusive: the 90% CI reaches below −{margin:g}"
     return Cell(str(row["key"]), str(row.get("change_unit") or "points"), change, ci95, ci90, verdict,
                 _p_regressed(row), margin, holm_rejects, outcome, reason)
+
+
+def _no_verdict(row: dict[str, Any]) -> str:
+    """Why a row the comparison holds has no verdict: nothing of it was measured, or no per-item CI."""
+    if math.isnan(_number(row, "base_value")) or math.isnan(_number(row, "variant_value")):
+        return "not measured: the comparison has no score of it for this variant"
+    return ("no verdict: measured without a per-item CI (aggregate scores, or items left unscored), so the gate "
+            "cannot tell a regression from noise; gate a comparison of per-item results (lm-eval --log_samples)")
 
 
 def _rule_outcome(rule: Rule, cells: tuple[Cell, ...]) -> tuple[str, str]:

@@ -4,15 +4,17 @@ JUnit XML: one `<testsuite>` per variant, one `<testcase>` per rule (name: the r
 A rule that fails the decision (block, or a required rule missing, in a critical or supporting tier) carries a
 `<failure>` whose type is its outcome; a rule whose target is missing and not required is `<skipped>`; every
 other rule (pass, warn, and advisory outcomes) passes, its outcome and numbers in `<system-out>`, a warning
-starting with ``WARN``. The file validates against the Jenkins xunit plugin's JUnit schema (junit-10.xsd,
-tests/gate/junit-10.xsd), the format GitLab (`artifacts:reports:junit`), Jenkins (`junit` step) and the
-GitHub Actions test reporters (dorny/test-reporter, mikepenz/action-junit-report) read.
+starting with ``WARN``. Characters XML 1.0 cannot hold (control characters of a task or variant name, reachable
+through an imported task name) are written as ``\\xNN`` text, so the file is always well-formed. It validates against
+the JUnit ("junit-10") schema that GitLab (`artifacts:reports:junit`), Jenkins (`junit` step) and the GitHub
+Actions test reporters (dorny/test-reporter, mikepenz/action-junit-report) read (tests/gate/junit.xsd).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +30,13 @@ from captrack.report.numbers import ci_text, signed
 __all__ = ["gate_json", "gate_junit", "gate_markdown", "outcome_line", "rule_flips"]
 
 _MARK = {"pass": "pass", "warn": "WARN", "block": "BLOCK", "missing": "MISSING"}
+# What XML 1.0 cannot hold: controls other than tab, newline and carriage return, lone surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """`text` with each character XML 1.0 cannot hold written as its code (``\\x01``, ``\\ud800``)."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def _cell_text(cell: Cell) -> str:
@@ -149,17 +158,17 @@ def gate_junit(result: GateResult) -> str:
     total = failed = 0
     for variant in result.decisions:
         outcomes = result.for_variant(variant)
-        suite = ET.SubElement(root, "testsuite", name=f"captrack gate: {variant}")
+        suite = ET.SubElement(root, "testsuite", name=_xml(f"captrack gate: {variant}"))
         failures = skipped = 0
         for o in outcomes:
-            case = ET.SubElement(suite, "testcase", name=o.rule.label, classname=f"captrack.gate.{variant}")
+            case = ET.SubElement(suite, "testcase", name=_xml(o.rule.label), classname=_xml(f"captrack.gate.{variant}"))
             if o.counts and (o.outcome == "block" or (o.outcome == "missing" and o.rule.required)):
-                ET.SubElement(case, "failure", type=o.outcome, message=o.reason).text = outcome_line(o)
+                ET.SubElement(case, "failure", type=o.outcome, message=_xml(o.reason)).text = _xml(outcome_line(o))
                 failures += 1
             elif o.outcome == "missing" and not o.rule.required:
-                ET.SubElement(case, "skipped", message=o.reason)
+                ET.SubElement(case, "skipped", message=_xml(o.reason))
                 skipped += 1
-            ET.SubElement(case, "system-out").text = outcome_line(o)
+            ET.SubElement(case, "system-out").text = _xml(outcome_line(o))
         suite.set("tests", str(len(outcomes)))
         suite.set("failures", str(failures))
         suite.set("errors", "0")

@@ -1,9 +1,8 @@
 """A release gate with a policy file: outcomes and decisions on runs built to have them, on the demo's
-committed board, and its JUnit XML checked against the Jenkins xunit plugin's JUnit schema.
+committed board, and its JUnit XML checked against the JUnit schema.
 
-The schema is tests/gate/junit-10.xsd: the Jenkins xunit plugin's junit-10.xsd (Gregory Boissinot, MIT), taken
-unchanged from the pytest 8.3.3 sdist (testing/example_scripts/junit-10.xsd, where pytest checks its own
---junitxml output against it). GitLab, Jenkins and the GitHub Actions JUnit reporters read this format.
+The schema is tests/gate/junit.xsd, the JUnit ("junit-10") layout GitLab, Jenkins and the GitHub Actions JUnit
+reporters read, written for these tests; tests/gate/conftest.py checks every gate-junit.xml a gate test writes.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fakeruns import FakeTask, write_run
+from gate_junit_schema import validated_junit
 from lxml import etree
 
 from captrack.cli import main
@@ -24,7 +24,6 @@ from captrack.gate.outcomes import evaluate
 from captrack.gate.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = Path(__file__).with_name("junit-10.xsd")
 DEMO = ROOT / "leaderboards" / "demo"
 FACTS, LOGIC, CONSTRAINTS = "captrack_probe_c1_facts", "captrack_probe_c2_logic", "captrack_probe_h1_constraints"
 PRIVATE = "acme_private_qa"  # an lm-eval task of the user's, outside captrack's taxonomy
@@ -120,10 +119,7 @@ def test_the_margin_splits_warn_from_block(compared: Path, tmp_path: Path) -> No
 
 
 def _validated(xml: bytes) -> etree._ElementTree:
-    schema = etree.XMLSchema(etree.parse(str(SCHEMA)))
-    document = etree.ElementTree(etree.fromstring(xml))
-    schema.assertValid(document)
-    return document
+    return validated_junit(xml)
 
 
 def test_compare_with_gate_writes_markdown_json_and_junit_that_validates(compared: Path, tmp_path: Path) -> None:
