@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from captrack.errors import InputError
-from captrack.pipeline.executors import Executor, JobState, JobStatus, executor
+from captrack.pipeline.executors import Executor, JobRecord, JobState, JobStatus, executor
 from captrack.pipeline.jobs import StageJob, WorkerReport, rank_command, worker_command
 from captrack.pipeline.workers import latest_line, log_tail, slug
 from captrack.processes import spawn, usable_cores, worker_count
@@ -66,27 +66,60 @@ def _size(text: str, where: str) -> int:
         raise InputError(f"{where}: GPU memory {text!r}: {str(exc).split(': ', 1)[-1]}") from None
 
 
+MAX_GPUS = 4096
+"""The most GPUs an inventory may name (no node has more; a larger count is a typo)."""
+_GPU_ID = re.compile(r"\d{1,6}|(?:GPU|MIG)-[0-9A-Za-z][0-9A-Za-z/-]*")
+"""What CUDA_VISIBLE_DEVICES takes: an index, or a GPU-/MIG- UUID."""
+
+
 def _parse_inventory(text: str, where: str) -> list[Gpu]:
-    """``2x80GB`` / ``2`` / ``0:80GB,1:80GB`` / ``0`` as GPUs (InputError naming `where` otherwise)."""
+    """``2x80GB`` / ``2`` / ``0:80GB,1:80GB`` / ``0`` as GPUs (InputError naming `where` otherwise).
+
+    Raises:
+        InputError: no inventory, more than MAX_GPUS GPUs, an id that is no GPU index or UUID (``true``, ``-1``),
+            or one id given twice.
+    """
     text = text.strip()
+    shown = text if len(text) <= 60 else text[:57] + "..."
     counted = re.fullmatch(r"(\d+)(?:x(.+))?", text)
     if counted:
+        if len(counted.group(1)) > 6 or int(counted.group(1)) > MAX_GPUS:
+            raise InputError(f"{where}: {shown!r} names {counted.group(1)[:20]} GPUs; a node has at most {MAX_GPUS}: give the "
+                             "count of this node's GPUs, e.g. 2x80GB")
         memory = _size(counted.group(2), where) if counted.group(2) else 0
         return [Gpu(str(i), memory) for i in range(int(counted.group(1)))]
-    gpus = []
+    gpus: list[Gpu] = []
     for part in text.split(","):
         ident, _, size = part.strip().partition(":")
-        if not ident or not re.fullmatch(r"[\w-]+", ident):
-            raise InputError(f"{where}: {text!r} is no GPU inventory; give 2x80GB, 0:80GB,1:80GB or 0 (none)")
+        ident = ident.strip()
+        if not _GPU_ID.fullmatch(ident):
+            raise InputError(f"{where}: {shown!r} is no GPU inventory ({ident[:20]!r} is no GPU id: an index such as 0 or a "
+                             "GPU-/MIG- UUID); give 2x80GB, 0:80GB,1:80GB or 0 (none)")
+        if any(g.id == ident for g in gpus):
+            raise InputError(f"{where}: {shown!r} names GPU {ident} twice; name each GPU once, e.g. 0:80GB,1:80GB")
+        if len(gpus) >= MAX_GPUS:
+            raise InputError(f"{where}: names more than {MAX_GPUS} GPUs; a node has at most {MAX_GPUS}")
         gpus.append(Gpu(ident, _size(size, where) if size else 0))
     return gpus
+
+
+def _gpus_option(value: Any) -> str:
+    """``executor.gpus`` as inventory text: text or a whole count (a bool, a float or a list is refused).
+
+    Raises:
+        InputError: anything else.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputError(f"executor: local, gpus: {value!r} is no GPU inventory; give text such as \"2x80GB\" or "
+                         "\"0:80GB,1:80GB\", or a count (0: none)")
+    return str(value)
 
 
 def gpu_inventory(options: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> list[Gpu]:
     """The GPUs jobs may use: ``executor.gpus``, else CAPTRACK_GPUS, else the node's (torch.cuda; none without CUDA)."""
     env = os.environ if env is None else env
     if options and options.get("gpus") is not None:
-        return _parse_inventory(str(options["gpus"]), "executor: local, gpus")
+        return _parse_inventory(_gpus_option(options["gpus"]), "executor: local, gpus")
     if env.get(GPUS_ENV, "").strip():
         return _parse_inventory(env[GPUS_ENV], GPUS_ENV)
     try:
@@ -121,15 +154,36 @@ class LocalExecutor(Executor):
 
     def __init__(self, work: Any, options: Mapping[str, Any], log: Any = print) -> None:
         super().__init__(work, options, log)
+        self.check_options(self.options, "the experiment")
         self.gpus = gpu_inventory(self.options)
         workers = self.options.get("workers")
-        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
-            raise InputError(f"executor: local, workers: {workers!r}: give a whole number ≥ 1")
         self.slots = int(workers) if workers else worker_count(10**6, usable_cores())
         self.queue: list[tuple[StageJob, Path]] = []
         self.running: dict[str, _Running] = {}
         self.finished: list[JobStatus] = []
         self.host = socket.gethostname()
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any], where: str) -> None:
+        """Unknown keys, ``workers`` that is no whole number ≥ 1 and a ``gpus`` that is no inventory are refused
+        before any work (a dry run included)."""
+        super().check_options(options, where)
+        workers = options.get("workers")
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+            raise InputError(f"{where}: executor: local, workers: {workers!r}: give a whole number ≥ 1 (worker processes "
+                             "at once), or leave it out for one per usable core")
+        if options.get("gpus") is not None:
+            gpu_inventory(options, env={})
+
+    @classmethod
+    def still_out(cls, record: JobRecord) -> bool:
+        """Local jobs die with their driver: one whose driver is gone, or recorded running whose worker (its PID,
+        running this job's spec) is gone, ended (killed with `captrack run`, or the machine restarted)."""
+        if record.driver.isdigit() and not _alive(int(record.driver)):
+            return False
+        if record.state == JobState.RUNNING.value:
+            return record.job_id.isdigit() and _alive(int(record.job_id), record.job)
+        return True
 
     def describe(self) -> str:
         if self.gpus:
@@ -265,6 +319,25 @@ def release(gpus: list[Gpu], job: StageJob) -> None:
             alone = _alone(gpu, job.needs.gpu_memory)
             gpu.planned -= 0 if alone else job.needs.gpu_memory
             gpu.exclusive = gpu.exclusive and not alone
+
+
+def _alive(pid: int, mentions: str = "") -> bool:
+    """Whether process `pid` runs (not a zombie) and, where /proc tells, its command line mentions `mentions`."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: alive
+    except (OverflowError, OSError):
+        return False
+    proc = Path("/proc") / str(pid)
+    try:
+        if proc.joinpath("stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X"):
+            return False
+        return not mentions or mentions in proc.joinpath("cmdline").read_bytes().decode("utf-8", "replace")
+    except (OSError, IndexError):
+        return True  # no /proc here: the PID answering is all that is known
 
 
 def _free_port() -> int:

@@ -61,21 +61,68 @@ _GONE_AFTER_S = 60.0
 """A job Slurm knows nothing of this long after its submission is gone (its record was purged, or it never ran)."""
 
 
+_SLURM_TIME = re.compile(r"(?:(?P<days>\d{1,4})-(?P<dh>\d{1,2})(?::(?P<dm>\d{1,2})(?::(?P<ds>\d{1,2}))?)?"
+                         r"|(?P<h>\d{1,6}):(?P<m>\d{1,2}):(?P<s>\d{1,2}))")
+"""Slurm's time forms beyond plain minutes: days-hours[:minutes[:seconds]] and hours:minutes:seconds."""
+MAX_MINUTES = 366 * 1440
+"""The longest wall-time limit taken (a year; beyond that it is a typo)."""
+
+
 def _minutes(value: Any, where: str) -> int:
-    """A wall-time limit in minutes: a whole number of minutes, or ``[D-]HH:MM[:SS]`` text.
+    """A wall-time limit in minutes: a whole number of minutes, or Slurm's ``D-HH[:MM[:SS]]`` / ``HH:MM:SS`` text.
+
+    Minutes and seconds must be under 60 and hours under 24 after days (``25:99`` is refused, as sbatch would). The
+    two-part ``A:B`` is refused as ambiguous (Slurm reads minutes:seconds; ``04:00`` is often meant as four hours).
 
     Raises:
         InputError: anything else, naming `where`.
     """
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    hint = "give minutes (e.g. 240) or [D-]HH:MM:SS (e.g. time: \"04:00:00\")"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip()) if len(value.strip()) < 10 else MAX_MINUTES + 1
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 < value <= MAX_MINUTES:
+            raise InputError(f"{where}: executor time {value!r} is not a wall-time limit in minutes between 1 and "
+                             f"{MAX_MINUTES}; {hint}")
         return value
-    match = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d{2})(?::(\d{2}))?", str(value).strip())
-    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
-        return int(value)
+    match = _SLURM_TIME.fullmatch(value.strip()) if isinstance(value, str) else None
     if not match:
-        raise InputError(f"{where}: executor time {value!r} is neither minutes nor [D-]HH:MM:SS (e.g. time: \"04:00:00\")")
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return max(1, days * 1440 + hours * 60 + minutes + (1 if seconds else 0))
+        said = " (Slurm reads A:B as minutes:seconds)" if isinstance(value, str) and re.fullmatch(r"\s*\d+:\d+\s*", value) else ""
+        raise InputError(f"{where}: executor time {value!r} is neither minutes nor [D-]HH:MM:SS{said}; {hint}")
+    days, hours = int(match["days"] or 0), int(match["dh"] or match["h"] or 0)
+    minutes, seconds = int(match["dm"] or match["m"] or 0), int(match["ds"] or match["s"] or 0)
+    if minutes >= 60 or seconds >= 60 or (match["days"] is not None and hours >= 24):
+        raise InputError(f"{where}: executor time {value!r} is no Slurm time (minutes and seconds under 60, hours under "
+                         f"24 after days); {hint}")
+    total = days * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+    if not 0 < total <= MAX_MINUTES:
+        raise InputError(f"{where}: executor time {value!r} is not between 1 minute and {MAX_MINUTES // 1440} days; {hint}")
+    return total
+
+
+def _field(value: Any, key: str, where: str) -> str:
+    """A partition, account, qos or constraint as one line of text: a control character (a newline would end the
+    ``#SBATCH`` line and run the rest as a shell line of the batch script) is refused.
+
+    Raises:
+        InputError: text holding a character that is not printable, or a value that is no text or number.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputError(f"{where}: executor {key} must be text (a Slurm {key} name), not {value!r}")
+    text = str(value)
+    if not text.strip() or not text.isprintable():
+        raise InputError(f"{where}: executor {key} {text!r} holds a line break, a control character or nothing; "
+                         f"give one Slurm {key} name on one line")
+    return text
+
+
+def _number(value: Any, key: str, what: str, where: str) -> float:
+    """A finite positive number (`value` of `key`); inf, nan, 0, a negative, a bool or text is refused."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{where}: executor {key} must be a positive number of {what}, not {value!r}")
+    return value
 
 
 def _lines(value: Any, key: str, where: str) -> list[str]:
@@ -119,12 +166,9 @@ def sbatch_parameters(options: Mapping[str, Any], job: StageJob, where: str = "t
         params["gpus_per_node"] = gpus
     for key in ("partition", "account", "qos", "constraint"):
         if options.get(key) is not None:
-            params[key] = str(options[key])
+            params[key] = _field(options[key], key, where)
     if options.get("mem_gb") is not None:
-        mem = options["mem_gb"]
-        if not isinstance(mem, (int, float)) or isinstance(mem, bool) or mem <= 0:
-            raise InputError(f"{where}: executor mem_gb must be a positive number of GB, not {mem!r}")
-        params["mem_gb"] = mem
+        params["mem_gb"] = _number(options["mem_gb"], "mem_gb", "GB", where)
     extra = _sbatch_lines(_lines(options.get("sbatch"), "sbatch", where), where)
     if extra:
         params["additional_parameters"] = extra
@@ -170,6 +214,7 @@ class SlurmExecutor(Executor):
     """Stage jobs as Slurm batch jobs (see the module docstring)."""
 
     poll_every_s = 1.0
+    can_detach = True
     options_allowed = ("partition", "account", "qos", "time", "gpus", "cpus", "mem_gb", "constraint", "sbatch", "setup",
                        "python", "poll_s")
 
@@ -187,9 +232,7 @@ class SlurmExecutor(Executor):
         """Unknown keys (close ones named) and values that cannot be used are refused before any work."""
         super().check_options(options, where)
         sbatch_parameters(options, StageJob("evaluate", "check", "check", {}), where)
-        poll = options.get("poll_s", 5.0)
-        if not isinstance(poll, (int, float)) or isinstance(poll, bool) or poll <= 0:
-            raise InputError(f"{where}: executor poll_s must be a positive number of seconds, not {poll!r}")
+        _number(options.get("poll_s", 5.0), "poll_s", "seconds", where)
 
     def describe(self) -> str:
         """Where the jobs go and where their logs are."""
