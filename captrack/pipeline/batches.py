@@ -48,13 +48,24 @@ def _executor(experiment: Experiment, runs: Runs, console: Console) -> Executor:
 
 
 def check_executor(experiment: Experiment, runs: Runs) -> None:
-    """Refuse an unknown executor or option before any work (UnknownNameError naming the close ones)."""
+    """Refuse an unknown executor or option (UnknownNameError naming the close ones), a value it cannot use, or
+    ``--detach`` where its jobs end with the run, before any work.
+
+    Raises:
+        UnknownNameError / InputError: with what to do.
+    """
+    from captrack.errors import InputError
     from captrack.pipeline.executors import EXECUTORS
 
     block = dict(experiment.executor)
     named = str(block.pop("name", "local"))
     name = runs.executor or named
-    EXECUTORS.get(name).check_options(block if name == named else {}, str(experiment.source))
+    cls = EXECUTORS.get(name)
+    cls.check_options(block if name == named else {}, str(experiment.source))
+    if runs.detach and not cls.can_detach:
+        raise InputError(f"{experiment.source}: --detach needs an executor whose jobs run on without `captrack run` "
+                         f"(slurm); the {name} executor's workers end with the run, so nothing was started: run without "
+                         "--detach, or choose executor: {name: slurm} (or --executor slurm)")
 
 
 def run_here(stage: Stage, console: Console, finish: Finish) -> None:

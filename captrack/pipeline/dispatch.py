@@ -7,14 +7,14 @@ driver's record of that very job (same id, same executor) says it is still known
 recorded (``<id>.record.json``); a DONE job's stage gets its marker with its placement (executor, job id,
 host, GPUs); a FAILED or CANCELLED job fails its stage, and the stages that need it, while independent
 stages go on; the batch then raises naming each failure. Ctrl-C or an error cancels the jobs still queued
-or running, unless the run was detached.
+or running, unless the run was detached, and records them as ``stopped``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -29,7 +29,10 @@ from captrack.pipeline.workers import PROGRESS_EVERY_S, show_stage_warnings, slu
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Batch", "run_jobs"]
+__all__ = ["STOPPED", "Batch", "run_jobs"]
+
+STOPPED = "stopped"
+"""The recorded state of a job the run cancelled when it was stopped (Ctrl-C, an error) before the job ended."""
 
 Finish = Callable[[Stage, float, Placement | None], None]
 
@@ -62,7 +65,7 @@ def _hand_on(batch: Batch, stage: Stage, executor: Executor, work: WorkFolder, t
     spec = job.write(work.job_spec(job.id))
     record = JobRecord.read(work, job.id)
     status = None
-    if record is not None and record.executor == executor.name and record.state not in ("failed", "cancelled"):
+    if record is not None and record.executor == executor.name and record.state in ("queued", "running", "done"):
         status = executor.attach(record)
         if status is not None:
             console.print(f"[dim]{escape(stage.title)}: re-attached to {executor.name} job {escape(status.job_id)} "
@@ -79,6 +82,15 @@ def _record(batch: Batch, executor: Executor, work: WorkFolder, status: JobStatu
     if before is None or (before.state, before.job_id, before.host) != (status.state, status.job_id, status.host):
         JobRecord.of(executor.name, status).write(work)
     batch.seen[status.job] = status
+
+
+def _record_stopped(batch: Batch, executor: Executor, work: WorkFolder) -> None:
+    """Ctrl-C or an error ended the run and its executor cancelled the jobs still out: their records say ``stopped``
+    (what ``--status`` shows; the next run submits them again), never the ``running`` they were."""
+    for job in batch.submitted:
+        seen = batch.seen.get(job)
+        if seen is not None:
+            replace(JobRecord.of(executor.name, seen), state=STOPPED).write(work)
 
 
 def _ended(batch: Batch, status: JobStatus, executor: Executor, work: WorkFolder, console: Console, finish: Finish) -> None:
@@ -152,6 +164,8 @@ def run_jobs(work: WorkFolder, stages: list[Stage], executor: Executor, threads:
         ended = True
     finally:
         executor.close(cancel=not ended and not detach)
+        if not ended and not detach:
+            _record_stopped(batch, executor, work)
     logs = [work.log(slug(s.title)) for s in stages if work.log(slug(s.title)).is_file()]
     if logs:
         show_stage_warnings(logs, console)

@@ -182,8 +182,22 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise UnknownNameError(f"training method of {entry.name!r}", str(train.get("method")), TRAIN_METHODS)
     if not source and not train and not entry.model_args.get("pretrained"):
         raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained, a train recipe or an import")
-    return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), train=train,
+    model_args = dict(entry.model_args)
+    if isinstance(model_args.get("pretrained"), str):
+        model_args["pretrained"] = _beside(model_args["pretrained"], folder)
+    return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
                       source=source, base=entry.base)
+
+
+def _beside(pretrained: str, folder: Path) -> str:
+    """A relative `pretrained` found beside the experiment file as an absolute path (the same weights from any current
+    folder: the run, ``--status``, a job); an alias, a hub id or an absolute path as written."""
+    import os
+
+    path = Path(pretrained).expanduser()
+    if path.is_absolute() or not pretrained.strip() or not (folder / path).exists():
+        return pretrained
+    return os.path.normpath(folder / path)
 
 
 def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:

@@ -234,8 +234,7 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
         LockLostError: the lock file was deleted or replaced while this run worked.
     """
     console = console or Console(soft_wrap=True)
-    if executor is not None:  # --executor NAME (the experiment's own block is checked by validate)
-        check_executor(experiment, Runs(executor))
+    check_executor(experiment, Runs(executor, detach))  # first: a block or --detach that cannot be used runs nothing
     for note in validate(experiment) or []:
         console.print(f"[yellow]note:[/] {console_text(note)}", highlight=False)
     if dry_run:

@@ -3,7 +3,9 @@
 Read from the work folder alone (markers, the jobs' records and reports): nothing runs, nothing is
 submitted. A stage is ``done`` (its marker matches its inputs), ``changed`` (it ran, but with other
 inputs: it runs again), ``not run``, or, for a job handed to an executor and not finished, its last
-recorded state (``queued``, ``running``) and, when it failed, ``failed``/``cancelled``. For a job that ran,
+recorded state (``queued``, ``running``), ``lost`` where that job has certainly ended (a local worker or the
+`captrack run` that drove it is gone: no process runs it), ``stopped`` where its run was stopped (Ctrl-C) and
+cancelled it, and, when it failed, ``failed``/``cancelled``. For a job that ran,
 the GPU-hours it cost (GPUs x wall time) and its planned memory per GPU (captrack.backends.memory_plan).
 """
 
@@ -38,6 +40,21 @@ class StageState:
     planned_gb: float | None = None
 
 
+def _recorded_state(record: JobRecord) -> str:
+    """The record's state, ``lost`` for a job recorded queued or running that its executor knows has ended (a local
+    worker, or the `captrack run` that drove it, is gone)."""
+    from captrack.errors import CaptrackError
+    from captrack.pipeline.executors import EXECUTORS
+
+    if record.state not in ("queued", "running"):
+        return record.state
+    try:
+        out = EXECUTORS.get(record.executor).still_out(record)
+    except CaptrackError:  # an executor this captrack does not know: the record as it is
+        return record.state
+    return record.state if out else "lost"
+
+
 def _job_state(stage: Stage, experiment: Experiment, done: bool) -> StageState:
     """A job stage's state from its marker, record and report."""
     assert stage.job is not None
@@ -57,7 +74,7 @@ def _job_state(stage: Stage, experiment: Experiment, done: bool) -> StageState:
     if done:
         return StageState(stage.title, "done", planned_gb=planned)
     if record is not None:
-        return StageState(stage.title, record.state, record.executor, record.job_id, record.host, record.gpus,
+        return StageState(stage.title, _recorded_state(record), record.executor, record.job_id, record.host, record.gpus,
                           planned_gb=planned)
     return StageState(stage.title, "changed" if stage.marker.is_file() else "not run", planned_gb=planned)
 
@@ -89,7 +106,8 @@ def print_status(experiment: Experiment, console: Console) -> None:
     for s in states:
         hours = f"{s.gpu_hours:.3f}" if s.gpu_hours is not None else "-"
         planned = f"{s.planned_gb:.1f}" if s.planned_gb is not None else "-"
-        color = {"done": "green", "failed": "red", "cancelled": "red", "running": "cyan", "queued": "cyan"}.get(s.state, "yellow")
+        color = {"done": "green", "failed": "red", "cancelled": "red", "lost": "red", "running": "cyan",
+                 "queued": "cyan"}.get(s.state, "yellow")
         console.print(f"[{color}]{s.state:<10}[/] {escape(s.executor or '-'):<9} {escape(s.job_id or '-'):<12} "
                       f"{escape(s.host or '-'):<16} {escape(s.gpus or '-'):<8} {hours:>7} {planned:>8}  {escape(s.title)}",
                       highlight=False)

@@ -10,6 +10,8 @@ places and runs jobs:
   reported finished; a job is reported DONE, FAILED or CANCELLED once, then forgotten.
 - :meth:`Executor.cancel` cancels one job; :meth:`Executor.close` ends the run (``cancel=True`` on
   Ctrl-C or a failure: every queued or running job is cancelled; False: a detached run leaves them).
+- :meth:`Executor.still_out` says, for ``captrack run --status``, whether a job recorded as queued or running
+  may still be (a local worker whose process is gone is not).
 - :meth:`Executor.attach` re-attaches to a job recorded by an earlier driver (its :class:`JobRecord`,
   ``<workdir>/jobs/<id>.record.json``): its status when the job is still known (queued, running or
   finished), None when it is gone and must be submitted again.
@@ -22,6 +24,7 @@ A new executor is a module of this package with a line starting ``@executor("nam
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -83,6 +86,8 @@ class JobRecord:
     host: str = ""
     gpus: str = ""
     log: str = ""
+    driver: str = ""
+    """The PID of the `captrack run` that wrote the record ("" in records of older versions)."""
 
     @staticmethod
     def path(work: WorkFolder, job: str) -> Path:
@@ -92,7 +97,8 @@ class JobRecord:
     @classmethod
     def of(cls, executor: str, status: JobStatus) -> JobRecord:
         """The record of `status` under `executor`."""
-        return cls(status.job, executor, status.job_id, status.state.value, status.host, status.gpus, status.log)
+        return cls(status.job, executor, status.job_id, status.state.value, status.host, status.gpus, status.log,
+                   str(os.getpid()))
 
     def write(self, work: WorkFolder) -> None:
         """Write (or replace) the record, atomically."""
@@ -124,6 +130,8 @@ class Executor(ABC):
     """The keys its ``executor:`` block may hold besides ``name``."""
     poll_every_s: ClassVar[float] = 0.2
     """How long the driver waits between two polls."""
+    can_detach: ClassVar[bool] = False
+    """Whether its jobs run on when the driver returns (``captrack run --detach``); local workers end with the run."""
 
     def __init__(self, work: WorkFolder, options: Mapping[str, Any], log: Callable[[str], None] = print) -> None:
         self.work = work
@@ -154,6 +162,12 @@ class Executor(ABC):
     @abstractmethod
     def cancel(self, job: str) -> None:
         """Cancel job `job` (a StageJob id) if it is queued or running."""
+
+    @classmethod
+    def still_out(cls, record: JobRecord) -> bool:
+        """Whether a job recorded as queued or running may still be (``--status``, which asks no scheduler); False
+        when it certainly ended (local: its worker or its driver is gone). The default: True, only the scheduler knows."""
+        return True
 
     def attach(self, record: JobRecord) -> JobStatus | None:
         """Re-attach to a job an earlier driver submitted; None when it is gone (the default: jobs die with their driver)."""

@@ -1,0 +1,154 @@
+"""`captrack run --detach` where jobs cannot outlive the run, and `--status` telling what still runs (issue 51):
+--detach with the local executor is refused before anything runs; a local job whose worker or driver is gone is
+`lost`, never `running`; after Ctrl-C the cancelled jobs are `stopped`; a relative `pretrained` reads from any folder."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from captrack.cli import main
+from captrack.pipeline.executors import JobRecord
+from captrack.pipeline.experiment import load_experiment
+from captrack.pipeline.runner import plan
+from captrack.pipeline.status import stage_states
+
+TITLE = "evaluate v (seed 0)"
+
+
+def _manifest(folder: Path, pretrained: str = "/nonexistent/captrack-test-model", executor: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "exp.yaml"
+    path.write_text(f"name: t\nworkdir: work\nleaderboard: board\ntasks: [captrack_probe_c1_facts]\nlimit: 2\n"
+                    f"base: {{name: base, model_args: {{pretrained: {pretrained}}}}}\n"
+                    f"variants:\n  - {{name: v, model_args: {{pretrained: {pretrained}}}, algorithm: SFT}}\n{executor}")
+    return path
+
+
+def _quiet() -> Console:
+    return Console(file=io.StringIO())
+
+
+def _job_id(manifest: Path, title: str = TITLE) -> str:
+    stage = next(s for s in plan(load_experiment(manifest), _quiet()) if s.title == title)
+    assert stage.job is not None
+    return stage.job(1).id
+
+
+def _write_record(manifest: Path, job: str, **fields: str) -> None:
+    """A record as a driver writes it (JSON, so the test reads the same on a captrack without the driver field)."""
+    path = manifest.parent / "work" / "jobs" / f"{job}.record.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"job": job, "executor": "local", "host": "h", "gpus": "", "log": "", **fields}))
+
+
+def _state(manifest: Path, title: str = TITLE) -> str:
+    return {s.title: s.state for s in stage_states(load_experiment(manifest), _quiet())}[title]
+
+
+def test_detach_with_the_local_executor_is_refused_before_anything_runs(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    for executor, args in (("", []), ("executor: {name: slurm}\n", ["--executor", "local"])):
+        manifest = _manifest(tmp_path / f"e{len(args)}", executor=executor)
+        assert main(["run", str(manifest), "--detach", *args]) == 1
+        err = capsys.readouterr().err
+        assert "--detach needs an executor whose jobs run on" in err and "nothing was started" in err
+        assert len(err.strip().splitlines()) == 1
+        assert not (manifest.parent / "work").exists(), "something ran before the refusal"
+
+
+def test_status_shows_a_local_job_whose_worker_is_gone_as_lost(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _manifest(tmp_path)
+    job = _job_id(manifest)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: its PID names no process
+    _write_record(manifest, job, job_id=str(dead.pid), state="running")
+    assert _state(manifest) == "lost"
+    assert main(["run", str(manifest), "--status"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.endswith(TITLE))
+    assert line.split()[0] == "lost" and str(dead.pid) in line
+    spec = manifest.parent / "work" / "jobs" / f"{job}.json"
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(spec)])  # runs this job's spec
+    try:
+        _write_record(manifest, job, job_id=str(worker.pid), state="running")
+        assert _state(manifest) == "running"
+        _write_record(manifest, job, job_id=str(os.getpid()), state="running")  # alive, but not this job's worker
+        assert _state(manifest) == "lost"
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_status_shows_a_queued_local_job_of_a_dead_driver_as_lost(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path)
+    job = _job_id(manifest)
+    driver = subprocess.Popen([sys.executable, "-c", "pass"])
+    driver.wait()
+    _write_record(manifest, job, job_id="", state="queued", driver=str(driver.pid))
+    assert _state(manifest) == "lost"
+    _write_record(manifest, job, job_id="", state="queued", driver=str(os.getpid()))
+    assert _state(manifest) == "queued"
+
+
+def test_after_ctrl_c_the_stages_jobs_are_stopped_not_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real Ctrl-C (SIGINT to this process) while a local worker runs: the worker is killed and recorded stopped."""
+    from captrack.pipeline.dispatch import run_jobs
+    from captrack.pipeline.executors.local import LocalExecutor
+
+    monkeypatch.setenv("CAPTRACK_GPUS", "0")
+    manifest = _manifest(tmp_path)
+    experiment = load_experiment(manifest)
+    stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
+    assert stage.job is not None
+    record = JobRecord.path(experiment.work, stage.job(1).id)
+
+    def interrupt_once_running() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if record.is_file() and json.loads(record.read_text()).get("state") == "running":
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=interrupt_once_running, daemon=True)
+    watcher.start()
+    executor = LocalExecutor(experiment.work, {}, log=lambda _: None)
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(experiment.work, [stage], executor, 1, _quiet(), lambda *_: None)
+        time.sleep(30)  # not reached when the worker was still running at the interrupt
+    watcher.join()
+    written = json.loads(record.read_text())
+    assert written["state"] == "stopped" and written["job_id"].isdigit()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(written["job_id"]), 0)  # the worker is gone
+    assert _state(manifest) == "stopped"
+
+
+def test_status_reads_a_relative_pretrained_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`pretrained: models/base` is the folder beside the experiment file, wherever `captrack run` starts."""
+    folder = tmp_path / "exp"
+    (folder / "models" / "base").mkdir(parents=True)
+    (folder / "models" / "base" / "config.json").write_text("{}")
+    manifest = _manifest(folder, pretrained="models/base")
+    resolve = next(s for s in plan(load_experiment(manifest), _quiet()) if s.title.startswith("resolve base model"))
+    monkeypatch.chdir(folder)
+    resolve.write_marker()  # the run resolved it (from the experiment's folder)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["run", str(manifest), "--status"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "resolve base model" in out and "1/" in out.splitlines()[-1]
+    assert load_experiment(manifest).base.model_args["pretrained"] == str(folder / "models" / "base")
