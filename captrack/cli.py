@@ -14,6 +14,7 @@ from captrack.cli_parser import CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
 from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons, item_limit
 from captrack.pipeline.run_command import add_run_parser, cmd_run
+from captrack.processes import Terminated, sigterm_as_interrupt
 from captrack.schemas import (
     MAX_BOOTSTRAP,
     Bootstrap,
@@ -37,11 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        result = args.func(args)
-    except KeyboardInterrupt:
+        with sigterm_as_interrupt():  # SIGTERM (how CI cancels a job) cleans up as Ctrl-C does
+            result = args.func(args)
+    except KeyboardInterrupt as exc:
         resume = "; run the same command again to resume (finished stages are kept)" if args.func is cmd_run else ""
-        print_error(f"stopped (Ctrl-C){resume}")
-        return 130  # 128 + SIGINT, as a shell reports a process stopped by Ctrl-C
+        cause = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+        print_error(f"stopped ({cause}){resume}")
+        return 143 if isinstance(exc, Terminated) else 130  # 128 + the signal, as a shell reports a process it stopped
     except CaptrackError as exc:
         print_error(str(exc))
         return 1

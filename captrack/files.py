@@ -5,22 +5,44 @@ in the target's folder, are flushed and fsync'ed, the temp file gets the mode a 
 "w")`` would have given it (``0o666`` minus the process umask, so 0644 by default, not mkstemp's
 0600), and only then is it renamed over the target and the folder entry fsync'ed. A full disk or a
 kill leaves the old file (or none), never an empty or truncated one.
+
+What a killed process leaves behind (a staging folder beside an output folder, its scratch folder in TMPDIR) says
+whose it is in its name, made with the folder (no moment where it exists unnamed): the host, the PID and the
+process's start time (``HOST8-PID-START``: a reused PID is told apart). The next :func:`staged_folder` for the same
+folder, and :func:`remove_stale_scratch`, remove what such a name proves was left by a captrack process of this
+user on this host that no longer runs, and nothing else.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import glob
+import hashlib
 import os
+import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from captrack.bounded import load_json
+from captrack.processes import process_gone, process_start
 
-__all__ = ["current_umask", "default_mode", "file_mode", "fsync_folder", "read_json_or_none", "share_like_umask",
-           "staged_folder", "write_atomic"]
+__all__ = ["REPLACED_MARK", "SCRATCH_PREFIX", "STAGING_MARK", "current_umask", "default_mode", "file_mode", "fsync_folder",
+           "owner_tag", "read_json_or_none", "remove_stale_scratch", "remove_stale_staging", "scratch_folder",
+           "share_like_umask", "staged_folder", "write_atomic"]
+
+STAGING_MARK = ".captrack-staging-"
+"""In the name of a staging folder beside OUT (the new content): ``.OUT.captrack-staging-HOST8-PID-START-XXXXXXXX``."""
+REPLACED_MARK = ".captrack-replaced-"
+"""In the name of the folder the old OUT is moved into (as ``old``) to be deleted: ``.OUT.captrack-replaced-...``."""
+SCRATCH_PREFIX = "captrack-"
+"""The start of a scratch folder's name in TMPDIR: ``captrack-HOST8-PID-START-XXXXXXXX``."""
+_OWNER = re.compile(r"(?P<host>[0-9a-f]{8})-(?P<pid>[1-9][0-9]{0,9})-(?P<start>[0-9]{1,20}|x)-[a-z0-9_]{8}")
+"""What follows a mark in such a name (tempfile.mkdtemp's eight random characters last)."""
 
 
 def current_umask() -> int:
@@ -119,9 +141,14 @@ def staged_folder(folder: Path, before_swap: Callable[[], object] | None = None)
     `folder` is deleted by the swap: the caller checks first that all of it is its own
     (captrack.report.ownership.claim_folder), and `before_swap` (e.g. that check again) runs right before
     the swap; if it raises, the staging folder is removed and `folder` is left as it was.
+
+    The staging folder (``.NAME.captrack-staging-*``) and the one the old folder is moved into to be deleted
+    (``.NAME.captrack-replaced-*``) are named after this process: what one killed with kill -9 left is removed by the
+    next call for the same `folder` (:func:`remove_stale_staging`).
     """
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = share_like_umask(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    remove_stale_staging(folder)
+    staging = _beside(folder, STAGING_MARK)
     try:
         yield staging
         if before_swap is not None:
@@ -129,8 +156,104 @@ def staged_folder(folder: Path, before_swap: Callable[[], object] | None = None)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    old = folder.with_name(f"{staging.name}.old")
-    if folder.exists():
-        os.replace(folder, old)
-    os.replace(staging, folder)
-    shutil.rmtree(old, ignore_errors=True)
+    _swap(staging, folder)
+
+
+def owner_tag() -> str:
+    """This process as the names of its temporary folders say it: ``HOST8-PID-START`` (HOST8: the first 8 hex
+    digits of the host name's SHA-256; START: captrack.processes.process_start, ``x`` where not known)."""
+    host = hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+    return f"{host}-{os.getpid()}-{process_start(os.getpid()) or 'x'}"
+
+
+def _beside(folder: Path, mark: str) -> Path:
+    """A new, empty folder beside `folder`, named ``.NAME<mark><owner_tag>-XXXXXXXX``."""
+    return share_like_umask(tempfile.mkdtemp(prefix=f".{folder.name}{mark}{owner_tag()}-", dir=folder.parent))
+
+
+def _swap(staging: Path, folder: Path) -> None:
+    """Put `staging` in `folder`'s place; the old `folder` goes into a folder of its own (REPLACED_MARK), removed after."""
+    trash = _beside(folder, REPLACED_MARK) if folder.exists() else None
+    try:
+        if trash is not None:
+            os.replace(folder, trash / "old")
+        os.replace(staging, folder)
+    except BaseException:  # SIGTERM (captrack.processes.Terminated) or a failed rename: the old folder back in place
+        if trash is not None and (trash / "old").exists() and not folder.exists():
+            os.replace(trash / "old", folder)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+
+
+def _left_by_dead_owner(path: Path, prefix: str) -> bool:
+    """`path` is a real folder of this user named `prefix` + an owner tag of this host whose process no longer runs."""
+    if not path.name.startswith(prefix):
+        return False
+    owner = _OWNER.fullmatch(path.name[len(prefix):])
+    if owner is None or owner["host"] != owner_tag().split("-")[0] or int(owner["pid"]) == os.getpid():
+        return False
+    try:
+        if path.is_symlink() or not path.is_dir() or path.stat().st_uid != os.getuid():
+            return False
+    except (OSError, AttributeError):  # AttributeError: no getuid (Windows)
+        return False
+    return process_gone(int(owner["pid"]), None if owner["start"] == "x" else owner["start"])
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the folders beside `folder` that :func:`staged_folder` made for it in a captrack process that no longer
+    runs (killed before or during its swap; an old `folder` found while `folder` is missing is put back first).
+    Returns what was removed."""
+    removed: list[Path] = []
+    for mark in (REPLACED_MARK, STAGING_MARK):
+        prefix = f".{folder.name}{mark}"
+        try:
+            found = sorted(folder.parent.glob(f"{glob.escape(prefix)}*"))
+        except OSError:
+            return removed
+        for path in found:
+            if not _left_by_dead_owner(path, prefix):
+                continue
+            if mark == REPLACED_MARK and (path / "old").is_dir() and not os.path.lexists(folder):
+                os.replace(path / "old", folder)  # killed between the swap's two renames
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+_scratch: tuple[int, Path] | None = None  # (the process that made it, the folder)
+
+
+def scratch_folder() -> Path:
+    """This process's folder for temporary files, ``TMPDIR/captrack-HOST8-PID-START-XXXXXXXX``: made at the first call
+    (after :func:`remove_stale_scratch`), removed when the process exits (after SIGTERM too, see
+    captrack.processes.sigterm_as_interrupt)."""
+    global _scratch
+    if _scratch is None or _scratch[0] != os.getpid() or not _scratch[1].is_dir():
+        remove_stale_scratch()
+        folder = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{owner_tag()}-"))
+        _scratch = (os.getpid(), folder)
+        atexit.register(_remove_scratch, os.getpid(), folder)
+    return _scratch[1]
+
+
+def _remove_scratch(pid: int, folder: Path) -> None:
+    if os.getpid() == pid:  # never in a forked child: the folder is its parent's
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_stale_scratch() -> list[Path]:
+    """Remove the scratch folders in TMPDIR (:func:`scratch_folder`) of captrack processes that no longer run (killed
+    with kill -9); returns them. Anything else there is left alone."""
+    tmp = Path(tempfile.gettempdir())
+    try:
+        found = sorted(tmp.glob(f"{SCRATCH_PREFIX}*"))
+    except OSError:
+        return []
+    stale = [path for path in found if _left_by_dead_owner(path, SCRATCH_PREFIX)]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale

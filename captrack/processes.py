@@ -14,24 +14,31 @@ included): the kernel sends it SIGKILL when the parent dies (Linux ``prctl(PR_SE
 fork and exec, so it holds for any program), and a captrack child that calls :func:`die_with_parent` also
 watches a lifeline pipe whose only writer is the parent (end of file: the parent is gone), the guard where
 prctl does not exist.
+
+Ends. :func:`sigterm_as_interrupt` makes SIGTERM (how CI systems cancel a job) raise :class:`Terminated`, a
+KeyboardInterrupt, so that a cancelled command cleans up as after Ctrl-C; :func:`process_start` and
+:func:`process_gone` tell whether the process that left something behind still runs (its PID alone could be reused).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
 import threading
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["LIFELINE_ENV", "PARENT_ENV", "CpuMark", "ThreadPlan", "busy_cores_now", "busy_cores_since", "captrack_child_env", "die_with_parent", "plan_threads",
-           "prepare_openmp", "spawn", "usable_cores", "worker_count"]
+__all__ = ["LIFELINE_ENV", "PARENT_ENV", "CpuMark", "Terminated", "ThreadPlan", "busy_cores_now", "busy_cores_since",
+           "captrack_child_env", "die_with_parent", "plan_threads", "prepare_openmp", "process_gone", "process_start",
+           "sigterm_as_interrupt", "spawn", "usable_cores", "worker_count"]
 
 PARENT_ENV = "CAPTRACK_PARENT_PID"
 """The PID of the process that started a captrack child with :func:`spawn`: the child ends when it is gone."""
@@ -258,3 +265,66 @@ def die_with_parent(parent: int | None = None, every_s: float = 1.0) -> None:
                          daemon=True).start()
     else:
         threading.Thread(target=_watch_parent, args=(parent, every_s), name="captrack-parent-watch", daemon=True).start()
+
+
+# -- ends: SIGTERM like Ctrl-C, and whether a process still runs ----------------------------------------------
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received (see :func:`sigterm_as_interrupt`): a KeyboardInterrupt, so whatever cleans up after Ctrl-C
+    (``finally`` blocks, context managers, children stopped) cleans up after it too."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside: SIGTERM raises :class:`Terminated` in the main thread (a second one ends the process without cleanup);
+    the previous handler is restored after. Outside the main thread it does nothing (Python allows handlers only
+    there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None without one."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def process_start(pid: int) -> str | None:
+    """When process `pid` started (clock ticks after boot, /proc/PID/stat's 22nd field), None where not known: with the
+    PID it names one process, even after the PID is reused."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None
+
+
+def process_gone(pid: int, start: str | None = None) -> bool:
+    """True when process `pid`, started at `start` (:func:`process_start`; None: not known), no longer runs: there is
+    no such process, it is a zombie, or the PID now names a process started at another time. False whenever it may
+    still run (another user's process included)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # a process of another user holds the PID
+    except OSError:
+        return False
+    fields = _proc_stat(pid)
+    if fields is None:
+        return False
+    return fields[0] == "Z" or (start is not None and len(fields) > 19 and fields[19] != start)

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from captrack.analysis.churn import choice_churn
+from captrack.files import scratch_folder
 
 __all__ = ["DistributionItems", "PartFollower", "SpooledParts"]
 
@@ -109,7 +110,7 @@ class DistributionItems:
             self.one_minus_bc[(str(variant), str(task))] = 1.0 - overlap[rows[np.argsort(rank[rows], kind="stable")]]
         self._forgotten.append(items.loc[items["transition"] == "10", _FORGOTTEN_COLUMNS].reset_index(drop=True))
         if self._file is None:
-            self._file = tempfile.NamedTemporaryFile(prefix="captrack-items-")
+            self._file = tempfile.NamedTemporaryFile(prefix="items-", dir=scratch_folder())
         self._offsets.append(self._file.seek(0, 2))
         pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
         self._file.flush()  # readable by another process (`spooled`)

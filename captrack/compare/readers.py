@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 from captrack.analysis.comparison import CompareOptions
 from captrack.analysis.types import PairInput
 from captrack.errors import CaptrackError
+from captrack.files import scratch_folder
 from captrack.labels import VariantLabels
 from captrack.processes import captrack_child_env, die_with_parent, spawn
 from captrack.taxonomy import Taxonomy
@@ -41,7 +42,7 @@ def read_in_workers(path: str, base: str, variants: Sequence[VariantLabels], opt
     bounds = [i * size + min(i, extra) for i in range(workers + 1)]
     parts = [list(variants[bounds[i]:bounds[i + 1]]) for i in range(workers) if bounds[i] < bounds[i + 1]]
     env = captrack_child_env()
-    with tempfile.TemporaryDirectory(prefix="captrack-read-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="read-", dir=scratch_folder()) as tmp:
         started = []
         try:
             for i, part in enumerate(parts):

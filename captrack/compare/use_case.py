@@ -12,6 +12,7 @@ from captrack.analysis.comparison import CompareOptions, Comparison, analyse
 from captrack.analysis.item_spool import DistributionItems
 from captrack.analysis.types import PairInput
 from captrack.compare.inputs import load_input
+from captrack.files import remove_stale_scratch
 from captrack.labels import VariantLabels
 from captrack.report.items_ahead import ItemsAhead
 from captrack.results.store import Store
@@ -36,6 +37,7 @@ def compare(store: Store, base: str, variants: Sequence[VariantLabels], options:
         UnknownNameError: a model name not in the store.
     """
     taxonomy, options = taxonomy or load_taxonomy(), options or CompareOptions()
+    remove_stale_scratch()  # what a comparison killed with kill -9 left in TMPDIR (its staging folder: the writer's)
 
     rows: dict[str, int] = {}
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from captrack.errors import CaptrackError
+from captrack.files import scratch_folder
 from captrack.processes import captrack_child_env, die_with_parent, spawn, usable_cores
 
 __all__ = ["Background", "Call", "in_background"]
@@ -44,7 +45,7 @@ class Background:
         self._process: subprocess.Popen[bytes] | None = None
         self._sent = 0
         if _in_child():
-            self._tmp = tempfile.TemporaryDirectory(prefix="captrack-background-")
+            self._tmp = tempfile.TemporaryDirectory(prefix="background-", dir=scratch_folder())
             self._out, self._log = (Path(self._tmp.name) / name for name in ("out", "log"))
             with self._log.open("wb") as log:
                 self._process = spawn([sys.executable, "-m", __name__, str(self._out)], stdin=subprocess.PIPE,

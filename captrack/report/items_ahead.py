@@ -23,6 +23,7 @@ from pathlib import Path
 
 from captrack.analysis.item_spool import SpooledParts
 from captrack.errors import CaptrackError
+from captrack.files import scratch_folder
 from captrack.processes import CpuMark, busy_cores_since, plan_threads, usable_cores, worker_count
 from captrack.report.background import Background
 from captrack.report.fast_csv import write_csv_rows
@@ -76,7 +77,7 @@ class ItemsAhead:
             if not second_core_free(self._since):
                 self._declined, self._waiting = True, []
                 return
-            folder = tempfile.TemporaryDirectory(prefix="captrack-items-csv-")
+            folder = tempfile.TemporaryDirectory(prefix="items-csv-", dir=scratch_folder())
             self._folder, self._job = Path(folder.name), Background(warm_up=[(os.nice, (10,), {})] if hasattr(os, "nice") else [])
             self._stop = weakref.finalize(self, _stop, self._job, folder)
         at = len(self._sent)

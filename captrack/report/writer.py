@@ -20,7 +20,7 @@ from captrack.analysis.comparison import DRIFT_COLUMNS, TRANSITION_COLUMNS, Comp
 from captrack.analysis.drift import CAPABILITY_COLUMNS
 from captrack.analysis.item_spool import DistributionItems
 from captrack.errors import CaptrackError
-from captrack.files import staged_folder, write_atomic
+from captrack.files import scratch_folder, staged_folder, write_atomic
 from captrack.output_names import by_field_file
 from captrack.report import items_ahead
 from captrack.report.background import in_background
@@ -75,7 +75,7 @@ def _spooled_text(name: str, table: DistributionItems) -> Iterator[str | bytes]:
     if sum(rows) < items_ahead.SHARED_ROWS or halfway >= len(rows) or not items_ahead.second_core_free():
         yield from _csv_text(name, table.frames())
         return
-    with tempfile.TemporaryDirectory(prefix="captrack-csv-") as folder:
+    with tempfile.TemporaryDirectory(prefix="csv-", dir=scratch_folder()) as folder:
         rest = Path(folder) / name
         job = in_background([(write_csv_rows, (table.spooled(halfway), rest), {})])
         try:
