@@ -191,3 +191,11 @@ def test_a_rule_on_aggregate_scores_is_missing_with_the_reason(tmp_path: Path, c
     assert rule["outcome"] == "missing" and "aggregate scores" in rule["reason"]
     case = validated_junit((tmp_path / "r" / "gate-junit.xml").read_bytes()).getroot().find("testsuite/testcase")
     assert case.find("failure").get("type") == "missing" and "aggregate scores" in case.find("failure").get("message")
+
+
+def test_a_table_past_the_size_bound_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _copy(tmp_path, "324e8e0-parent")
+    with (folder / "drift.csv").open("wb") as handle:  # 300 MB, sparse: refused from its size
+        handle.truncate(300 * 1024 * 1024)
+    status, err = _gate(tmp_path, capsys, folder)
+    assert status == 1 and "drift.csv" in err and "larger than 256 MiB" in err and "(exit" not in err, err
