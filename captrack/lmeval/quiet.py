@@ -4,14 +4,22 @@ Every captrack task loads its data through ``custom_dataset`` (one code path for
 so lm-eval warns "<task>: Custom kwargs can be passed to `--metadata`" for each task each time a task
 is loaded: 20 to 45 lines per stage that say nothing about the run. Any other warning from lm-eval's
 loggers is shown the first time and dropped when repeated word for word.
+
+lm-eval also records the git commit of the folder it runs in (``git describe --always``) and lets git's
+stderr through: outside a git repository every evaluation and `captrack import` printed ``fatal: not a git
+repository``. :func:`quiet_lm_eval` makes that probe quiet; the results' ``git_hash`` is what it was.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import subprocess
+import sys
+from typing import Any
 
-__all__ = ["OnceFilter", "mark_shown", "quiet_lm_eval", "shown_warnings"]
+__all__ = ["OnceFilter", "git_commit_quietly", "mark_shown", "quiet_lm_eval", "shown_warnings"]
 
 _NOT_FOR_CAPTRACK = re.compile(r"^captrack_\w+: Custom kwargs can be passed to `--metadata`")
 
@@ -40,13 +48,30 @@ _FILTER = OnceFilter()
 
 
 def quiet_lm_eval() -> None:
-    """Put the filter on every lm-eval logger that exists now (idempotent; call after importing lm-eval)."""
+    """Put the filter on every lm-eval logger that exists now and make lm-eval's git probe quiet (idempotent; call after
+    importing lm-eval)."""
     names = ["lm_eval", "lm_eval.api.task", "lm_eval.evaluator"]
     names += [n for n in logging.Logger.manager.loggerDict if n.startswith("lm_eval.")]
     for name in dict.fromkeys(names):
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+    for module in ("lm_eval.loggers.utils", "lm_eval.evaluator"):  # the evaluator holds its own reference
+        loaded = sys.modules.get(module)
+        if loaded is not None and hasattr(loaded, "get_git_commit_hash"):
+            loaded.get_git_commit_hash = git_commit_quietly
+
+
+def git_commit_quietly() -> Any:
+    """lm-eval's ``get_git_commit_hash`` (0.4.13) with git's stderr dropped: ``git describe --always`` in the current
+    folder, else the commit read from a ``.git`` folder above it, else None."""
+    try:
+        found = subprocess.check_output(["git", "describe", "--always"], stderr=subprocess.DEVNULL)
+        return found.strip().decode()
+    except (subprocess.CalledProcessError, OSError):
+        from lm_eval.loggers.utils import get_commit_from_path
+
+        return get_commit_from_path(os.getcwd())
 
 
 def shown_warnings() -> set[str]:
