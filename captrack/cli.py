@@ -252,10 +252,10 @@ def _split_variant(text: str, with_dir: bool) -> tuple[str, str, str]:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.markup import escape
 
     from captrack.analysis.comparison import CompareOptions
     from captrack.labels import VariantLabels
+    from captrack.report.escape import console_text as escape
     from captrack.report.writer import write_comparison
     from captrack.results.store import Store
     from captrack.results.stored_labels import variant_from_store
