@@ -59,7 +59,7 @@ def quiet_lm_eval() -> None:
     for module in ("lm_eval.loggers.utils", "lm_eval.evaluator"):  # the evaluator holds its own reference
         loaded = sys.modules.get(module)
         if loaded is not None and hasattr(loaded, "get_git_commit_hash"):
-            loaded.get_git_commit_hash = git_commit_quietly
+            setattr(loaded, "get_git_commit_hash", git_commit_quietly)  # noqa: B010  (an attribute mypy cannot see)
 
 
 def git_commit_quietly() -> Any:
