@@ -159,10 +159,12 @@ def read_inspect(src: Path, task: str | None, options: ReadOptions) -> Source:
         models.add(model)
         scorers.add(scorer)
         notes.append(read)
-    model = next(iter(models)) if len(models) == 1 and "" not in models else src.stem
+    from_log = len(models) == 1 and "" not in models
+    model = next(iter(models)) if from_log else src.stem
+    name_from = f"eval.model in {files[0]}" if from_log else ""
     target = task or (outcomes[0].task if outcomes else "")
     records = [] if any(o.replicate for o in outcomes) else [
         ReplayRecord(task=target, response=o.response, id=o.item, prompt=o.prompt or None) for o in outcomes]
     note = (f"Inspect's own score per (sample id, epoch), scorer {', '.join(sorted(scorers))} (value_to_float); "
             + "; ".join(notes))
-    return Source(records, model.replace("/", "__"), digest.hexdigest(), outcomes, note)
+    return Source(records, model.replace("/", "__"), digest.hexdigest(), outcomes, note, name_from)

@@ -52,3 +52,25 @@ def test_an_every_eval_ever_log_without_model_id_is_named_after_its_file(tmp_pat
 def test_a_bad_name_flag_is_named_as_the_flag(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"model name '\.\.' \(from --name\)"):
         import_run(_nemo(tmp_path / "m", "fine"), "nemo", tmp_path / "out", name="..")
+
+
+def test_an_inspect_eval_model_is_named_as_the_origin(tmp_path: Path) -> None:
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalSample,
+        EvalSpec,
+        write_eval_log,
+    )
+    from inspect_ai.scorer import Score
+
+    spec = EvalSpec(created="2026-11-29T08:00:00+00:00", task="arith", dataset=EvalDataset(name="arith", samples=2),
+                    model="..", config=EvalConfig(epochs=1))
+    samples = [EvalSample(id=f"q{i}", epoch=1, input="1+1?", target="2", scores={"m": Score(value="C")})
+               for i in range(2)]
+    log = tmp_path / "run.eval"
+    write_eval_log(EvalLog(eval=spec, samples=samples, status="success"), str(log))
+    with pytest.raises(InputError, match=r"\(from eval\.model in .*run\.eval\)"):
+        import_run(log, "inspect", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
