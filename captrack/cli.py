@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from captrack import __version__
-from captrack.cli_parser import CaptrackParser, print_error
+from captrack.cli_parser import FAIL_ON_HELP, CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
 from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons, item_limit
 from captrack.pipeline.run_command import add_run_parser, cmd_run
@@ -129,8 +129,7 @@ def _add_results_parsers(sub: Any) -> None:
     compare.add_argument("--assume-discordance", type=_share, metavar="PSI", dest="assume_discordance",
                          help="power.csv also plans each binary MDE with this share of items flipping either way "
                               "(e.g. 0.1 from an earlier run), beside the independent-outcomes worst case")
-    compare.add_argument("--fail-on", choices=["regressed", "inconclusive"],
-                         help="exit 3 naming the capability cells with this verdict (inconclusive: or regressed)")
+    compare.add_argument("--fail-on", choices=["regressed", "inconclusive"], help=FAIL_ON_HELP)
     add_gate_options(compare)
     compare.add_argument("--cluster", type=cli_type(DocField), metavar="FIELD", help="doc field of non-independent items: clustered CIs")
     compare.add_argument("--strict", action="store_true",

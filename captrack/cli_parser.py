@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["CaptrackParser", "print_error"]
+__all__ = ["FAIL_ON_HELP", "CaptrackParser", "print_error"]
+
+FAIL_ON_HELP = ("exit 3 naming each cell that fails. regressed: the capabilities (and the (task, metric)s outside the "
+                "taxonomy) whose regression Holm's step-down test rejects at a family-wise error of 2.5%% per variant "
+                "(each such cell is also `regressed`, not every `regressed` cell fails: an unchanged variant fails at "
+                "most 2.5%% of the time); inconclusive: those and every `inconclusive` cell")
+"""The help of `--fail-on` (captrack compare and captrack run): the rule of captrack.gate.fail_on, as README states it
+(argparse help: a percent sign doubled)."""
 
 
 class CaptrackParser(argparse.ArgumentParser):

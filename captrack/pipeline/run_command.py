@@ -11,6 +11,7 @@ __all__ = ["add_run_parser", "cmd_run"]
 
 def add_run_parser(sub: Any) -> None:
     """Add ``captrack run`` to the sub-command parsers `sub`."""
+    from captrack.cli_parser import FAIL_ON_HELP
     from captrack.gate.cli import add_gate_options
 
     run = sub.add_parser("run", help="run an experiment end to end (no argument: the embedded demo)")
@@ -18,8 +19,7 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--quick", action="store_true", help="few items and training steps, own workdir (smoke test)")
     run.add_argument("--dry-run", action="store_true", help="print the plan: which stages would run or be reused")
     run.add_argument("--fail-on", choices=["regressed", "inconclusive"], default=None,
-                     help="exit 3 naming the capability cells of the board whose verdict is regressed (or regressed "
-                          "or inconclusive): stop a bad checkpoint in a training pipeline")
+                     help=f"{FAIL_ON_HELP}. It checks the board's comparisons: a bad checkpoint stops a training pipeline")
     add_gate_options(run)
     run.add_argument("--wait", action="store_true",
                      help="when another `captrack run` holds the work folder, wait for it instead of refusing")
