@@ -48,9 +48,13 @@ def _grid(keys: Sequence[str]) -> tuple[Any, Any, Any]:
     plt = _pyplot()
     cols = min(4, max(1, len(keys)))
     rows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.6 * rows), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.9 * rows), squeeze=False, sharex=True)
+    for ax in axes.ravel()[:len(keys)]:  # sharex hides the ticks of panels above another: each panel keeps its own
+        ax.tick_params(axis="x", labelbottom=True)
+        ax.set_xlabel("training step", fontsize=8)
     for ax in axes.ravel()[len(keys):]:
         ax.axis("off")
+    fig.subplots_adjust(hspace=0.55)  # room for the label above the next row's titles
     return plt, fig, axes.ravel()
 
 
