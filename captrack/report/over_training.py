@@ -25,8 +25,10 @@ DRIFT_FIGURE, RATES_FIGURE = "drift_over_training", "rates_over_training"
 STEPS_PAGE = "steps.html"  # the items that flipped at each step, one anchor per (variant, step, capability)
 INTRO = ("Every saved step of a trajectory is compared with the base exactly like an end point. Lines: drift "
          "(% of the base) per capability at each step; band: its 95% paired-bootstrap CI; grey: the MDE band "
-         "(changes inside it go undetected with 80% power). First significant step: the earliest step whose verdict "
-         "is regressed or improved (the 95% CI of its change excludes 0). Trend: least-squares slope of drift over steps, CI from the same item resamples "
+         "(changes inside it go undetected with 80% power). First significant step: the first step significant after "
+         "control over the K steps examined: the earliest step whose verdict is regressed or improved and whose "
+         "p-value Holm's test rejects at a family-wise 5% over the K steps, so an unchanged capability gets one in at "
+         "most 5% of trajectories (each step's own 5% rule alone: 1 − 0.95^K, 40% at K = 10). Trend: least-squares slope of drift over steps, CI from the same item resamples "
          "at every step. Churn: items forgotten at a step and right again later, and gained then lost.")
 FLIPS_INTRO = ("Items that flipped at each step, against the step evaluated before it (the base before the first): "
                "forgotten (right before, wrong now) / gained. Each count, and each point of the drift figure, leads "

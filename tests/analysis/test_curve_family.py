@@ -62,6 +62,7 @@ def test_a_step_significant_only_alone_is_not_the_first_significant_step(tmp_pat
     assert np.allclose(caps["p_value"], expected, rtol=1e-9)  # the verdicts' own p-values are in curves.csv
     report = (tmp_path / "out" / "report.md").read_text()
     assert "Holm over its K steps" in report and "30 (K = 4)" in report
+    assert "first step significant after control over the K steps examined" in report
 
 
 def test_holm_over_the_steps_decides_in_step_order() -> None:
