@@ -10,6 +10,10 @@ a fact that has its own owner:
 - ``metadata.version:`` of a probe task — its generator's version (``@generator(NAME, version=...)``),
   the generator being the one the folder's ``utils.py`` passes to ``to_dataset``. An official task's
   version has no other owner: its YAML declares it (with a changelog line in the folder's README).
+- ``metadata.note:`` of a probe task — how many items stock lm-eval evaluates: what the generator makes from
+  the YAML's own ``metadata.seed`` and ``metadata.n`` (16 to 96 for most probes), which ``--limit`` never
+  raises. lm-eval copies the task's metadata into the results' ``configs``, so the note is in every results
+  file; the generator ignores it.
 
 `captrack tasks --write` rewrites these keys in place (adding any that are missing, leaving every other
 line as written); tests/test_tasks.py fails while a committed YAML differs from what it would write. A
@@ -32,12 +36,13 @@ _TO_DATASET = re.compile(r"""\bto_dataset\(\s*["']([^"']+)["']""")
 
 @dataclass(frozen=True)
 class Wiring:
-    """The wired values of one task: its tags (empty: no tag line), each metric's higher_is_better, and its version
-    (None: the YAML's own)."""
+    """The wired values of one task: its tags (empty: no tag line), each metric's higher_is_better, its version
+    (None: the YAML's own) and, for a probe, its note on the items stock lm-eval runs (None: not a probe)."""
 
     tags: tuple[str, ...]
     higher_is_better: dict[str, bool]
     version: float | None
+    note: str | None = None
 
 
 def task_yamls() -> list[Path]:
@@ -82,7 +87,21 @@ def wiring_of(path: Path, text: str | None = None) -> Wiring:
     generator = probe_generator(path.parent)
     version = probe(generator).version if generator is not None else None
     opt_in = path.resolve().is_relative_to(Path(full_tasks_dir()).resolve())
-    return Wiring(() if opt_in else tuple(load_taxonomy().tags_for(task)), directions, version)
+    return Wiring(() if opt_in else tuple(load_taxonomy().tags_for(task)), directions, version,
+                  _items_note(generator, text) if generator is not None else None)
+
+
+def _items_note(generator: str, text: str) -> str:
+    """The note on the items stock lm-eval evaluates: as many as `generator` makes from the YAML's metadata.seed and
+    metadata.n (the generator's default count without n)."""
+    from captrack.probes import generate
+
+    span = _blocks(text.splitlines(), "metadata")
+    body = "\n".join(text.splitlines()[span[0] + 1:span[1]]) if span is not None else ""
+    seed, n = (re.search(rf"^\s+{key}:\s*(\d+)\s*$", body, re.M) for key in ("seed", "n"))
+    items = len(generate(generator, int(seed.group(1)) if seed else 1234, int(n.group(1)) if n else None))
+    where = "metadata.n" if n else "the generator's default; metadata.n sets it"
+    return f"{items} generated items by default ({where}); --limit never adds items; --metadata n=N asks the generator for N"
 
 
 def _blocks(lines: list[str], key: str) -> tuple[int, int] | None:
@@ -141,6 +160,17 @@ def _set_version(lines: list[str], version: float) -> list[str]:
     return [*lines[:span[0] + 1], line, *body, *lines[span[1]:]]
 
 
+def _set_note(lines: list[str], note: str) -> list[str]:
+    """``metadata.note:`` set to `note` (after the version line)."""
+    line = '  note: "' + note.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    span = _blocks(lines, "metadata")
+    if span is None:
+        return [*lines, "metadata:", line]
+    body = [text for text in lines[span[0] + 1:span[1]] if not re.match(r"^\s+note:", text)]
+    at = next((i + 1 for i, text in enumerate(body) if re.match(r"^\s+version:", text)), 0)
+    return [*lines[:span[0] + 1], *body[:at], line, *body[at:], *lines[span[1]:]]
+
+
 def wire(path: Path, text: str | None = None) -> str:
     """The text of the task YAML at `path` with its wired keys set from their owners (other lines as written)."""
     text = path.read_text(encoding="utf-8") if text is None else text
@@ -148,6 +178,8 @@ def wire(path: Path, text: str | None = None) -> str:
     lines = _set_directions(_set_tags(text.splitlines(), wiring.tags), wiring.higher_is_better)
     if wiring.version is not None:
         lines = _set_version(lines, wiring.version)
+    if wiring.note is not None:
+        lines = _set_note(lines, wiring.note)
     return "\n".join(lines) + "\n"
 
 
