@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from captrack.pipeline.executors import Executor
     from captrack.pipeline.experiment import Experiment
 
-__all__ = ["Runs", "check_executor", "run_batch", "run_here"]
+__all__ = ["Runs", "check_executor", "check_placements", "run_batch", "run_here"]
 
 Finish = Callable[[Stage, float, Placement | None], None]
 
@@ -66,6 +66,28 @@ def check_executor(experiment: Experiment, runs: Runs) -> None:
         raise InputError(f"{experiment.source}: --detach needs an executor whose jobs run on without `captrack run` "
                          f"(slurm); the {name} executor's workers end with the run, so nothing was started: run without "
                          "--detach, or choose executor: {name: slurm} (or --executor slurm)")
+
+
+def check_placements(experiment: Experiment, stages: list[Stage], runs: Runs, console: Console) -> None:
+    """Refuse, before any work (a dry run included), the stages whose jobs the run's executor can never place (more
+    GPUs, or more planned memory per GPU, than the node has); say what the evaluations' planned memory is sized for.
+
+    Raises:
+        InputError: naming each such stage, its need and what the node has; nothing was run.
+    """
+    from captrack.errors import InputError
+    from captrack.pipeline.job_stages import request_length
+
+    jobs = [(stage, stage.job(1)) for stage in stages if stage.job is not None and not stage.done()]
+    if not jobs:
+        return
+    executor = _executor(experiment, runs, console)
+    for note in sorted({request_length(job.args["spec"]).why for _, job in jobs if job.needs.gpu_memory}):
+        console.print(f"[dim]planned memory per GPU: {console_text(note)}[/]", highlight=False)
+    refused = [f"{stage.title} {why}" for stage, job in jobs if (why := executor.refusal(job))]
+    if refused:
+        raise InputError(f"{experiment.source}: {len(refused)} stage(s) cannot run on {executor.describe()}: "
+                         f"{'; '.join(refused)}; nothing was run")
 
 
 def run_here(stage: Stage, console: Console, finish: Finish) -> None:

@@ -3,15 +3,15 @@
 Each is a :class:`~captrack.pipeline.stage.Stage` whose work is a :class:`~captrack.pipeline.jobs.StageJob`,
 built when the stage is ready (after the training it needs and the alias resolving): its arguments name the
 weights, output folder and request cache as they are then, and its needs say the GPUs, ranks and planned
-memory per GPU (captrack.backends.memory_plan). Run here or by an executor, the stage runs that job, so the
-same experiment writes the same files wherever it runs.
+memory per GPU (captrack.backends.memory_plan, for the tasks' longest request: captrack.pipeline.request_lengths).
+Run here or by an executor, the stage runs that job, so the same experiment writes the same files wherever it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from captrack.backends import LOCAL_HF
 from captrack.errors import InputError
@@ -20,7 +20,10 @@ from captrack.pipeline.jobs import Needs, StageJob
 from captrack.pipeline.stage import Stage
 from captrack.results.runfiles import results_files
 
-__all__ = ["DS_MODEL", "eval_stage", "fingerprint", "planned_gpu_memory", "train_stage", "train_title"]
+if TYPE_CHECKING:
+    from captrack.pipeline.request_lengths import RequestLength
+
+__all__ = ["DS_MODEL", "eval_stage", "fingerprint", "planned_gpu_memory", "request_length", "train_stage", "train_title"]
 
 DS_MODEL = "captrack-ds"
 """The backend that runs over several ranks (``ranks: N`` on its checkpoint)."""
@@ -43,9 +46,10 @@ def fingerprint(path: Path) -> str:
     return config_hash(parts)
 
 
-def planned_gpu_memory(model: str, model_args: dict[str, Any], ranks: int, batch_size: int) -> int:
-    """Planned bytes per GPU of evaluating `model_args` over `ranks` GPUs (captrack.backends.memory_plan), 0 when
-    the weights' config.json cannot be read (the job then has its GPUs to itself).
+def planned_gpu_memory(model: str, model_args: dict[str, Any], ranks: int, batch_size: int, seq_len: int = 4096) -> int:
+    """Planned bytes per GPU of evaluating `model_args` over `ranks` GPUs (captrack.backends.memory_plan) with batches
+    of `batch_size` requests of `seq_len` tokens, 0 when the weights' config.json cannot be read (the job then has its
+    GPUs to itself).
 
     An hf model is planned as one whole copy on one GPU; captrack-ds as its mode (``auto``: tp; an offload: zero3+it).
     """
@@ -55,7 +59,8 @@ def planned_gpu_memory(model: str, model_args: dict[str, Any], ranks: int, batch
     try:
         config = load_config(str(model_args.get("pretrained", "")))
         plans = {p.mode: p for p in plan_memory(config, max(1, ranks), _PLAN_GPU_BYTES,
-                                                dtype_bytes=4 if dtype in ("float32", "fp32") else 2, batch_size=batch_size)}
+                                                dtype_bytes=4 if dtype in ("float32", "fp32") else 2, batch_size=batch_size,
+                                                seq_len=seq_len)}
     except (InputError, OSError):  # no config.json there, or not one the planner reads: the evaluation says why
         return 0
     mode = "tp"
@@ -64,6 +69,15 @@ def planned_gpu_memory(model: str, model_args: dict[str, Any], ranks: int, batch
         offload = str(model_args.get("offload", "none")).lower()
         mode = f"zero3+{offload}" if offload != "none" else ("tp" if mode == "auto" else mode)
     return plans.get(mode, plans["tp"]).total
+
+
+def request_length(spec: dict[str, Any]) -> RequestLength:
+    """The longest request of the evaluation in job spec `spec` (its model, tasks, limit, items, chat template)."""
+    from captrack.pipeline.request_lengths import longest_request
+
+    items = {task: len(docs) for task, docs in (spec.get("samples") or {}).items()}
+    return longest_request(str(spec["model_args"].get("pretrained", "")), list(spec["tasks"]), spec.get("metadata") or {},
+                           spec.get("limit"), items, bool(spec.get("apply_chat_template")))
 
 
 def _training_code() -> str:
@@ -125,8 +139,9 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
                 "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
                 "samples": {task: list(range(n)) for task, n in experiment.items.items()} or None}
         ranks = checkpoint.ranks if checkpoint.model == DS_MODEL else 1
+        seq_len = request_length(spec).tokens
         needs = Needs(gpus=ranks, ranks=ranks, threads=threads,
-                      gpu_memory=planned_gpu_memory(checkpoint.model, args, ranks, experiment.batch_size))
+                      gpu_memory=planned_gpu_memory(checkpoint.model, args, ranks, experiment.batch_size, seq_len))
         return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache)}, needs)
 
     def inputs() -> dict[str, Any]:

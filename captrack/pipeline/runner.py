@@ -16,7 +16,7 @@ from rich.console import Console
 
 from captrack.backends import LOCAL_HF
 from captrack.errors import InputError, UnknownNameError
-from captrack.pipeline.batches import Runs, check_executor, run_batch, run_here
+from captrack.pipeline.batches import Runs, check_executor, check_placements, run_batch, run_here
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.checkpoint_sweep import run_folders
 from captrack.pipeline.experiment import Experiment, more_items_hint
@@ -238,7 +238,7 @@ def run_experiment(experiment: Experiment, dry_run: bool = False, console: Conso
     for note in validate(experiment) or []:
         console.print(f"[yellow]note:[/] {console_text(note)}", highlight=False)
     if dry_run:
-        return _run_stages(experiment, dry_run, console, [], lambda: None, Runs(None, False))
+        return _run_stages(experiment, dry_run, console, [], lambda: None, Runs(executor, False))
     from captrack.pipeline.lock import work_folder_lock
 
     shown: BoardComparisons = []
@@ -258,6 +258,7 @@ def _run_stages(experiment: Experiment, dry_run: bool, console: Console, shown: 
     """Every stage in order, reused where its marker matches (run_experiment, under the work-folder lock, which
     `check` confirms is still this runner's before each stage and each marker)."""
     stages = plan(experiment, console, shown)
+    check_placements(experiment, stages, runs, console)  # a stage that can never be placed: refused before any work
     timings: dict[str, float] = {}
     batch: list[Stage] = []
 

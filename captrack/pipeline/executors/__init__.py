@@ -151,6 +151,11 @@ class Executor(ABC):
         """One line: what this executor will do with the jobs (shown when the batch starts)."""
         return self.name
 
+    def refusal(self, job: StageJob) -> str | None:
+        """Why `job` can never run here (more GPUs or memory per GPU than there are), None when it can or only the
+        scheduler knows (the default). ``captrack run`` (``--dry-run`` included) refuses such a stage before any work."""
+        return None
+
     @abstractmethod
     def submit(self, job: StageJob, spec: Path) -> JobStatus:
         """Queue or start `job` (its spec written at `spec`); returns its first status."""

@@ -194,11 +194,21 @@ class LocalExecutor(Executor):
     def _wanted(self, job: StageJob) -> int:
         return max(job.needs.gpus, job.needs.ranks if job.needs.gpus else 0) if self.gpus else 0
 
-    def submit(self, job: StageJob, spec: Path) -> JobStatus:
-        wanted = self._wanted(job)
+    def refusal(self, job: StageJob) -> str | None:
+        """More GPUs than the node has, or more planned memory per GPU than enough of its GPUs hold."""
+        wanted, need = self._wanted(job), job.needs.gpu_memory
         if wanted > len(self.gpus):
-            status = JobStatus(job.id, JobState.FAILED, host=self.host,
-                               error=f"needs {wanted} GPUs; this node has {len(self.gpus)} ({self.describe()})")
+            return f"needs {wanted} GPUs; this node has {len(self.gpus)} ({self.describe()})"
+        if wanted and need > 0 and sum(g.memory <= 0 or g.memory >= need for g in self.gpus) < wanted:
+            largest = max(g.memory for g in self.gpus)
+            return (f"plans {need / 1e9:.1f} GB per GPU on {wanted} GPU(s); this node's GPUs hold {largest / 1e9:.1f} GB at "
+                    "most: lower batch_size, spread it over more GPUs (model: captrack-ds, ranks: N) or use larger GPUs")
+        return None
+
+    def submit(self, job: StageJob, spec: Path) -> JobStatus:
+        refused = self.refusal(job)
+        if refused:
+            status = JobStatus(job.id, JobState.FAILED, host=self.host, error=refused)
             self.finished.append(status)
             return status
         self.queue.append((job, spec))
