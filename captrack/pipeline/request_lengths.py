@@ -9,9 +9,10 @@ GB per GPU; the probes' requests are a few hundred tokens. Here the length comes
 - what follows: a generative task's ``generation_kwargs.max_gen_toks`` (lm-eval's 256 when unset), a
   forced-choice task's longest choice (its UTF-8 bytes: a bound on its tokens).
 
-The longest request over all tasks is the length planned. Where it cannot be known (no tokenizer beside the
-weights yet, few-shot prompts, a task whose data does not load here, prompts that are no text) the plan keeps
-the 4,096-token assumption and says why.
+The longest request over all tasks is the length planned. Only the probes' prompts are read (their items are
+generated here; another task's data may be a download, never fetched to plan or in a dry run). Where the length
+cannot be known (another task, no tokenizer beside the weights yet, few-shot prompts, a task that does not load,
+prompts that are no text) the plan keeps the 4,096-token assumption and says why.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ ASSUMED_TOKENS = 4096
 """The length planned when the tasks' own cannot be known."""
 _DEFAULT_GEN_TOKS = 256  # lm-eval's HFLM max_gen_toks when a task names none
 _ROUND = 64
+_LOCAL_PREFIX = "captrack_probe_"
+"""Tasks whose items are generated here (captrack.probes): their prompts are read to plan; others are not."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,9 @@ def _requests(tasks: tuple[str, ...], metadata: str, limit: float | None, items:
     manager = task_manager(metadata=json.loads(metadata) or None, include_defaults=not all(t.startswith("captrack") for t in tasks))
     found: list[_TaskRequests | str] = []
     for name in manager.match_tasks(list(tasks)):
+        if not name.startswith(_LOCAL_PREFIX):  # its data may be a download: never fetched to plan, nor in a dry run
+            found.append(f"{name}'s prompts are read only when it runs")
+            continue
         try:
             task = manager.load([name])["tasks"][name]
             found.append(_task_requests(name, task, limit, wanted.get(name)))

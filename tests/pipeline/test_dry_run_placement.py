@@ -129,3 +129,13 @@ def test_the_length_counts_every_prompt_with_the_tokenizer(tmp_path: Path, small
     found = request_length(spec)
     assert found.known and found.tokens >= longest + gen and found.tokens - (longest + gen) < 64
     assert not request_length({**spec, "limit": 1}).tokens > found.tokens
+
+
+def test_a_task_whose_data_may_be_a_download_keeps_the_assumption_and_says_so(small: Path) -> None:
+    from captrack.pipeline.job_stages import request_length
+
+    spec = {"model_args": {"pretrained": str(small)}, "tasks": [TASK, "captrack_boolq_subset"], "metadata": {},
+            "limit": None, "samples": None, "apply_chat_template": True}
+    found = request_length(spec)
+    assert (found.tokens, found.known) == (4096, False)
+    assert "4,096 tokens assumed: captrack_boolq_subset's prompts are read only when it runs" in found.why
