@@ -10,6 +10,9 @@ places and runs jobs:
   reported finished; a job is reported DONE, FAILED or CANCELLED once, then forgotten.
 - :meth:`Executor.cancel` cancels one job; :meth:`Executor.close` ends the run (``cancel=True`` on
   Ctrl-C or a failure: every queued or running job is cancelled; False: a detached run leaves them).
+- :meth:`Executor.refusal` says why a job can never run there (the local node has too few GPUs, or none holding
+  its planned memory); ``captrack run`` (``--dry-run`` included) refuses such a stage before any work.
+- :attr:`Executor.can_detach`: whether its jobs outlive the driver (slurm); ``--detach`` is refused otherwise.
 - :meth:`Executor.still_out` says, for ``captrack run --status``, whether a job recorded as queued or running
   may still be (a local worker whose process is gone is not).
 - :meth:`Executor.attach` re-attaches to a job recorded by an earlier driver (its :class:`JobRecord`,

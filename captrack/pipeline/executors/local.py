@@ -11,7 +11,10 @@ multi-rank job is started with torchrun over its GPUs (captrack.pipeline.jobs.ra
 The GPU inventory is the node's (torch.cuda, in ``CUDA_VISIBLE_DEVICES``' numbering), or given:
 ``CAPTRACK_GPUS=2x80GB`` (two GPUs, ids 0 and 1), ``CAPTRACK_GPUS=4:24GB,5:24GB`` (ids and sizes) or
 ``executor: {name: local, gpus: "2x80GB"}``; ``CAPTRACK_GPUS=0`` means none (a CPU node). Workers are
-started with captrack.processes.spawn, so each dies with `captrack run`, however it ends.
+started with captrack.processes.spawn, so each dies with `captrack run`, however it ends: it cannot detach, and
+``--status`` shows a job whose worker (or driver) is gone as ``lost``. A job needing more GPUs than the inventory
+has, or more planned memory per GPU than its GPUs hold, is refused before any work (:meth:`LocalExecutor.refusal`).
+An inventory names at most MAX_GPUS GPUs, each once, by index or ``GPU-``/``MIG-`` UUID.
 """
 
 from __future__ import annotations
