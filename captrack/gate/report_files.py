@@ -23,6 +23,7 @@ import pandas as pd
 
 from captrack.analysis.verdicts import GATE_ALPHA
 from captrack.gate.items import FlippedItem, ItemKey
+from captrack.gate.margin_tests import POWER, variant_null_warn_share
 from captrack.gate.outcomes import Cell, GateResult, RuleOutcome
 from captrack.report.escape import md_code, md_row, md_text
 from captrack.report.numbers import ci_text, signed
@@ -65,29 +66,59 @@ def gate_markdown(result: GateResult, transitions: pd.DataFrame | None = None, d
     for variant, decision in result.decisions.items():
         found = [o.outcome for o in result.for_variant(variant)]
         lines.append(md_row([md_text(variant), f"**{decision}**", *(str(found.count(k)) for k in ("block", "missing", "warn", "pass"))]))
-    lines += ["", f"Exit status {result.exit_status}. Block: the whole 95% CI beyond the margin and the regression "
-              "rejected by Holm's test at a family-wise 2.5% per variant; warn: a significant regression inside the "
-              "margin, or a 90% CI reaching past it; pass: improved, or the 90% CI above −margin. Advisory rules "
-              "never change the decision."]
+    lines += ["", f"Exit status {result.exit_status}. " + _RULES_TEXT + (_STRICT_TEXT if result.policy.strict else _PER_CELL_TEXT)]
     for variant in result.decisions:
         lines += ["", f"## {md_text(variant, table=False)}: {result.decisions[variant]}", "",
-                  md_row(["rule", "outcome", "change [95% CI]", "90% CI", "margin", "why"]), md_row(["---"] * 6)]
+                  md_row(["rule", "outcome", "change [95% CI]", "90% CI", "margin", "blocking MDE", "why"]),
+                  md_row(["---"] * 7)]
         for o in result.for_variant(variant):
             lines += _rule_rows(o)
+        lines += ["", _null_warn_line(result, variant)]
         flips = [(o, flip) for o in result.for_variant(variant) for flip in rule_flips(o, transitions, drift)]
         lines += _flip_table(flips) + _item_tables(variant, flips, items or {})
     return "\n".join(lines) + "\n"
+
+
+_RULES_TEXT = (f"Block: Holm's test over the variant's critical and supporting rules rejects 'not beyond the margin' "
+               f"(Δ ≥ −margin) at a family-wise {100 * GATE_ALPHA:g}% per variant, so a block's 95% CI lies below "
+               "−margin and a variant whose every rule sits exactly at its margin blocks at most "
+               f"{100 * GATE_ALPHA:g}% of the time. Blocking MDE: the regression a rule blocks with 80% power when it is "
+               "the only one beyond its margin (margin + (z of α/k + z of 80%) × its standard error, from its CI's width: "
+               "its item count and observed discordance); a smaller regression beyond the margin usually warns. "
+               "Warn: a significant regression that is not a block, or a 90% CI reaching below −margin; pass: "
+               "improved, or the 90% CI above −margin. Advisory rules never change the decision. ")
+_STRICT_TEXT = (f"strict: true: a critical rule's warn fails the gate (exit 4) only when Holm's test rejects its "
+                f"regression at a family-wise {100 * GATE_ALPHA:g}% (an unchanged variant fails at most "
+                f"{100 * GATE_ALPHA:g}% of the time); other warnings are per cell and reported only.")
+_PER_CELL_TEXT = ("A warn is per cell, not family-wise: an unchanged variant of many rules often warns (its expected "
+                  "rate below each variant); with strict: true only family-wise regressions would exit 4.")
+
+
+def _null_warn_line(result: GateResult, variant: str) -> str:
+    """The chance that an unchanged variant of these rules' widths warns (per cell), and what the gate does with it."""
+    cells = [c for o in result.for_variant(variant) if o.rule.tier == "critical" for c in o.cells]
+    share = variant_null_warn_share(c.null_warn for c in cells)
+    if not cells:
+        return "No critical rule with a verdict: no warning can move this variant's decision."
+    strict = (f"; this strict gate fails it only on a family-wise regression, at most {100 * GATE_ALPHA:g}% of the time"
+              if result.policy.strict else "")
+    return (f"An unchanged variant with these {len(cells)} critical cells' widths shows a per-cell warning with "
+            f"probability ≈ {100 * share:.0f}% (normal approximation, cells independent){strict}.")
 
 
 def _rule_rows(o: RuleOutcome) -> list[str]:
     rows = []
     for i, c in enumerate(o.cells or (None,)):
         rule = md_text(o.rule.label) + (f" ({md_code(c.key, table=True)})" if c is not None and len(o.cells) > 1 else "")
-        numbers = ([f"{signed(c.change)} {ci_text(*c.ci95)}", ci_text(*c.ci90), f"{c.margin:g}"]
-                   if c is not None and not math.isnan(c.change) else ["–", "–", f"{o.rule.margin:g}"])
+        numbers = ([f"{signed(c.change)} {ci_text(*c.ci95)}", ci_text(*c.ci90), f"{c.margin:g}", _mde_text(c.mde_block)]
+                   if c is not None and not math.isnan(c.change) else ["–", "–", f"{o.rule.margin:g}", "–"])
         mark = _MARK[c.outcome if c is not None else o.outcome]
         rows.append(md_row([rule if i == 0 else "", mark, *numbers, md_text(c.reason if c is not None else o.reason)]))
     return rows
+
+
+def _mde_text(mde: float) -> str:
+    return "–" if math.isnan(mde) else f"−{mde:.1f}"
 
 
 def rule_flips(o: RuleOutcome, transitions: pd.DataFrame | None, drift: pd.DataFrame | None) -> list[tuple[str, str, int, int, int]]:
@@ -138,7 +169,9 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
     return {"key": cell.key, "unit": cell.unit, "change": _number(cell.change),
             "ci95": [_number(x) for x in cell.ci95], "ci90": [_number(x) for x in cell.ci90],
             "verdict": cell.verdict, "p_regressed": _number(cell.p_regressed), "margin": cell.margin,
-            "holm_rejects": cell.holm_rejects, "outcome": cell.outcome, "reason": cell.reason}
+            "holm_rejects": cell.holm_rejects, "p_beyond_margin": _number(cell.p_beyond),
+            "holm_rejects_beyond_margin": cell.beyond_rejects, "blocking_mde": _number(cell.mde_block),
+            "null_warn_share": _number(cell.null_warn), "outcome": cell.outcome, "reason": cell.reason}
 
 
 def gate_json(result: GateResult) -> str:
@@ -149,7 +182,8 @@ def gate_json(result: GateResult) -> str:
               "outcome": o.outcome, "reason": o.reason, "counts": o.counts, "cells": [_cell_json(c) for c in o.cells]}
              for o in result.outcomes]
     return json.dumps({"policy": result.policy.source, "exit_status": result.exit_status,
-                       "decisions": result.decisions, "family_wise_alpha": GATE_ALPHA, "rules": rules}, indent=2) + "\n"
+                       "decisions": result.decisions, "family_wise_alpha": GATE_ALPHA, "strict": result.policy.strict,
+                       "blocking_mde_power": POWER, "rules": rules}, indent=2) + "\n"
 
 
 def gate_junit(result: GateResult) -> str:
