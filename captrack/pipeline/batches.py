@@ -76,13 +76,14 @@ def check_placements(experiment: Experiment, stages: list[Stage], runs: Runs, co
         InputError: naming each such stage, its need and what the node has; nothing was run.
     """
     from captrack.errors import InputError
-    from captrack.pipeline.job_stages import request_length
+    from captrack.pipeline.job_stages import plans_gpu_memory, request_length
 
     jobs = [(stage, stage.job(1)) for stage in stages if stage.job is not None and not stage.done()]
     if not jobs:
         return
     executor = _executor(experiment, runs, console)
-    for note in sorted({request_length(job.args["spec"]).why for _, job in jobs if job.needs.gpu_memory}):
+    planned = [job for _, job in jobs if job.needs.gpu_memory] if plans_gpu_memory(experiment) else []
+    for note in sorted({request_length(job.args["spec"]).why for job in planned}):
         console.print(f"[dim]planned memory per GPU: {console_text(note)}[/]", highlight=False)
     refused = [f"{stage.title} {why}" for stage, job in jobs if (why := executor.refusal(job))]
     if refused:

@@ -17,6 +17,7 @@ from captrack.backends import LOCAL_HF
 from captrack.errors import InputError
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 from captrack.pipeline.jobs import Needs, StageJob
+from captrack.pipeline.request_lengths import ASSUMED_TOKENS
 from captrack.pipeline.stage import Stage
 from captrack.results.runfiles import results_files
 
@@ -69,6 +70,19 @@ def planned_gpu_memory(model: str, model_args: dict[str, Any], ranks: int, batch
         offload = str(model_args.get("offload", "none")).lower()
         mode = f"zero3+{offload}" if offload != "none" else ("tp" if mode == "auto" else mode)
     return plans.get(mode, plans["tp"]).total
+
+
+def plans_gpu_memory(experiment: Experiment) -> bool:
+    """Whether jobs' GPU memory is planned from their requests' real lengths: on a node with GPUs (the local
+    executor's inventory) or for a cluster executor. A CPU node's run skips it: counting every prompt with the
+    tokenizer costs tens of seconds a model folder (each checkpoint of a trajectory), and there is nothing to pack.
+    """
+    options = dict(experiment.executor or {})
+    if str(options.pop("name", "local")) != "local":
+        return True
+    from captrack.pipeline.executors.local import gpu_inventory
+
+    return bool(gpu_inventory(options))
 
 
 def request_length(spec: dict[str, Any]) -> RequestLength:
@@ -139,7 +153,7 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
                 "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
                 "samples": {task: list(range(n)) for task, n in experiment.items.items()} or None}
         ranks = checkpoint.ranks if checkpoint.model == DS_MODEL else 1
-        seq_len = request_length(spec).tokens
+        seq_len = request_length(spec).tokens if plans_gpu_memory(experiment) else ASSUMED_TOKENS
         needs = Needs(gpus=ranks, ranks=ranks, threads=threads,
                       gpu_memory=planned_gpu_memory(checkpoint.model, args, ranks, experiment.batch_size, seq_len))
         return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache)}, needs)

@@ -139,3 +139,17 @@ def test_a_task_whose_data_may_be_a_download_keeps_the_assumption_and_says_so(sm
     found = request_length(spec)
     assert (found.tokens, found.known) == (4096, False)
     assert "4,096 tokens assumed: captrack_boolq_subset's prompts are read only when it runs" in found.why
+
+
+def test_a_cpu_node_plans_no_request_lengths(tmp_path: Path, small: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Counting every prompt costs tens of seconds a model folder; a local run without GPUs has nothing to pack."""
+    import captrack.pipeline.request_lengths as lengths
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("request lengths counted on a CPU node")
+
+    monkeypatch.setattr(lengths, "longest_request", refuse)
+    monkeypatch.setenv("CAPTRACK_GPUS", "0")
+    assert main(["run", str(_manifest(tmp_path, small)), "--dry-run"]) == 0
+    assert "planned memory per GPU" not in capsys.readouterr().out
