@@ -8,9 +8,11 @@
   capability is called significant is at most 5%, whatever the dependence between steps (they share the base).
   Holm was chosen by measurement over a simultaneous max-|z| band from the shared item resamples: with fresh
   checkpoints the steps are nearly independent, so even a band with the exact (oracle) critical value gains only
-  1–4 points of power against a −4-point change from step K/2, and a band from 1,000 resamples would estimate
-  that critical value in the resamples' far tail; with drifting (correlated) checkpoints Holm is conservative
-  (0.5–1.5% false alarms). Figures: tests/benchmarks/bench_calibration.py, section `curves`. A one-step
+  2 points of power against a −4-point change from step K/2 where Holm meets 85% (2 tasks of 300 items: 91.6 →
+  93.4% at K = 10), and 2–8 points where nothing per-step reaches it (1 task of 300: 59 → 61% at K = 10, 64 →
+  72% at K = 20); a band from item resamples would put its critical value in the resamples' far tail (p ≈ 0.004)
+  and needs resamples the callback and `--bootstrap 0` do not draw. With drifting (correlated) checkpoints Holm is
+  conservative (0.5–1% false alarms). Figures: tests/benchmarks/bench_calibration.py, section `curves`. A one-step
   trajectory's first step is the end point's verdict.
 - *Trend*: the least-squares slope of the capability's drift (percent) over steps, with a CI from the
   same bootstrap resamples at every step (items drawn once per resample and reused across steps), so
