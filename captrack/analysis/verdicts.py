@@ -18,7 +18,10 @@ each at +1 and −1, one at 0), so it is never of width zero when nothing moved.
 cluster-robust variance (CR1, G/(G − 1)) with t(G − 1) quantiles, hulled with the interval without
 clusters. A capability's Δ is the mean of its members' Δ (neutral members left out), its variance the sum
 of the members' (co)variances over m², covariances taken on the items two members share: the same task's
-items, or forms of the same source items (`sources`).
+items, or forms of the same source items (`sources`). Where a member is 0/1, the capability's interval
+inverts a stratified score test (captrack.analysis.capability_score): each 0/1 member's variance is Tango's
+constrained one at the tested change, so a capability of a few small members keeps the single task's
+small-sample behaviour (method `stratified-score`); otherwise it is the Wald interval of that variance.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from captrack.analysis.capability_score import ScoreMember, combined_pvalue, combined_score
 from captrack.analysis.intervals import (
     score_limits,
     score_pvalue,
@@ -41,23 +45,9 @@ from captrack.analysis.intervals import (
     z_quantile,
 )
 
-__all__ = [
-    "CAPABILITY_VERDICT_COLUMNS",
-    "DEFAULT_MARGIN",
-    "DRIFT_VERDICT_COLUMNS",
-    "GATE_ALPHA",
-    "SIGNIFICANT_VERDICTS",
-    "VERDICTS",
-    "Change",
-    "combine_changes",
-    "failing_cells",
-    "gate_family",
-    "holm_rejected",
-    "item_changes",
-    "paired_change",
-    "regression_pvalue",
-    "verdict",
-]
+__all__ = ["CAPABILITY_VERDICT_COLUMNS", "DEFAULT_MARGIN", "DRIFT_VERDICT_COLUMNS", "GATE_ALPHA",
+           "SIGNIFICANT_VERDICTS", "VERDICTS", "Change", "combine_changes", "failing_cells", "gate_family",
+           "holm_rejected", "item_changes", "paired_change", "regression_pvalue", "verdict"]
 
 DEFAULT_MARGIN = 5.0  # points (binary/score metrics) or percent of the base mean (count metrics)
 VERDICTS = ("regressed", "inconclusive", "equivalent", "improved", "changed")
@@ -232,7 +222,8 @@ def combine_changes(members: Sequence[Member], margin: float, clusters: dict[str
                     sources: dict[str, Sequence[object]] | None = None) -> Change:
     """A capability's (or group's) change: the mean of its oriented members' observed Δ, with its own CI.
 
-    The variance is Σ_ij cov(Δ_i, Δ_j)/m²: each member's own (adjusted Wald; CR1 with clusters) and the
+    The variance is Σ_ij cov(Δ_i, Δ_j)/m²: each member's own (a 0/1 member's at the tested change, the interval a
+    stratified score test's; otherwise adjusted Wald; CR1 with clusters) and the
     covariance of every two members on the items they share, matched by source item (`sources`: task -> each
     item's source id, e.g. the gsm8k forms' ``gsm8k-test-17``); members of one task match by position. A
     single member's change is its own (paired_change).
@@ -254,8 +245,7 @@ def combine_changes(members: Sequence[Member], margin: float, clusters: dict[str
         return paired_change(base, variant, kind, direction, margin, (clusters or {}).get(task))
     changes = [item_changes(m[1], m[2], m[3], m[4]) for m in used]
     m = len(used)
-    change = _wald(float(np.mean([d.mean() for d in changes])), _combined_variance(used, changes, None, sources) / m**2,
-                   None)
+    change = _members_change(used, changes, sources)
     grouped = {u[0]: (clusters or {})[u[0]] for u in used if u[0] in (clusters or {})}
     if grouped:
         df = min(_groups(labels) for labels in grouped.values()) - 1.0
@@ -263,15 +253,44 @@ def combine_changes(members: Sequence[Member], margin: float, clusters: dict[str
     return _judged(change, margin, bool(oriented), all(u[3] != "count" for u in used))
 
 
+def _members_change(used: Sequence[Member], changes: Sequence[NDArray[np.float64]],
+                    sources: dict[str, Sequence[object]] | None) -> Change:
+    """The members' mean change without clusters: the stratified score interval where a member is 0/1
+    (captrack.analysis.capability_score), else the Wald interval of the summed (co)variances."""
+    own, terms = _variance_parts(used, changes, None, sources)
+    m, shared = len(used), float(sum(terms))
+    delta = float(np.mean([d.mean() for d in changes]))
+    binary = [u[3] != "count" and bool(np.isin(d, (-100.0, 0.0, 100.0)).all()) for u, d in zip(used, changes, strict=True)]
+    if not any(binary):
+        return _wald(delta, max(sum(own) + shared, 0.0) / m**2, None)
+    members = [ScoreMember(float(d.mean()), int((d > 0).sum()), int((d < 0).sum()), d.size) if flag
+               else ScoreMember(float(d.mean()), variance=var) for d, flag, var in zip(changes, binary, own, strict=True)]
+    ci95, ci90 = (combined_score(members, shared, level) for level in (0.95, 0.90))
+    return Change(delta, ci95, ci90, "", math.sqrt(max(sum(own) + shared, 0.0)) / m, combined_pvalue(members, shared),
+                  "stratified-score")
+
+
 def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.float64]],
                        clusters: dict[str, Sequence[object]] | None, sources: dict[str, Sequence[object]] | None) -> float:
     """m² times the variance of the members' mean change (see combine_changes)."""
+    own, shared = _variance_parts(used, changes, clusters, sources)
     total = 0.0
+    for term in (*own, *shared):  # in this order, so that every figure stays what it was
+        total += term
+    return max(total, 0.0)
+
+
+def _variance_parts(used: Sequence[Member], changes: Sequence[NDArray[np.float64]],
+                    clusters: dict[str, Sequence[object]] | None, sources: dict[str, Sequence[object]] | None
+                    ) -> tuple[list[float], list[float]]:
+    """Each member's own variance of its change, and the terms of Σ_{i≠j} of their covariances (m² times the mean's)."""
+    own: list[float] = []
+    shared: list[float] = []
     # a member's centred changes over n: keyed (sorted unique keys, their sums), or by position
     shares: list[tuple[NDArray[Any], NDArray[np.float64]] | NDArray[np.float64]] = []
     for (task, _, _, kind, _), d in zip(used, changes, strict=True):
         labels, ids = (clusters or {}).get(task), (sources or {}).get(task)
-        total += _variance_terms(d, kind != "count", labels)[1]
+        own.append(_variance_terms(d, kind != "count", labels)[1])
         centred = (d - d.mean()) / d.size
         if labels is not None:  # a cluster's items are summed first: the cluster is what two members share
             shares.append(_keyed([f"{task}\x1fcluster\x1f{c}" for c in labels], centred))
@@ -292,8 +311,8 @@ def _combined_variance(used: Sequence[Member], changes: Sequence[NDArray[np.floa
             elif isinstance(a, tuple) or isinstance(b, tuple) or used[i][0] != used[j][0] or a.size != b.size:
                 continue  # keyed against positional, or two tasks without source ids: no item in common
             factor = _cr1(a.size) if clusters and used[i][0] in clusters and used[j][0] in clusters else 1.0
-            total += 2.0 * factor * float(np.dot(a, b))
-    return max(total, 0.0)
+            shared.append(2.0 * factor * float(np.dot(a, b)))
+    return own, shared
 
 
 def _keyed(keys: list[str], values: NDArray[np.float64]) -> tuple[NDArray[Any], NDArray[np.float64]]:

@@ -158,3 +158,13 @@ def test_three_clusters_widen_both_intervals_and_say_so(tmp_path: Path) -> None:
     assert clustered["change_method"] == "score+cluster-robust"
     summary = (tmp_path / "clustered" / "summary.json").read_text()
     assert "fewer than 20 clusters" in summary
+
+
+@pytest.mark.parametrize(("ns", "before"), [((80, 80), 9.39), ((95, 95), 8.03), ((66, 66, 66), 6.61), ((50,) * 4, 6.23)])
+def test_a_capability_of_a_few_small_members_keeps_the_size_of_its_equivalence_test(ns: tuple[int, ...],
+                                                                                      before: float) -> None:
+    """Issue 53: the audit's worst cells of the summed Agresti–Min Wald interval (5% of each member forgotten)."""
+    assert BENCH.exact_members(ns, 0.0, 0.05, wald=True)["equivalent"] == pytest.approx(before, abs=0.02)
+    rates = BENCH.exact_members(ns, 0.0, 0.05)
+    assert rates["equivalent"] <= 5.5
+    assert rates["coverage95"] >= 93.0

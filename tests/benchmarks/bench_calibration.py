@@ -24,7 +24,11 @@ measures, its Monte-Carlo standard error (0 where the figure is exact), the targ
   callback's anytime-valid alpha spending (curve_stats.spent_alpha), ≤ 6% (5% by construction, MC and the
   capability p-value's own approximation aside). Rows marked "no target" show the
   per-step rule that was replaced, the power of one task of 300 items and an oracle simultaneous band.
-
+- `cap_tost`: P(equivalent) of a capability of 2–4 independent 0/1 members of 50–150 items each, 5% of each
+  forgotten (true change −5, the margin), with combine_changes' stratified score interval; ≤ 5.5% (exact, and
+  MC through combine_changes at 2 × 80). `cap_type1` / `coverage95 capability`: the same capabilities' null
+  per-side type-I (≤ 2.6%) and 95% coverage (≥ 93%); `cap_power`: P(regressed) at a clear one-way loss, beside
+  the summed Agresti–Min Wald interval it replaced (no target).
 Binary cells of independent items are also computed exactly, by enumerating every (gains, losses) table
 with intervals.score_interval (the vectorised twin of the limits paired_change uses): `exact` rows.
 
@@ -43,8 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binom
+from scipy.stats import binom, norm
 
+from captrack.analysis.capability_score import capability_statistic
 from captrack.analysis.curve_stats import first_significant_step, spent_alpha
 from captrack.analysis.intervals import ratio_interval, score_interval
 from captrack.analysis.power import mde_binary
@@ -392,9 +397,73 @@ def curve_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
         yield Row("curve_spending_fwer MC (callback)", cell, *null["spending"], "<= 6", null["spending"][0] <= 6.0)
 
 
+# ---- capabilities of a few small members: the stratified score interval (issue 53) ---------------------------------
+
+def _member_grid(ns: tuple[int, ...], gain: float, loss: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every combination of the members' (gains, losses) tables with non-negligible probability: gains, losses and
+    n of shape (tables, members), and each combination's probability (independent members)."""
+    gains, losses, probs = zip(*(_tables(n, gain, loss) for n in ns), strict=True)
+    keep = [p > 1e-11 for p in probs]
+    grids = np.meshgrid(*[np.flatnonzero(k) for k in keep], indexing="ij")
+    at = [grid.ravel() for grid in grids]
+    g = np.stack([gains[j][at[j]] for j in range(len(ns))], axis=1).astype(float)
+    lo = np.stack([losses[j][at[j]] for j in range(len(ns))], axis=1).astype(float)
+    prob = np.prod(np.stack([probs[j][at[j]] for j in range(len(ns))], axis=1), axis=1)
+    return g, lo, np.broadcast_to(np.asarray(ns, dtype=float), g.shape), prob
+
+
+def _wald_statistic(g: np.ndarray, lo: np.ndarray, n: np.ndarray, delta: float) -> np.ndarray:
+    """The summed Agresti–Min Wald statistic the capability used before (no target: the 'before' rows)."""
+    adjusted = 100.0 * (g - lo) / (n + 2.0)
+    var = np.maximum((1e4 * (g + lo) + 1e4) / (n + 2.0) - adjusted**2, 0.0) / (n + 2.0)
+    return np.asarray((100.0 * (g - lo) / n).mean(axis=1) - delta) / (np.sqrt(var.sum(axis=1)) / g.shape[1])
+
+
+def exact_members(ns: tuple[int, ...], gain: float, loss: float, wald: bool = False) -> dict[str, float]:
+    """Exact P(regressed), P(improved), coverage of the 95% CI and P(equivalent) of a capability of independent
+    0/1 members (combine_changes' interval decided from its statistic at 0, ±margin and the truth)."""
+    g, lo, n, prob = _member_grid(ns, gain, loss)
+    z = {level: float(norm.ppf(0.5 + level / 2.0)) for level in (0.95, 0.90)}
+    stat = (lambda d: _wald_statistic(g, lo, n, d)) if wald else (lambda d: capability_statistic(g, lo, n, d))
+    at_zero, truth = stat(0.0), 100.0 * (gain - loss)
+    equivalent = (stat(-MARGIN) >= z[0.90]) & (stat(MARGIN) <= -z[0.90]) & (np.abs(at_zero) <= z[0.95])
+    return {"regressed": 100 * prob[at_zero < -z[0.95]].sum(), "improved": 100 * prob[at_zero > z[0.95]].sum(),
+            "coverage95": 100 * prob[np.abs(stat(truth)) <= z[0.95]].sum(), "equivalent": 100 * prob[equivalent].sum()}
+
+
+def member_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
+    """Capability TOST size at 2–4 members × 50–150 items with one-way losses, null type-I and coverage (exact),
+    power at a clear regression beside the summed Wald interval it replaced, and MC through combine_changes."""
+    for m, step in ((2, 5), (3, 5), (4, 10)):
+        for n in range(50, 151, step):
+            value = exact_members((n,) * m, 0.0, 0.05)["equivalent"]
+            yield Row("cap_tost exact", f"{m} members x {n} items, 5% forgotten, true -5", value, 0.0, "<= 5.5",
+                      value <= 5.5)
+    for ns, flips in (((50, 50), 0.15), ((100, 100), 0.15), ((80, 80), 0.05), ((50, 400), 0.1), ((60, 60, 60), 0.05)):
+        rates = exact_members(ns, flips, flips)
+        cell = f"members {ns}, {flips:.0%} flips each way, null"
+        for side in ("regressed", "improved"):
+            yield Row("cap_type1 exact", f"{cell} ({side})", rates[side], 0.0, "<= 3", rates[side] <= 3.0)
+        yield Row("coverage95 capability exact", cell, rates["coverage95"], 0.0, ">= 93", rates["coverage95"] >= 93.0)
+    for ns, loss in (((80, 80), 0.05), ((50, 50), 0.1), ((100, 100), 0.02), ((150, 150, 150), 0.03)):
+        for label, wald in (("", False), (" (summed Wald, before; no target)", True)):
+            rates = exact_members(ns, 0.0, loss, wald)
+            cell = f"members {ns}, {loss:.0%} forgotten, true {-100 * loss:+.0f}"
+            yield Row("cap_power exact" + label, cell, rates["regressed"], 0.0, "-", True)
+            if not wald:
+                yield Row("coverage95 capability exact", cell, rates["coverage95"], 0.0, ">= 93", rates["coverage95"] >= 93.0)
+    equivalent = 0
+    for _ in range(reps):  # the function itself, on simulated items: the worst cell of the summed Wald interval
+        members = [(f"t{j}", *_simulate_pair(rng, 80, 0.6, 0.0, 0.05), "binary", "higher") for j in range(2)]
+        equivalent += combine_changes(members, MARGIN).verdict == "equivalent"
+    value, se = _rate(equivalent, reps)
+    yield Row("cap_tost MC", "2 members x 80 items, 5% forgotten, true -5 (combine_changes)", value, se, "<= 5.5",
+              value <= 5.5)
+
+
 SECTIONS: dict[str, Callable[[np.random.Generator, int], Iterator[Row]]] = {
     "binary": binary_rows, "capability": capability_rows, "gate": gate_rows, "cluster": cluster_rows,
-    "excess": excess_rows, "mde": mde_rows, "curves": curve_rows,
+    "excess": excess_rows, "mde": mde_rows, "curves": curve_rows, "members": member_rows,
 }
 
 
