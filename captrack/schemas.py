@@ -14,7 +14,7 @@ import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import (
     BaseModel,
@@ -197,6 +197,9 @@ class ExperimentFile(_Config):
     executor: dict[str, Any] = Field(default_factory=dict, description=(
         "a mapping {name: local|slurm, ...its options}: where the stage jobs run (default local)"))
     variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
+    dtype: Literal["auto", "bfloat16", "float32", "float16"] | None = Field(None, description=(
+        "auto (bfloat16 where the hardware has bfloat16 arithmetic, else float32), bfloat16, float32 or float16: every "
+        "checkpoint's dtype and every training's bfloat16 autocast; unset: each entry's own"))
 
 
 # -- leaderboard.yaml (captrack leaderboard DIR) -----------------------------------------------------------

@@ -52,4 +52,5 @@ def test_bf16_features_name_the_flags_that_decide_the_dtype_and_an_isa_cap() -> 
     sapphire = "flags : avx512_bf16 amx_tile amx_bf16\n"
     capped = bf16_features(sapphire, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"})
     assert capped == "CPU bfloat16 features: amx_bf16 yes, avx512_bf16 yes (capped by ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)"
-    assert "set dtype: float32" in bf16_features("flags : fpu avx2\n", {})
+    assert "--dtype auto" in bf16_features("flags : fpu avx2\n", {}, uses_bf16=True)
+    assert "emulated" not in bf16_features("flags : fpu avx2\n", {})  # a float32 stage is not told

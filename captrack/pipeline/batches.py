@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from captrack.pipeline.cpu import apply_thread_plan, bf16_features, plan_threads
+from captrack.pipeline.dtype_choice import uses_bf16
 from captrack.pipeline.jobs import Placement
 from captrack.pipeline.stage import Stage
 from captrack.processes import worker_count
@@ -91,11 +92,12 @@ def check_placements(experiment: Experiment, stages: list[Stage], runs: Runs, co
                          f"{'; '.join(refused)}; nothing was run")
 
 
-def run_here(stage: Stage, console: Console, finish: Finish) -> None:
-    """Run one stage in this process with torch threads from the free cores."""
+def run_here(stage: Stage, console: Console, finish: Finish, bf16: bool = False) -> None:
+    """Run one stage in this process with torch threads from the free cores (`bf16`: it computes in bfloat16)."""
     threads = plan_threads()
     apply_thread_plan(threads)
-    console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}; {console_text(bf16_features())}[/]")
+    features = console_text(bf16_features(uses_bf16=bf16))
+    console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}; {features}[/]")
     start = time.perf_counter()
     stage.action()
     finish(stage, time.perf_counter() - start, None)
@@ -126,7 +128,7 @@ def run_batch(experiment: Experiment, batch: list[Stage], console: Console, fini
         if workers < 2 or len(jobs) < len(batch):
             _one_by_one(experiment, batch, console, finish, executor)
             return True
-        console.print(f"[dim]{threads.reason}; {console_text(bf16_features())}[/]")
+        console.print(f"[dim]{threads.reason}; {console_text(bf16_features(uses_bf16=uses_bf16(experiment)))}[/]")
         return run_jobs(experiment.work, batch, executor, max(1, threads.threads // workers), console, finish, runs.detach)
     if isinstance(executor, LocalExecutor):
         per_job = max(1, threads.threads // max(1, min(len(batch), len(executor.gpus))))
@@ -152,4 +154,4 @@ def _one_by_one(experiment: Experiment, batch: list[Stage], console: Console, fi
                      console, finish)
             continue
         console.rule(console_text(stage.title))
-        run_here(stage, console, finish)
+        run_here(stage, console, finish, stage.job is not None and uses_bf16(experiment))

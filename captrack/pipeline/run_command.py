@@ -29,14 +29,19 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--detach", action="store_true",
                      help="hand the jobs to the executor (slurm: submit them), say how to watch them, and return; the "
                           "same `captrack run` again re-attaches to them and finishes")
+    run.add_argument("--dtype", choices=["auto", "bfloat16", "float32", "float16"], default=None,
+                     help="every checkpoint's dtype and every training's bfloat16 autocast, over the experiment's dtype: "
+                          "auto is bfloat16 where the hardware has bfloat16 arithmetic (a CUDA GPU, a CPU with AMX or "
+                          "AVX512-BF16), else float32 (the demo's default)")
     run.add_argument("--status", action="store_true",
                      help="list every stage with its state, executor, job id, host and GPU-hours, and return (runs nothing)")
     run.set_defaults(func=cmd_run)
 
 
 def _experiment(args: argparse.Namespace) -> Any:
-    from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
+    from captrack.pipeline.experiment import load_experiment
     from captrack.pipeline.layout import default_workdir
+    from captrack.pipeline.quick_run import demo_experiment, quick
 
     if args.experiment:
         experiment = load_experiment(args.experiment)  # its paths are relative to the experiment file
@@ -46,7 +51,20 @@ def _experiment(args: argparse.Namespace) -> Any:
         experiment = load_experiment(demo_experiment())
         experiment = dataclasses.replace(experiment, workdir=default_workdir(Path.cwd(), "demo"),
                                          leaderboard=Path.cwd() / "leaderboards" / "demo")
-    return quick(experiment) if args.quick else experiment  # --quick: its own work folder, announced below
+    experiment = quick(experiment) if args.quick else experiment  # --quick: its own work folder, announced below
+    return _with_dtype(experiment, args.dtype)
+
+
+def _with_dtype(experiment: Any, requested: str | None) -> Any:
+    """`experiment` in `--dtype` (else its own ``dtype:``) where one is asked, the choice said once, here."""
+    from captrack.pipeline.dtype_choice import apply_dtype, choose_dtype
+
+    requested = requested or experiment.dtype
+    if requested is None:
+        return experiment
+    choice = choose_dtype(requested)
+    print(f"dtype {choice.dtype} for every evaluation and training ({choice.reason}; --dtype overrides)", flush=True)
+    return apply_dtype(experiment, choice)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

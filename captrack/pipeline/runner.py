@@ -19,6 +19,7 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.batches import Runs, check_executor, check_placements, run_batch, run_here
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.checkpoint_sweep import run_folders
+from captrack.pipeline.dtype_choice import uses_bf16
 from captrack.pipeline.experiment import Experiment, more_items_hint
 from captrack.pipeline.job_stages import DS_MODEL, eval_stage, train_stage
 from captrack.pipeline.jobs import Placement
@@ -289,6 +290,6 @@ def _run_stages(experiment: Experiment, dry_run: bool, console: Console, shown: 
             console.print(f"{console_text(label)}: would run")
             continue
         console.rule(console_text(label))
-        run_here(stage, console, finish)
+        run_here(stage, console, finish, stage.job is not None and uses_bf16(experiment))
     run_batch(experiment, batch, console, finish, runs)
     return timings

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _quick_workdir(experiment: Path) -> Path:
     sys.path.insert(0, str(ROOT))
-    from captrack.pipeline.experiment import load_experiment, quick
+    from captrack.pipeline.experiment import load_experiment
+    from captrack.pipeline.quick_run import quick
 
     return quick(load_experiment(experiment)).workdir
 

@@ -13,7 +13,8 @@ import pytest
 
 from captrack.cli import main
 from captrack.errors import InputError
-from captrack.pipeline.experiment import demo_experiment, load_experiment
+from captrack.pipeline.experiment import load_experiment
+from captrack.pipeline.quick_run import demo_experiment
 from captrack.pipeline.runner import _check_item_counts
 
 WORD = "captrack_probe_c2_word_problems"  # generates 24 items unless its metadata n says otherwise

@@ -6,7 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from captrack.pipeline.board import board_spec
-from captrack.pipeline.experiment import demo_experiment, load_experiment, quick
+from captrack.pipeline.experiment import load_experiment
+from captrack.pipeline.quick_run import demo_experiment, quick
 
 
 def test_the_quick_board_says_it_is_a_smoke_test_and_claims_nothing(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_quick_demo_end_to_end(tmp_path: Path) -> None:
     """`captrack run --quick` on the embedded demo: SmolLM2 trained three ways, evaluated, compared, published."""
     import dataclasses
 
-    from captrack.pipeline.experiment import QUICK_TASKS, demo_experiment, quick
+    from captrack.pipeline.quick_run import QUICK_TASKS, demo_experiment, quick
 
     experiment = quick(load_experiment(demo_experiment()))
     assert experiment.tasks == QUICK_TASKS and experiment.limit == 3
