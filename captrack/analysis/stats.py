@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import binom
 
-__all__ = ["bh_qvalues", "bootstrap_indices", "mcnemar_exact", "percentile_ci"]
+__all__ = ["bh_qvalues", "bootstrap_indices", "mcnemar_exact", "percentile_ci", "sign_flip_pvalue"]
 
 
 @lru_cache(maxsize=1 << 16)  # a pure function of two counts, asked for again and again across variants and tasks
@@ -22,6 +22,30 @@ def mcnemar_exact(n10: int, n01: int) -> float:
     if n == 0:
         return 1.0
     return float(min(1.0, 2.0 * binom.cdf(min(n10, n01), n, 0.5)))
+
+
+def sign_flip_pvalue(changes: NDArray[np.int64]) -> float:
+    """Two-sided exact p-value of the paired sign-flip (permutation) test of no change, one integer per item.
+
+    Each item's change (e.g. its variant − base correct answers summed over seeds) keeps its size and takes either
+    sign with probability 1/2 under the null; p = P(|Σ| ≥ |observed Σ|). Items, not item × seed pairs, are the
+    independent units. With changes in {−1, 0, 1} (one seed) it is mcnemar_exact. 1.0 when nothing changed.
+    """
+    values = np.asarray(changes, dtype=np.int64)
+    sizes = np.abs(values[values != 0])
+    if not sizes.size:
+        return 1.0
+    # U = Σ over items of size·[sign +]: Σ = 2U − Σ sizes; each size's count of + signs is binomial(count, 1/2)
+    dist, offset = np.ones(1), 0
+    for size, count in zip(*np.unique(sizes, return_counts=True), strict=True):
+        plus = np.arange(count + 1)
+        pmf = binom.pmf(plus, count, 0.5)
+        kept = np.flatnonzero(pmf > 0)  # the far tails underflow: nothing to add there
+        spread = np.zeros((kept[-1] - kept[0]) * int(size) + 1)
+        spread[::int(size)] = pmf[kept[0]:kept[-1] + 1]
+        dist, offset = np.convolve(dist, spread), offset + int(kept[0]) * int(size)
+    at_least = math.ceil((int(sizes.sum()) + abs(int(values.sum()))) / 2) - offset  # U ≥ this: Σ ≥ |observed|
+    return float(min(1.0, 2.0 * dist[max(at_least, 0):].sum()))
 
 
 def bh_qvalues(pvalues: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -11,9 +11,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.item_rows import key_codes
+from captrack.analysis.stats import sign_flip_pvalue
 
 __all__ = ["FlippedRows", "Transitions", "chance_expected", "chance_weight", "count_transitions", "flipped_by_key",
-           "flipped_items", "flipped_rows"]
+           "flipped_items", "flipped_rows", "seed_item_outcomes", "seed_item_tests"]
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,7 @@ class Transitions:
         w = self.chance_weight_value
         mean = (flips - w * self.n_00) / self.n
         second = (flips + w * w * self.n_00) / self.n
-        half = 1.959963984540054 * math.sqrt(max(second - mean * mean, 0.0) / self.n)
-        return mean, mean - half, mean + half
+        return _wald95(mean, second, self.n)
 
     @property
     def forgetting_max(self) -> float:
@@ -120,6 +120,52 @@ class Transitions:
     def backward_transfer_max(self) -> float:
         """Ceiling of BT_adj: max((k·acc_post − 1)/(k − 1), 0)."""
         return _ceiling(self.acc_post, self.k)
+
+
+def _wald95(mean: float, second: float, n: int) -> tuple[float, float, float]:
+    """(mean, low, high): the 95% Wald interval of a mean of n terms from their mean and mean square."""
+    half = 1.959963984540054 * math.sqrt(max(second - mean * mean, 0.0) / n)
+    return mean, mean - half, mean + half
+
+
+def seed_item_outcomes(items: pd.DataFrame) -> dict[tuple[str, str], tuple[NDArray[np.bool_], NDArray[np.bool_]]]:
+    """Per (task, metric) of paired items with several replicates (seeds): the base's and the variant's outcomes
+    (value > 0.5) as (items, seeds) arrays, of the items every seed scored (those item_means averages)."""
+    if not len(items):
+        return {}
+    wide = items.pivot_table(index=["task", "metric", "doc_hash", "occ"], columns="replicate",
+                             values=["base", "variant"], aggfunc="first", observed=True).dropna()
+    out = {}
+    for (task, metric), frame in wide.groupby(level=["task", "metric"], sort=False):
+        out[(str(task), str(metric))] = (frame["base"].to_numpy(dtype=float) > 0.5,
+                                         frame["variant"].to_numpy(dtype=float) > 0.5)
+    return out
+
+
+def seed_item_tests(before: NDArray[np.bool_], after: NDArray[np.bool_], weight: float) -> dict[str, float]:
+    """transitions.csv's tests of several seeds on item means (n = items), not on seed × item pairs.
+
+    Seeds of one item are not independent (the variant's change, and what both models know, is the item's), so
+    pooling them as pairs made `mcnemar_p` 9–13% false positives at 3–5 seeds and the F − E₀₀ interval cover
+    85–93% (statistics audit 2026-11-29, §13). Here `mcnemar_p` is the exact sign-flip test of each item's
+    change summed over seeds (stats.sign_flip_pvalue: McNemar's exact test at one seed), and F − E₀₀ / BT − E₀₀
+    with their 95% CIs are Wald intervals of the per-item means over seeds of 1[1→0] − w·1[0→0] (1[0→1] − …).
+
+    Args:
+        before, after: (items, seeds) good outcomes of the base and the variant, oriented (True: the good one).
+        weight: w, the chance weight 1/(k − 1) (Transitions.chance_weight_value).
+    """
+    n = before.shape[0]
+    if not n:
+        return {"mcnemar_p": math.nan} | {f"{name}{end}": math.nan for name in ("forgetting_excess",
+                "backward_transfer_excess") for end in ("", "_ci_low", "_ci_high")}
+    both_wrong = (~before & ~after).mean(axis=1)
+    out: dict[str, float] = {"mcnemar_p": sign_flip_pvalue(after.sum(axis=1) - before.sum(axis=1))}
+    for name, flips in (("forgetting_excess", before & ~after), ("backward_transfer_excess", ~before & after)):
+        terms = flips.mean(axis=1) - weight * both_wrong
+        mean, low, high = _wald95(float(terms.mean()), float((terms * terms).mean()), n)
+        out |= {name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high}
+    return out
 
 
 def chance_expected(acc_pre: float, acc_post: float, k: int | None) -> float:

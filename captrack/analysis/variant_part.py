@@ -24,7 +24,13 @@ from captrack.analysis.curves import item_means
 from captrack.analysis.drift import relative_drift
 from captrack.analysis.item_rows import one_row_items
 from captrack.analysis.stats import mcnemar_exact
-from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
+from captrack.analysis.transitions import (
+    Transitions,
+    chance_weight,
+    count_transitions,
+    seed_item_outcomes,
+    seed_item_tests,
+)
 from captrack.analysis.types import PairInput, VariantPart
 from captrack.analysis.verdict_tables import item_clusters, item_labels
 from captrack.errors import UnknownNameError
@@ -33,6 +39,9 @@ from captrack.metrics.registry import MetricSpec, get_metric
 from captrack.results.pairing import PairedItems
 
 __all__ = ["PAIR_DELTA_COLUMNS", "PartOptions", "merge_parts", "variant_part"]
+
+Seeds = dict[tuple[str, str], tuple[NDArray[np.bool_], NDArray[np.bool_]]]
+"""(task, metric) -> the base's and the variant's outcomes, (items, seeds) (transitions.seed_item_outcomes)."""
 
 PAIR_DELTA_COLUMNS = ["variant", "task", "metric", "base_value", "variant_value", "delta", "delta_ci_low", "delta_ci_high"]
 
@@ -55,7 +64,8 @@ def variant_part(pair: PairInput, options: PartOptions) -> VariantPart:
     per_rep, items = _per_replicate(paired), item_means(paired)
     clusters = item_clusters(paired, pair.fields[options.cluster], options.cluster, warnings) if options.cluster else {}
     sources = item_labels(paired, pair.source_ids) if pair.source_ids is not None else {}
-    t_rows, d_rows, counts = _variant_rows(variant, per_rep, items, warnings)
+    seeds = seed_item_outcomes(paired.items) if len(paired.replicates) >= 2 else {}
+    t_rows, d_rows, counts = _variant_rows(variant, per_rep, items, warnings, seeds)
     _add_noise_floor(t_rows, paired)
     unreadable = _add_flip_decomposition(t_rows, pair, options.churn)
     deltas = None
@@ -184,9 +194,9 @@ def _spec(metric: str, warnings: list[str]) -> MetricSpec | None:
 
 
 def _variant_rows(
-    variant: VariantLabels, per_rep: pd.DataFrame, items: Items, warnings: list[str]
+    variant: VariantLabels, per_rep: pd.DataFrame, items: Items, warnings: list[str], seeds: Seeds
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """Transition and drift rows of one variant (drift CIs are filled in later)."""
+    """Transition and drift rows of one variant (drift CIs are filled in later; `seeds`: seed_item_outcomes)."""
     transitions, drift = [], []
     paired_items: dict[str, int] = {}
     zero_base: list[str] = []
@@ -209,7 +219,8 @@ def _variant_rows(
         })
         binary = bool(np.all(rows["is_binary"]))
         if (spec.tracks_transitions if spec else binary) and binary:
-            transitions.append(_transition_row(variant, str(task), str(metric), rows, spec))
+            transitions.append(_transition_row(variant, str(task), str(metric), rows, spec,
+                                               seeds.get((str(task), str(metric)))))
             low, high = _known(rows["k_min"]).min(initial=math.inf), _known(rows["k_max"]).max(initial=-math.inf)
             if transitions[-1]["k"] is not None and low != high:
                 warnings.append(f"{variant.name}: {task}/{metric}: items have {low:.0f} to "
@@ -224,8 +235,10 @@ def _known(values: NDArray[Any]) -> NDArray[np.float64]:
 
 
 def _transition_row(variant: VariantLabels, task: str, metric: str, rows: Mapping[str, NDArray[Any]],
-                    spec: MetricSpec | None) -> dict[str, Any]:
-    """One (task, metric)'s transition row from its replicates' counts (`rows`: per_replicate's columns)."""
+                    spec: MetricSpec | None, seeds: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None
+                    ) -> dict[str, Any]:
+    """One (task, metric)'s transition row from its replicates' counts (`rows`: per_replicate's columns); with
+    several seeds, mcnemar_p and the excess CIs on item means (transitions.seed_item_tests: items, not pairs)."""
     n11, n10, n01, n00 = (int(np.asarray(rows[c]).sum()) for c in ("n_11", "n_10", "n_01", "n_00"))
     if spec is not None and spec.direction == "lower":  # 1 is the bad outcome: flip
         n11, n10, n01, n00 = n00, n01, n10, n11
@@ -238,7 +251,7 @@ def _transition_row(variant: VariantLabels, task: str, metric: str, rows: Mappin
         weight = float(np.nansum(np.asarray(rows["chance_weight"], dtype=float) * n) / n.sum())
     t = Transitions(n11, n10, n01, n00, k=k, weight=weight)
     forgetting_excess, backward_excess = t.forgetting_excess, t.backward_transfer_excess
-    return {
+    row = {
         "variant": variant.name, "algorithm": variant.algorithm, "task": task, "metric": metric,
         "n": t.n, "n_11": n11, "n_10": n10, "n_01": n01, "n_00": n00,
         "forgetting": t.forgetting, "backward_transfer": t.backward_transfer, "k": k,
@@ -248,3 +261,8 @@ def _transition_row(variant: VariantLabels, task: str, metric: str, rows: Mappin
         "backward_transfer_excess_ci_low": backward_excess[1], "backward_transfer_excess_ci_high": backward_excess[2],
         "mcnemar_p": mcnemar_exact(n10, n01), "direction_lower": spec is not None and spec.direction == "lower",
     }
+    if seeds is not None:
+        lower = spec is not None and spec.direction == "lower"  # 1 is the bad outcome: the good one is ≤ 0.5
+        before, after = (~side if lower else side for side in seeds)
+        row |= seed_item_tests(before, after, t.chance_weight_value)
+    return row

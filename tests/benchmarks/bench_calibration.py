@@ -28,7 +28,9 @@ measures, its Monte-Carlo standard error (0 where the figure is exact), the targ
   forgotten (true change −5, the margin), with combine_changes' stratified score interval; ≤ 5.5% (exact, and
   MC through combine_changes at 2 × 80). `cap_type1` / `coverage95 capability`: the same capabilities' null
   per-side type-I (≤ 2.6%) and 95% coverage (≥ 93%); `cap_power`: P(regressed) at a clear one-way loss, beside
-  the summed Agresti–Min Wald interval it replaced (no target).
+  the summed Agresti–Min Wald interval it replaced (no target).- `replicate_mcnemar` / `replicate_excess_coverage95`: transitions.csv's mcnemar_p (P(p < 0.05), ≤ 5.5%) and its
+  F − E00 95% CI (≥ 93%) with 3 and 5 seeds when each item has its own change and the mean change is 0
+  (transitions.seed_item_tests, on item means), beside the pooled seed × item pairs they replaced (no target).
 Binary cells of independent items are also computed exactly, by enumerating every (gains, losses) table
 with intervals.score_interval (the vectorised twin of the limits paired_change uses): `exact` rows.
 
@@ -53,7 +55,8 @@ from captrack.analysis.capability_score import capability_statistic
 from captrack.analysis.curve_stats import first_significant_step, spent_alpha
 from captrack.analysis.intervals import ratio_interval, score_interval
 from captrack.analysis.power import mde_binary
-from captrack.analysis.transitions import Transitions, count_transitions
+from captrack.analysis.stats import mcnemar_exact
+from captrack.analysis.transitions import Transitions, count_transitions, seed_item_tests
 from captrack.analysis.verdicts import combine_changes, failing_cells, paired_change
 
 MARGIN = 5.0
@@ -461,9 +464,68 @@ def member_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
               value <= 5.5)
 
 
+# ---- replicates: transitions.csv's tests with several seeds (issue 53) -----------------------------------------------
+
+def _seed_outcomes(rng: np.random.Generator, n: int, seeds: int, layout: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """(items, seeds) outcomes of a base and a variant whose mean change is 0, and the true F − E00 (k = 4).
+
+    Each item has its own base and variant rates (p, q); seeds are Bernoulli draws given them, so an item's seeds
+    share its change. `swap`: p and q are two U(0.1, 0.95) draws in random order (an item-specific change, each
+    item's as likely either way); `skewed`: q = p + 0.3 for a third of the items and p − 0.15 for the rest,
+    p ~ U(0.2, 0.7) (mean 0, not symmetric); `same`: q = p ~ U(0.1, 0.95) (no change, what each item's seeds know
+    in common only)."""
+    w = 1.0 / 3.0
+    if layout == "swap":
+        r, s = rng.uniform(0.1, 0.95, n), rng.uniform(0.1, 0.95, n)
+        flip = rng.random(n) < 0.5
+        p, q = np.where(flip, r, s), np.where(flip, s, r)
+        mu = 0.525
+        truth = mu * (1 - mu) - w * (1 - mu) ** 2
+    elif layout == "skewed":
+        p = rng.uniform(0.2, 0.7, n)
+        q = p + np.where(rng.random(n) < 1 / 3, 0.3, -0.15)
+        mean_pq = 0.45**2 + 0.25 / 12  # E[p·q] = E[p²] + E[p]·E[c], E[c] = 0
+        truth = (0.45 - mean_pq) - w * (1 - 2 * 0.45 + mean_pq)
+    else:
+        p = q = rng.uniform(0.1, 0.95, n)
+        second = (0.1**2 + 0.1 * 0.95 + 0.95**2) / 3
+        truth = (0.525 - second) - w * (1 - 2 * 0.525 + second)
+    before = rng.random((n, seeds)) < p[:, None]
+    after = rng.random((n, seeds)) < q[:, None]
+    return before, after, truth
+
+
+def replicate_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
+    """mcnemar_p and the F − E00 CI of transitions.csv with several seeds (transitions.seed_item_tests: item means),
+    beside the pooled seed × item pairs they replaced (no target). 4 × R per cell (MC SE ≈ 0.25 on a 5% rate): the
+    test is exact where an item's change is as likely either way (swap, same), so its size is 5% less discreteness."""
+    reps *= 4
+    for layout in ("swap", "skewed", "same"):
+        for n, seeds in ((500, 3), (500, 5)):
+            counts = {"item": [0, 0], "pooled": [0, 0]}
+            for _ in range(reps):
+                before, after, truth = _seed_outcomes(rng, n, seeds, layout)
+                tests = seed_item_tests(before, after, 1.0 / 3.0)
+                counts["item"][0] += tests["mcnemar_p"] < 0.05
+                counts["item"][1] += tests["forgetting_excess_ci_low"] <= truth <= tests["forgetting_excess_ci_high"]
+                t = Transitions(int((before & after).sum()), int((before & ~after).sum()), int((~before & after).sum()),
+                                int((~before & ~after).sum()), k=4)
+                counts["pooled"][0] += mcnemar_exact(t.n_10, t.n_01) < 0.05
+                _, low, high = t.forgetting_excess
+                counts["pooled"][1] += low <= truth <= high
+            cell = f"{n} items x {seeds} seeds, {layout}, mean change 0"
+            for which, label in (("item", ""), ("pooled", " (pooled pairs, before; no target)")):
+                false, covered = (_rate(value, reps) for value in counts[which])
+                yield Row("replicate_mcnemar MC" + label, cell, *false, "<= 5.5" if not label else "-",
+                          false[0] <= 5.5 or bool(label))
+                yield Row("replicate_excess_coverage95 MC" + label, cell, *covered, ">= 93" if not label else "-",
+                          covered[0] >= 93.0 or bool(label))
+
+
 SECTIONS: dict[str, Callable[[np.random.Generator, int], Iterator[Row]]] = {
     "binary": binary_rows, "capability": capability_rows, "gate": gate_rows, "cluster": cluster_rows,
     "excess": excess_rows, "mde": mde_rows, "curves": curve_rows, "members": member_rows,
+    "replicates": replicate_rows,
 }
 
 
