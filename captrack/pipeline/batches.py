@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Runs", "check_executor", "check_placements", "run_batch", "run_here"]
 
-Finish = Callable[[Stage, float, Placement | None], None]
+Finish = Callable[[Stage, float, Placement | None, float], None]
+"""A stage ended: its run time (s, from when it started running), where it ran, and how long it was queued (s)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def run_here(stage: Stage, console: Console, finish: Finish, bf16: bool = False)
     console.print(f"[dim]{threads.threads} torch thread(s): {threads.reason}; {features}[/]")
     start = time.perf_counter()
     stage.action()
-    finish(stage, time.perf_counter() - start, None)
+    finish(stage, time.perf_counter() - start, None, 0.0)
 
 
 def run_batch(experiment: Experiment, batch: list[Stage], console: Console, finish: Finish, runs: Runs) -> bool:

@@ -2,7 +2,8 @@
 
 The stages of a batch (trainings, evaluations: captrack.pipeline.job_stages) may need each other (an
 evaluation its variant's training). A stage whose needs are done is ready: its job is built, its spec
-written to ``<workdir>/jobs/<id>.json``, and it is handed to the executor, or re-attached to when an earlier
+written to ``<workdir>/jobs/<id>.json``, and it is handed to the executor (the stages ready together in one
+:meth:`~captrack.pipeline.executors.Executor.submit_all`: one array on slurm), or re-attached to when an earlier
 driver's record of that very job (same id, same executor) says it is still known. Each state change is
 recorded (``<id>.record.json``); a DONE job's stage gets its marker with its placement (executor, job id,
 host, GPUs); a FAILED or CANCELLED job fails its stage, and the stages that need it, while independent
@@ -15,13 +16,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
 from captrack.errors import InputError
 from captrack.pipeline.executors import Executor, JobRecord, JobState, JobStatus
-from captrack.pipeline.jobs import Placement, StageJob, WorkerReport
+from captrack.pipeline.jobs import Placement, StageJob, WorkerReport, forget_attempts
 from captrack.pipeline.layout import WorkFolder
 from captrack.pipeline.stage import Stage
 from captrack.pipeline.workers import PROGRESS_EVERY_S, show_stage_warnings, slug
@@ -34,7 +36,8 @@ __all__ = ["STOPPED", "Batch", "run_jobs"]
 STOPPED = "stopped"
 """The recorded state of a job the run cancelled when it was stopped (Ctrl-C, an error) before the job ended."""
 
-Finish = Callable[[Stage, float, Placement | None], None]
+Finish = Callable[[Stage, float, Placement | None, float], None]
+"""A stage ended: its run time (s, from when it started running), where it ran, and how long it was queued (s)."""
 
 
 @dataclass
@@ -47,6 +50,12 @@ class Batch:
     failed: dict[str, str] = field(default_factory=dict)
     submitted: dict[str, tuple[Stage, StageJob, float]] = field(default_factory=dict)
     seen: dict[str, JobStatus] = field(default_factory=dict)
+    running_since: dict[str, float] = field(default_factory=dict)
+    """When each job was first seen running (perf_counter): its queue time ends there."""
+
+    def queued_for(self, job: str, submitted: float) -> float:
+        """Seconds `job` waited from its hand-on until it was first seen running (so far, while it waits)."""
+        return self.running_since.get(job, time.perf_counter()) - submitted
 
     def ready(self) -> list[Stage]:
         """Waiting stages whose needs in this batch are done, costliest first."""
@@ -58,28 +67,49 @@ class Batch:
         return [s for s in self.waiting if any(n in self.failed for n in s.needs)]
 
 
-def _hand_on(batch: Batch, stage: Stage, executor: Executor, work: WorkFolder, threads: int, console: Console) -> None:
-    """Submit `stage`'s job, or re-attach to the same job an earlier driver submitted to this executor."""
+def _attached(batch: Batch, stage: Stage, executor: Executor, work: WorkFolder, threads: int,
+              console: Console) -> tuple[StageJob, Path] | None:
+    """Re-attach to `stage`'s job when an earlier driver submitted the same job to this executor and it is still known;
+    else its job and written spec, to submit (None when re-attached)."""
     assert stage.job is not None  # the runner dispatches job stages only
     job = stage.job(threads)
     spec = job.write(work.job_spec(job.id))
+    batch.submitted[job.id] = (stage, job, time.perf_counter())
     record = JobRecord.read(work, job.id)
-    status = None
     if record is not None and record.executor == executor.name and record.state in ("queued", "running", "done"):
         status = executor.attach(record)
         if status is not None:
             console.print(f"[dim]{escape(stage.title)}: re-attached to {executor.name} job {escape(status.job_id)} "
                           f"({status.state.value})[/]")
-    if status is None:
-        WorkerReport.path(spec).unlink(missing_ok=True)  # an earlier run's report says nothing of this one
-        status = executor.submit(job, spec)
-    batch.submitted[job.id] = (stage, job, time.perf_counter())
-    _record(batch, executor, work, status)
+            _record(batch, executor, work, status)
+            return None
+    WorkerReport.path(spec).unlink(missing_ok=True)  # an earlier run's report says nothing of this one
+    forget_attempts(spec)
+    return job, spec
+
+
+def _hand_on(batch: Batch, stages: list[Stage], executor: Executor, work: WorkFolder, threads: int,
+             console: Console) -> None:
+    """Re-attach to each stage's job an earlier driver submitted, and submit the others together (one array on slurm)."""
+    fresh = [pair for stage in stages if (pair := _attached(batch, stage, executor, work, threads, console))]
+    if not fresh:
+        return
+    try:
+        statuses = executor.submit_all(fresh)
+    except BaseException:
+        for job, _ in fresh:  # not submitted: nothing of it to follow or cancel
+            batch.submitted.pop(job.id, None)
+        raise
+    for status in statuses:
+        _record(batch, executor, work, status)
 
 
 def _record(batch: Batch, executor: Executor, work: WorkFolder, status: JobStatus) -> None:
+    if status.state is not JobState.QUEUED:
+        batch.running_since.setdefault(status.job, time.perf_counter())
     before = batch.seen.get(status.job)
-    if before is None or (before.state, before.job_id, before.host) != (status.state, status.job_id, status.host):
+    if before is None or (before.state, before.job_id, before.host, before.restarts) != \
+            (status.state, status.job_id, status.host, status.restarts):
         JobRecord.of(executor.name, status).write(work)
     batch.seen[status.job] = status
 
@@ -100,7 +130,10 @@ def _ended(batch: Batch, status: JobStatus, executor: Executor, work: WorkFolder
         host = report.host if report is not None else status.host
         gpus = (report.cuda_visible_devices or "") if report is not None else status.gpus
         batch.done.add(stage.title)
-        finish(stage, time.perf_counter() - started, Placement(executor.name, status.job_id, host, gpus))
+        elapsed = time.perf_counter() - started
+        ran = min(elapsed, max(0.0, report.ended - report.started)) if report is not None else \
+            elapsed - batch.queued_for(status.job, started)
+        finish(stage, ran, Placement(executor.name, status.job_id, host, gpus), max(0.0, elapsed - ran))
         return
     job_id = f"{executor.name} job {status.job_id}" if status.job_id else f"{executor.name} job"
     batch.failed[stage.title] = f"stage {stage.title!r} failed ({job_id}, {status.state.value}): {status.error}"
@@ -115,8 +148,10 @@ def _show_progress(batch: Batch, console: Console) -> None:
             continue
         where = f"{status.state.value}{' on ' + status.host if status.host and status.state is JobState.RUNNING else ''}"
         line = f": {status.progress}" if status.progress else ""
-        console.print(f"[dim]{escape(stage.title)} ({time.perf_counter() - started:.0f} s, {escape(where)}){escape(line)}[/]",
-                      highlight=False)
+        queued = batch.queued_for(job, started)
+        times = (f"queued {queued:.0f} s" if status.state is JobState.QUEUED else
+                 f"{time.perf_counter() - started - queued:.0f} s" + (f" after {queued:.0f} s queued" if queued >= 1 else ""))
+        console.print(f"[dim]{escape(stage.title)} ({times}, {escape(where)}){escape(line)}[/]", highlight=False)
 
 
 def run_jobs(work: WorkFolder, stages: list[Stage], executor: Executor, threads: int, console: Console,
@@ -138,13 +173,16 @@ def run_jobs(work: WorkFolder, stages: list[Stage], executor: Executor, threads:
     shown, ended = time.perf_counter(), False
     try:
         while batch.waiting or batch.submitted:
+            ready = []
             for stage in batch.ready():
                 batch.waiting.remove(stage)
                 if stage.done():  # what it needed ran again and left its inputs as they were
                     console.print(f"[dim]{escape(stage.title)}: unchanged, reusing[/]")
                     batch.done.add(stage.title)
                     continue
-                _hand_on(batch, stage, executor, work, threads, console)
+                ready.append(stage)
+            if ready:
+                _hand_on(batch, ready, executor, work, threads, console)
             for stage in batch.blocked():
                 batch.waiting.remove(stage)
                 batch.failed[stage.title] = f"stage {stage.title!r} did not run: it needs a stage that failed"

@@ -263,11 +263,12 @@ def _run_stages(experiment: Experiment, dry_run: bool, console: Console, shown: 
     timings: dict[str, float] = {}
     batch: list[Stage] = []
 
-    def finish(stage: Stage, seconds: float, placement: Placement | None = None) -> None:
+    def finish(stage: Stage, seconds: float, placement: Placement | None = None, queued: float = 0.0) -> None:
         check()
         timings[stage.title] = seconds
-        stage.write_marker(placement)
-        console.print(f"[green]done[/] {console_text(stage.title)} in {seconds:.1f} s")
+        stage.write_marker(placement, queued)
+        waited = f" (queued {queued:.1f} s before it)" if queued >= 0.05 else ""
+        console.print(f"[green]done[/] {console_text(stage.title)} in {seconds:.1f} s{waited}")
 
     for i, stage in enumerate(stages, start=1):
         check()

@@ -61,14 +61,15 @@ class Stage:
         recorded = read_json_or_none(self.marker)
         return isinstance(recorded, dict) and recorded.get("config_hash") == self.digest
 
-    def write_marker(self, placement: Placement | None = None) -> None:
-        """Record that the stage ran with its current inputs, and where (atomically: a reader sees the old marker or this one)."""
+    def write_marker(self, placement: Placement | None = None, queued: float = 0.0) -> None:
+        """Record that the stage ran with its current inputs, where, and how long its job waited before it ran
+        (atomically: a reader sees the old marker or this one)."""
         from dataclasses import asdict
 
         self.marker.parent.mkdir(parents=True, exist_ok=True)
         record: dict[str, Any] = {"config_hash": self.digest, "inputs": self.current_inputs()}
         if placement is not None:
-            record["placement"] = asdict(placement)
+            record["placement"] = asdict(placement) | {"queued_s": round(queued, 3)}
         write_atomic(self.marker, json.dumps(record, default=str, indent=2))
 
     def placement(self) -> dict[str, Any] | None:
