@@ -27,7 +27,8 @@ from captrack.errors import InputError
 from captrack.files import read_json_or_none, write_atomic
 from captrack.pipeline.experiment import config_hash
 
-__all__ = ["WORKER_MODULE", "Needs", "Placement", "StageJob", "WorkerReport", "rank_command", "worker_command"]
+__all__ = ["WORKER_MODULE", "Attempt", "Needs", "Placement", "StageJob", "WorkerReport", "attempts", "forget_attempts",
+           "note_attempt", "rank_command", "worker_command"]
 
 WORKER_MODULE = "captrack.pipeline.stage_job"
 """The module a worker runs: ``python -m captrack.pipeline.stage_job SPEC.json``."""
@@ -160,3 +161,37 @@ class WorkerReport:
             return cls(**raw) if isinstance(raw, dict) else None
         except TypeError:
             return None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One start of a job (a requeued Slurm job starts again), noted beside its spec (``<spec>.attempts.json``)."""
+
+    restart: int
+    """The scheduler's restart count (``SLURM_RESTART_COUNT``; 0: the first start)."""
+    job_id: str
+    started: float
+
+
+def _attempts_path(spec: Path) -> Path:
+    return spec.with_name(spec.stem + ".attempts.json")
+
+
+def attempts(spec: Path) -> list[Attempt]:
+    """Every start noted for the job in `spec`, oldest first ([] when none, or not readable)."""
+    raw = read_json_or_none(_attempts_path(spec))
+    try:
+        return [Attempt(**a) for a in raw] if isinstance(raw, list) else []
+    except TypeError:
+        return []
+
+
+def note_attempt(spec: Path, restart: int, job_id: str, started: float) -> None:
+    """Add a start of the job in `spec` to its attempts (rewritten atomically: one job writes it at a time)."""
+    noted = [asdict(a) for a in attempts(spec)] + [asdict(Attempt(restart, job_id, started))]
+    write_atomic(_attempts_path(spec), json.dumps(noted, indent=2))
+
+
+def forget_attempts(spec: Path) -> None:
+    """Forget the starts of an earlier submission (the job is submitted afresh)."""
+    _attempts_path(spec).unlink(missing_ok=True)

@@ -5,7 +5,8 @@ submitted. A stage is ``done`` (its marker matches its inputs), ``changed`` (it 
 inputs: it runs again), ``not run``, or, for a job handed to an executor and not finished, its last
 recorded state (``queued``, ``running``), ``lost`` where that job has certainly ended (a local worker or the
 `captrack run` that drove it is gone: no process runs it), ``stopped`` where its run was stopped (Ctrl-C) and
-cancelled it, and, when it failed, ``failed``/``cancelled``. For a job that ran,
+cancelled it, and, when it failed, ``failed``/``cancelled``; a job that started again (a Slurm requeue: preemption,
+its pre-limit signal) says how often. For a job that ran,
 the GPU-hours it cost (GPUs x wall time) and its planned memory per GPU (captrack.backends.memory_plan).
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from captrack.pipeline.executors import JobRecord
-from captrack.pipeline.jobs import WorkerReport
+from captrack.pipeline.jobs import WorkerReport, attempts
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -38,6 +39,8 @@ class StageState:
     gpus: str = ""
     gpu_hours: float | None = None
     planned_gb: float | None = None
+    restarts: int = 0
+    """How often its job started again (a Slurm requeue: preemption, its pre-limit signal), as last recorded."""
 
 
 def _recorded_state(record: JobRecord) -> str:
@@ -63,6 +66,7 @@ def _job_state(stage: Stage, experiment: Experiment, done: bool) -> StageState:
     record = JobRecord.read(work, job.id)
     report = WorkerReport.read(work.job_spec(job.id))
     placed = stage.placement() if done else None
+    restarts = max((a.restart for a in attempts(work.job_spec(job.id))), default=record.restarts if record else 0)
     planned = job.needs.gpu_memory / 1e9 if job.needs.gpu_memory else None
     if placed is not None:
         gpus = str(placed.get("gpus", ""))
@@ -70,12 +74,12 @@ def _job_state(stage: Stage, experiment: Experiment, done: bool) -> StageState:
         if report is not None and report.job == job.id and gpus:
             hours = len(gpus.split(",")) * (report.ended - report.started) / 3600
         return StageState(stage.title, "done", str(placed.get("executor", "")), str(placed.get("job_id", "")),
-                          str(placed.get("host", "")), gpus, hours, planned)
+                          str(placed.get("host", "")), gpus, hours, planned, restarts)
     if done:
         return StageState(stage.title, "done", planned_gb=planned)
     if record is not None:
         return StageState(stage.title, _recorded_state(record), record.executor, record.job_id, record.host, record.gpus,
-                          planned_gb=planned)
+                          planned_gb=planned, restarts=restarts)
     return StageState(stage.title, "changed" if stage.marker.is_file() else "not run", planned_gb=planned)
 
 
@@ -109,7 +113,8 @@ def print_status(experiment: Experiment, console: Console) -> None:
         color = {"done": "green", "failed": "red", "cancelled": "red", "lost": "red", "running": "cyan",
                  "queued": "cyan"}.get(s.state, "yellow")
         console.print(f"[{color}]{s.state:<10}[/] {escape(s.executor or '-'):<9} {escape(s.job_id or '-'):<12} "
-                      f"{escape(s.host or '-'):<16} {escape(s.gpus or '-'):<8} {hours:>7} {planned:>8}  {escape(s.title)}",
+                      f"{escape(s.host or '-'):<16} {escape(s.gpus or '-'):<8} {hours:>7} {planned:>8}  {escape(s.title)}"
+                      f"{f' (restarted {s.restarts}x)' if s.restarts else ''}",
                       highlight=False)
     done = sum(s.state == "done" for s in states)
     hours_all = sum(s.gpu_hours or 0.0 for s in states)

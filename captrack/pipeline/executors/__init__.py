@@ -6,6 +6,7 @@ places and runs jobs:
 
 - :meth:`Executor.submit` takes a job whose spec is written (``<workdir>/jobs/<id>.json``) and queues
   or starts it; it returns the job's first :class:`JobStatus` (its executor job id included).
+  :meth:`Executor.submit_all` takes the jobs ready at the same time (slurm: one array of them).
 - :meth:`Executor.poll` returns the current status of every job submitted or attached and not yet
   reported finished; a job is reported DONE, FAILED or CANCELLED once, then forgotten.
 - :meth:`Executor.cancel` cancels one job; :meth:`Executor.close` ends the run (``cancel=True`` on
@@ -76,6 +77,8 @@ class JobStatus:
     """FAILED / CANCELLED: the exit status or scheduler state, and the last lines of its log."""
     log: str = ""
     """Its log file (path as text)."""
+    restarts: int = 0
+    """How often the job started again (a Slurm requeue: preemption, its pre-limit signal, ``scontrol requeue``)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,8 @@ class JobRecord:
     log: str = ""
     driver: str = ""
     """The PID of the `captrack run` that wrote the record ("" in records of older versions)."""
+    restarts: int = 0
+    """How often the job started again so far (0 in records of older versions)."""
 
     @staticmethod
     def path(work: WorkFolder, job: str) -> Path:
@@ -101,7 +106,7 @@ class JobRecord:
     def of(cls, executor: str, status: JobStatus) -> JobRecord:
         """The record of `status` under `executor`."""
         return cls(status.job, executor, status.job_id, status.state.value, status.host, status.gpus, status.log,
-                   str(os.getpid()))
+                   str(os.getpid()), status.restarts)
 
     def write(self, work: WorkFolder) -> None:
         """Write (or replace) the record, atomically."""
@@ -162,6 +167,12 @@ class Executor(ABC):
     @abstractmethod
     def submit(self, job: StageJob, spec: Path) -> JobStatus:
         """Queue or start `job` (its spec written at `spec`); returns its first status."""
+
+    def submit_all(self, jobs: list[tuple[StageJob, Path]]) -> list[JobStatus]:
+        """Queue or start every job of `jobs` (each with its written spec), ready at the same time; their first statuses.
+        The default submits them one by one; an executor that can submit them together (slurm: one array per stage
+        kind and resources) does."""
+        return [self.submit(job, spec) for job, spec in jobs]
 
     @abstractmethod
     def poll(self) -> list[JobStatus]:

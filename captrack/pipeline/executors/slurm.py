@@ -1,4 +1,4 @@
-"""The ``slurm`` executor: each stage job is one Slurm batch job, submitted through submitit.
+"""The ``slurm`` executor: each stage job is one Slurm job (an array's task when several are ready together), via submitit.
 
 An experiment chooses it with an ``executor:`` block (or ``captrack run --executor slurm``)::
 
@@ -14,23 +14,28 @@ An experiment chooses it with an ``executor:`` block (or ``captrack run --execut
       constraint: a100
       sbatch: ["--exclusive", "--reservation=eval"]      # more #SBATCH lines
       setup: ["module load cuda/12.4", "source ~/venvs/captrack/bin/activate"]   # run before the job
+      array_parallelism: 8      # an array's tasks running at once (--array=0-N%8; default: all)
+      signal: USR1@120          # the pre-limit signal (default): the job requeues itself, resuming from its cache
+      container: {image: /shared/captrack.sqsh, mounts: ["/shared:/shared"]}   # runtime: pyxis (default) | apptainer
+      train: {partition: gpu, gpus: 1, time: "08:00:00"}      # a stage kind's own resources (train:, evaluate:)
+      evaluate: {partition: eval, time: 60}
       python: python            # how the nodes start Python (default: this interpreter's path)
+      poll_s: 5                 # how often Slurm is asked for the jobs' states (seconds)
 
-Each job runs ``python -m captrack.pipeline.stage_job SPEC`` (torchrun over the job's ranks for a
-multi-rank job) on the node Slurm gives it; the work folder must be on a file system the nodes share.
-submitit writes each job's log to ``<workdir>/slurm/<jobid>_0_log.out`` (stdout and stderr, appended
-across requeues). A job requeued (preemption, ``scontrol requeue``) runs its spec again and its
-evaluation resumes from lm-eval's request cache. Job states come from Slurm itself
+Resources are read and checked by captrack.pipeline.executors.slurm_resources. Stages of one kind with the same
+resources that are ready together (a sweep's evaluations) are submitted as one Slurm array (``--array=0-N%P``, P from
+``array_parallelism``); each array task is still one stage job: its own id (``ARRAYID_TASK``), log, record, state,
+re-attach and cancel. Each job runs ``python -m captrack.pipeline.stage_job SPEC`` (torchrun over the job's ranks for a
+multi-rank job) on the node Slurm gives it (captrack.pipeline.executors.slurm_job); the work folder must be on a file
+system the nodes share. submitit writes each job's log to ``<workdir>/slurm/<jobid>_0_log.out`` (stdout and stderr,
+appended across requeues). A job requeued (its pre-limit signal, preemption, ``scontrol requeue``) runs its spec again,
+its evaluation resuming from lm-eval's request cache; its record counts the restarts. Job states come from Slurm itself
 (captrack.pipeline.executors.slurm_queue), polled every ``poll_s`` seconds (default 5).
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shlex
-import socket
-import subprocess
+import json
 import sys
 import time
 from collections.abc import Mapping
@@ -40,6 +45,7 @@ from typing import Any
 
 from captrack.errors import InputError
 from captrack.pipeline.executors import Executor, JobRecord, JobState, JobStatus, executor
+from captrack.pipeline.executors.slurm_job import run_in_job
 from captrack.pipeline.executors.slurm_queue import (
     SlurmState,
     cancel_jobs,
@@ -48,154 +54,23 @@ from captrack.pipeline.executors.slurm_queue import (
     live_job_ids,
     log_tail,
     offers_gpus,
+    partition_gpus,
     require_slurm,
 )
-from captrack.pipeline.jobs import StageJob, WorkerReport, rank_command, worker_command
-from captrack.processes import LIFELINE_ENV, PARENT_ENV
+from captrack.pipeline.executors.slurm_resources import (
+    check_block,
+    launch_python,
+    positive_number,
+    resources_line,
+    sbatch_parameters,
+    stage_options,
+)
+from captrack.pipeline.jobs import StageJob, WorkerReport, attempts
 
 __all__ = ["SlurmExecutor", "run_in_job", "sbatch_parameters"]
 
-DEFAULT_MINUTES = 24 * 60
-"""Each job's wall-time limit when the experiment names none (submitit's own default is 5 minutes)."""
 _GONE_AFTER_S = 60.0
 """A job Slurm knows nothing of this long after its submission is gone (its record was purged, or it never ran)."""
-
-
-_SLURM_TIME = re.compile(r"(?:(?P<days>\d{1,4})-(?P<dh>\d{1,2})(?::(?P<dm>\d{1,2})(?::(?P<ds>\d{1,2}))?)?"
-                         r"|(?P<h>\d{1,6}):(?P<m>\d{1,2}):(?P<s>\d{1,2}))")
-"""Slurm's time forms beyond plain minutes: days-hours[:minutes[:seconds]] and hours:minutes:seconds."""
-MAX_MINUTES = 366 * 1440
-"""The longest wall-time limit taken (a year; beyond that it is a typo)."""
-
-
-def _minutes(value: Any, where: str) -> int:
-    """A wall-time limit in minutes: a whole number of minutes, or Slurm's ``D-HH[:MM[:SS]]`` / ``HH:MM:SS`` text.
-
-    Minutes and seconds must be under 60 and hours under 24 after days (``25:99`` is refused, as sbatch would). The
-    two-part ``A:B`` is refused as ambiguous (Slurm reads minutes:seconds; ``04:00`` is often meant as four hours).
-
-    Raises:
-        InputError: anything else, naming `where`.
-    """
-    hint = "give minutes (e.g. 240) or [D-]HH:MM:SS (e.g. time: \"04:00:00\")"
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip()) if len(value.strip()) < 10 else MAX_MINUTES + 1
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 < value <= MAX_MINUTES:
-            raise InputError(f"{where}: executor time {value!r} is not a wall-time limit in minutes between 1 and "
-                             f"{MAX_MINUTES}; {hint}")
-        return value
-    match = _SLURM_TIME.fullmatch(value.strip()) if isinstance(value, str) else None
-    if not match:
-        said = " (Slurm reads A:B as minutes:seconds)" if isinstance(value, str) and re.fullmatch(r"\s*\d+:\d+\s*", value) else ""
-        raise InputError(f"{where}: executor time {value!r} is neither minutes nor [D-]HH:MM:SS{said}; {hint}")
-    days, hours = int(match["days"] or 0), int(match["dh"] or match["h"] or 0)
-    minutes, seconds = int(match["dm"] or match["m"] or 0), int(match["ds"] or match["s"] or 0)
-    if minutes >= 60 or seconds >= 60 or (match["days"] is not None and hours >= 24):
-        raise InputError(f"{where}: executor time {value!r} is no Slurm time (minutes and seconds under 60, hours under "
-                         f"24 after days); {hint}")
-    total = days * 1440 + hours * 60 + minutes + (1 if seconds else 0)
-    if not 0 < total <= MAX_MINUTES:
-        raise InputError(f"{where}: executor time {value!r} is not between 1 minute and {MAX_MINUTES // 1440} days; {hint}")
-    return total
-
-
-def _field(value: Any, key: str, where: str) -> str:
-    """A partition, account, qos or constraint as one line of text: a control character (a newline would end the
-    ``#SBATCH`` line and run the rest as a shell line of the batch script) is refused.
-
-    Raises:
-        InputError: text holding a character that is not printable, or a value that is no text or number.
-    """
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InputError(f"{where}: executor {key} must be text (a Slurm {key} name), not {value!r}")
-    text = str(value)
-    if not text.strip() or not text.isprintable():
-        raise InputError(f"{where}: executor {key} {text!r} holds a line break, a control character or nothing; "
-                         f"give one Slurm {key} name on one line")
-    return text
-
-
-def _number(value: Any, key: str, what: str, where: str) -> float:
-    """A finite positive number (`value` of `key`); inf, nan, 0, a negative, a bool or text is refused."""
-    import math
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{where}: executor {key} must be a positive number of {what}, not {value!r}")
-    return value
-
-
-def _lines(value: Any, key: str, where: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise InputError(f"{where}: executor {key} must be a list of text lines, not {value!r}")
-    return [v.strip() for v in value]
-
-
-def _sbatch_lines(lines: list[str], where: str) -> dict[str, Any]:
-    """Extra ``#SBATCH`` lines as submitit's additional parameters (``--exclusive`` -> {"exclusive": True})."""
-    extra: dict[str, Any] = {}
-    for line in lines:
-        text = line.removeprefix("#SBATCH").strip()
-        match = re.fullmatch(r"--([A-Za-z][\w-]*)(?:[= ](.+))?", text)
-        if not match:
-            raise InputError(f"{where}: executor sbatch line {line!r} is not an sbatch option (e.g. \"--exclusive\", "
-                             "\"--reservation=eval\")")
-        extra[match.group(1)] = match.group(2).strip() if match.group(2) else True
-    return extra
-
-
-def sbatch_parameters(options: Mapping[str, Any], job: StageJob, where: str = "the experiment") -> dict[str, Any]:
-    """submitit's parameters for one job from the ``executor:`` options and what the job needs.
-
-    Raises:
-        InputError: a value that cannot be used (a time that is no time, an sbatch line that is no option).
-    """
-    gpus = options.get("gpus", job.needs.gpus)
-    cpus = options.get("cpus", max(1, job.needs.threads) * max(1, job.needs.ranks))
-    for key, value in (("gpus", gpus), ("cpus", cpus)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InputError(f"{where}: executor {key} must be a whole number, not {value!r}")
-    params: dict[str, Any] = {"job_name": f"captrack-{job.name}", "time": _minutes(options.get("time", DEFAULT_MINUTES), where),
-                              "cpus_per_task": max(1, cpus), "stderr_to_stdout": True,
-                              "setup": _lines(options.get("setup"), "setup", where) or None}
-    if gpus:
-        params["gpus_per_node"] = gpus
-    for key in ("partition", "account", "qos", "constraint"):
-        if options.get(key) is not None:
-            params[key] = _field(options[key], key, where)
-    if options.get("mem_gb") is not None:
-        params["mem_gb"] = _number(options["mem_gb"], "mem_gb", "GB", where)
-    extra = _sbatch_lines(_lines(options.get("sbatch"), "sbatch", where), where)
-    if extra:
-        params["additional_parameters"] = extra
-    return params
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def run_in_job(spec: str, ranks: int, python: str) -> None:
-    """The function each Slurm job runs (pickled by submitit): the stage job's worker, over its ranks.
-
-    Raises:
-        RuntimeError: the worker exited non-zero (submitit then records the job's error and Slurm FAILED).
-    """
-    env = {k: v for k, v in os.environ.items() if k not in (PARENT_ENV, LIFELINE_ENV)}  # the driver's, not ours
-    threads = max(1, int(env.get("SLURM_CPUS_PER_TASK", "1")) // max(1, ranks))
-    env.update({"CAPTRACK_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)})
-    argv = worker_command(Path(spec), python) if ranks <= 1 else rank_command(Path(spec), ranks, _free_port(), python)
-    print(f"captrack: Slurm job {env.get('SLURM_JOB_ID', '?')} (restart {env.get('SLURM_RESTART_COUNT', '0')}) on "
-          f"{socket.gethostname()}: {shlex.join(argv)}", flush=True)
-    code = subprocess.run(argv, env=env, check=False).returncode
-    if code != 0:
-        raise RuntimeError(f"the stage job's worker exited with status {code}")
 
 
 @dataclass
@@ -216,7 +91,7 @@ class SlurmExecutor(Executor):
     poll_every_s = 1.0
     can_detach = True
     options_allowed = ("partition", "account", "qos", "time", "gpus", "cpus", "mem_gb", "constraint", "sbatch", "setup",
-                       "python", "poll_s")
+                       "container", "array_parallelism", "signal", "train", "evaluate", "python", "poll_s")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -229,14 +104,20 @@ class SlurmExecutor(Executor):
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any], where: str) -> None:
-        """Unknown keys (close ones named) and values that cannot be used are refused before any work."""
+        """Unknown keys (close ones named) and values that cannot be used, in every stage kind's resources, are refused
+        before any work."""
         super().check_options(options, where)
-        sbatch_parameters(options, StageJob("evaluate", "check", "check", {}), where)
-        _number(options.get("poll_s", 5.0), "poll_s", "seconds", where)
+        check_block(options, where)
+        positive_number(options.get("poll_s", 5.0), "poll_s", "seconds", where)
+        python = options.get("python")
+        if python is not None and (not isinstance(python, str) or not python.strip() or not python.isprintable()):
+            raise InputError(f"{where}: executor python {python!r} is not one line naming how the nodes start Python")
 
     def describe(self) -> str:
         """Where the jobs go and where their logs are."""
-        shown = {k: v for k, v in self.options.items() if k in ("partition", "account", "qos", "time", "gpus", "cpus")}
+        shown = {k: v for k, v in self.options.items() if k in ("partition", "account", "qos", "time", "gpus", "cpus",
+                                                                 "array_parallelism")}
+        shown.update({k: "{...}" for k in ("train", "evaluate") if k in self.options})
         where = ", ".join(f"{k} {v}" for k, v in shown.items()) or "the cluster's defaults"
         return f"slurm ({where}); job logs in {self.folder}"
 
@@ -258,27 +139,76 @@ class SlurmExecutor(Executor):
                          "asks for GPUs anyway)")
         return options if self._gpus_here else {**options, "gpus": 0}
 
+    def _options(self, job: StageJob) -> Mapping[str, Any]:
+        """The resource options of `job`'s stage kind (the block's defaults, then its kind's sub-block)."""
+        return self._cpu_only(stage_options(self.options, job.kind), job)
+
+    def refusal(self, job: StageJob) -> str | None:
+        """Say the job's resources, planned memory and GPU-hours at most (what ``--dry-run`` shows), and refuse more
+        GPUs per task than a node of its partition has, where ``sinfo`` tells."""
+        options = self._options(job)
+        params = sbatch_parameters(options, job, "the experiment")
+        self.log(f"{job.title}: slurm {resources_line(params, options, job.needs.gpu_memory)}")
+        gpus = int(params.get("gpus_per_node", 0))
+        most = partition_gpus(options.get("partition")) if gpus else None
+        if most is not None and gpus > most:
+            partition = options.get("partition") or "the default partition"
+            return (f"asks {gpus} GPU(s) per task but a node of {partition} has at most {most} (sinfo): lower gpus: in "
+                    f"the executor: block's {job.kind}: resources, or choose a partition with larger nodes")
+        return None
+
     def submit(self, job: StageJob, spec: Path) -> JobStatus:
         """Submit `job` as one Slurm batch job (sbatch through submitit); its first status is QUEUED."""
+        return self.submit_all([(job, spec)])[0]
+
+    def submit_all(self, jobs: list[tuple[StageJob, Path]]) -> list[JobStatus]:
+        """Submit `jobs`: those of one stage kind with the same resources as one Slurm array (a lone one as one job)."""
+        require_slurm()
+        groups: dict[str, list[tuple[StageJob, Path, dict[str, Any]]]] = {}
+        for job, spec in jobs:
+            options = self._options(job)
+            params = sbatch_parameters(options, job, "the experiment")
+            python = launch_python(options, self.python, int(params.get("gpus_per_node", 0)))
+            key = json.dumps([job.kind, python, {k: v for k, v in params.items() if k != "job_name"}], sort_keys=True)
+            groups.setdefault(key, []).append((job, spec, {**params, "python": python}))
+        statuses = {s.job: s for group in groups.values() for s in self._submit_group(group)}
+        return [statuses[job.id] for job, _ in jobs]
+
+    def _submit_group(self, group: list[tuple[StageJob, Path, dict[str, Any]]]) -> list[JobStatus]:
+        """One sbatch for the group: an array of its jobs (``--array=0-N%P``) when it holds several."""
         import submitit
 
-        require_slurm()
-        sbatch = submitit.SlurmExecutor(folder=self.folder, python=shlex.quote(self.python))
-        sbatch.update_parameters(**sbatch_parameters(self._cpu_only(self.options, job), job))
+        params = dict(group[0][2])
+        python = params.pop("python")
+        if len(group) > 1:
+            params["job_name"] = f"captrack-{group[0][0].kind}"
+        sbatch = submitit.SlurmExecutor(folder=self.folder, python=python)
+        sbatch.update_parameters(**params)
+        inner = self.python  # inside a container the job's own Python starts the worker
         try:
-            submitted = sbatch.submit(run_in_job, str(spec), job.needs.ranks, self.python)
+            with sbatch.batch():
+                submitted = [sbatch.submit(run_in_job, str(spec), job.needs.ranks, inner) for job, spec, _ in group]
         except submitit.core.utils.FailedJobError as exc:
             said = " ".join(str(exc).split())[:400]
-            raise InputError(f"executor slurm: sbatch refused the job of {job.title!r}: {said}; check the experiment's "
+            titles = ", ".join(repr(job.title) for job, _, _ in group)
+            raise InputError(f"executor slurm: sbatch refused the job of {titles}: {said}; check the experiment's "
                              "executor: block (partition, account, gpus: 0 on a cluster without GPUs, ...)") from exc
-        status = JobStatus(job.id, JobState.QUEUED, str(submitted.job_id), log=str(self._log(submitted.job_id)))
-        self._tracked[job.id] = _Tracked(job.id, status.job_id, spec, self._log(status.job_id), time.time(), status)
-        self.log(f"submitted {job.title} as Slurm job {status.job_id} (log: {status.log})")
-        return status
+        statuses = []
+        for (job, spec, _), one in zip(group, submitted, strict=True):
+            log = self._log(str(one.job_id))
+            status = JobStatus(job.id, JobState.QUEUED, str(one.job_id), log=str(log))
+            self._tracked[job.id] = _Tracked(job.id, status.job_id, spec, log, time.time(), status)
+            statuses.append(status)
+            self.log(f"submitted {job.title} as Slurm job {status.job_id} (log: {status.log})")
+        if len(group) > 1:
+            cap = params.get("array_parallelism", len(group))
+            self.log(f"{len(group)} {group[0][0].kind} job(s) as one Slurm array {str(submitted[0].job_id).split('_')[0]} "
+                     f"(at most {min(cap, len(group))} at once)")
+        return statuses
 
     def _status(self, tracked: _Tracked, found: SlurmState | None) -> JobStatus:
         """The job's status from Slurm's state (a job Slurm lost sight of for a minute is FAILED, said so)."""
-        common = {"job": tracked.job, "job_id": tracked.slurm_id, "log": str(tracked.log)}
+        common: dict[str, Any] = {"job": tracked.job, "job_id": tracked.slurm_id, "log": str(tracked.log)}
         if found is None:
             if time.time() - tracked.since < _GONE_AFTER_S:
                 return tracked.last
@@ -294,9 +224,10 @@ class SlurmExecutor(Executor):
             missing = "" if found.captrack_state is not JobState.DONE else " but its worker wrote no report"
             error = (f"Slurm job {tracked.slurm_id} {found.state}{code}{missing}; last lines of {tracked.log}:\n"
                      f"{log_tail(tracked.log)}")
+        restarts = max((a.restart for a in attempts(tracked.spec)), default=0)
         return JobStatus(state=state, host=report.host if report else found.node,
                          gpus=(report.cuda_visible_devices or "") if report else "",
-                         progress=latest_progress(tracked.log), error=error, **common)
+                         progress=latest_progress(tracked.log), error=error, restarts=restarts, **common)
 
     def _raised(self, slurm_id: str) -> bool:
         """Whether submitit recorded an error as the job's outcome (Slurm says COMPLETED only when it exited 0)."""

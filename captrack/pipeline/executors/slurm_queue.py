@@ -2,7 +2,7 @@
 
 The slurm executor (captrack.pipeline.executors.slurm) asks here, one call for all of a run's jobs:
 
-- ``squeue -t all`` for every job the controller still holds: queued, running, requeued, and finished ones
+- ``squeue -t all -r`` for every job (an array's task as ``ARRAYID_TASK``, one line each) the controller still holds: queued, running, requeued, and finished ones
   for ``MinJobAge`` seconds (300 by default);
 - for a job it no longer holds, ``sacct`` where accounting is on, else the job completion log
   (``JobCompType=jobcomp/filetxt``; its path from ``scontrol show config``), Slurm's own record of each
@@ -26,7 +26,7 @@ from captrack.errors import InputError
 from captrack.pipeline.executors import JobState
 
 __all__ = ["SlurmState", "cancel_jobs", "completion_log", "job_states", "latest_progress", "live_job_ids",
-           "log_tail", "offers_gpus", "require_slurm"]
+           "log_tail", "offers_gpus", "partition_gpus", "require_slurm"]
 
 _QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "RESV_DEL_HOLD", "SPECIAL_EXIT",
            "STOPPED"}
@@ -86,7 +86,7 @@ def _clean(state: str) -> str:
 def _squeue(ids: list[str]) -> dict[str, SlurmState]:
     """The jobs among `ids` the controller still holds (one call; each id alone when one of them is unknown)."""
     found: dict[str, SlurmState] = {}
-    out = _command(["squeue", "-h", "-t", "all", "-o", "%i|%T|%N", "-j", ",".join(ids)])
+    out = _command(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%N", "-j", ",".join(ids)])
     if out is None and len(ids) > 1:
         for one in ids:
             found.update(_squeue([one]))
@@ -118,6 +118,15 @@ def completion_log() -> Path | None:
     return Path(config["JobCompLoc"])
 
 
+def _record_id(fields: dict[str, str]) -> str:
+    """A completion record's job id as squeue and sbatch name it: ``ARRAYID_TASK`` for an array's task (its own JobId
+    is an internal one), else its JobId."""
+    array, task = fields.get("ArrayJobId", ""), fields.get("ArrayTaskId", "")
+    if array.isdigit() and array != "0" and task.isdigit() and int(task) < 4294967294:  # Slurm's NO_VAL: no array
+        return f"{array}_{task}"
+    return fields.get("JobId", "")
+
+
 def _completion_records(ids: list[str]) -> dict[str, SlurmState]:
     """Each job's last final record in the job completion log (a requeue writes a PENDING one: not final)."""
     log = completion_log()
@@ -128,7 +137,7 @@ def _completion_records(ids: list[str]) -> dict[str, SlurmState]:
     with log.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             fields = dict(re.findall(r"(\w+)=(\S*)", line))
-            job, state = fields.get("JobId", ""), _clean(fields.get("JobState", ""))
+            job, state = _record_id(fields), _clean(fields.get("JobState", ""))
             if job in wanted and state not in _QUEUED | _RUNNING:
                 found[job] = SlurmState(job, state, fields.get("NodeList", ""), fields.get("ExitCode", ""))
     return found
@@ -159,6 +168,19 @@ def offers_gpus(partition: str | None) -> bool:
     if not partition:
         rows = [r for r in rows if r[1].strip().endswith("*")] or rows  # the default partition, marked with *
     return not rows or any("gpu" in gres for gres, _ in rows)
+
+
+def partition_gpus(partition: str | None) -> int | None:
+    """The most GPUs one node of `partition` (None: the default one) has (``sinfo %G``: ``gpu:4``, ``gpu:a100:4(S:0-1)``,
+    several types summed); 0 when its nodes have none; None when sinfo does not answer (it cannot tell)."""
+    out = _command(["sinfo", "-h", "-o", "%G|%P", *(["-p", partition] if partition else [])])
+    rows = [line.split("|", 1) for line in (out or "").splitlines() if "|" in line]
+    if not partition:
+        rows = [r for r in rows if r[1].strip().endswith("*")] or rows
+    if not rows:
+        return None
+    counts = [sum(int(n) for n in re.findall(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)", gres.strip())) for gres, _ in rows]
+    return max(counts)
 
 
 def live_job_ids(ids: Iterable[str]) -> list[str]:
