@@ -114,6 +114,15 @@ _EARLIER: set[str] = set()
 """Jobs of earlier tests from the same folder (each test's _fresh adds them): never counted as this test's."""
 
 
+def _job_id(fields: dict[str, str]) -> str:
+    """A completion record's job id as sbatch and squeue name it: ``ARRAYID_TASK`` for an array's task (stages ready
+    together go as one array), else its JobId."""
+    array, task = fields.get("ArrayJobId", ""), fields.get("ArrayTaskId", "")
+    if array.isdigit() and array != "0" and task.isdigit() and int(task) < 4294967294:
+        return f"{array}_{task}"
+    return fields["JobId"]
+
+
 def _records(folder: Path) -> dict[str, str]:
     """Slurm's final state of every job this test submitted from `folder`, from the job completion log (WorkDir)."""
     from captrack.pipeline.executors.slurm_queue import completion_log
@@ -123,21 +132,22 @@ def _records(folder: Path) -> dict[str, str]:
     states: dict[str, str] = {}
     for line in log.read_text(errors="replace").splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        job = _job_id(fields)
         if fields.get("WorkDir") == str(folder) and fields.get("JobState") not in ("PENDING", "REQUEUED") \
-                and fields["JobId"] not in _EARLIER:
-            states[fields["JobId"]] = fields["JobState"]
+                and job not in _EARLIER:
+            states[job] = fields["JobState"]
     return states
 
 
 def _queued(folder: Path) -> list[str]:
     """The jobs from `folder` that squeue lists (queued, running or completing)."""
-    out = subprocess.run(["squeue", "-h", "-o", "%i|%Z"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["squeue", "-h", "-r", "-o", "%i|%Z"], capture_output=True, text=True, check=True).stdout
     return [i for i, where in (line.split("|", 1) for line in out.splitlines() if "|" in line)
             if where == str(folder) and i not in _EARLIER]
 
 
 def _running(folder: Path) -> list[str]:
-    out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%Z|%j"], capture_output=True, text=True).stdout
+    out = subprocess.run(["squeue", "-h", "-r", "-t", "RUNNING", "-o", "%i|%Z|%j"], capture_output=True, text=True).stdout
     return [line.split("|")[0] for line in out.splitlines() if f"|{folder}|" in line]
 
 

@@ -109,3 +109,94 @@ def test_a_three_checkpoint_sweep_is_one_array_run_one_task_at_a_time_and_gives_
     assert "as one Slurm array" in done.stdout and "at most 1 at once" in done.stdout
     assert _outputs(folder) == expected
     assert any(name.endswith(".csv") for name in expected)
+
+
+PREEMPTED = """name: slurm-preempt
+workdir: work
+leaderboard: board
+tasks: [captrack_probe_c1_facts]
+metadata: {{n: 1000}}
+batch_size: 1
+base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}
+variants:
+  - {{name: other, model_args: {{pretrained: {other}}}, algorithm: SFT, family: tiny}}
+executor: {{name: slurm, cpus: 1, time: 30, poll_s: 1, signal: USR1@60, evaluate: {{gpus: 0, array_parallelism: 1}}}}
+"""
+
+
+def _cached(folder: Path) -> int:
+    """Requests in the base's lm-eval request cache (its sqlite file; 0 before it exists)."""
+    import sqlite3
+
+    files = list((folder / "work" / "cache").glob("base-*.db"))
+    if not files:
+        return 0
+    with sqlite3.connect(f"file:{files[0]}?mode=ro", uri=True, timeout=5) as db:
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM unnamed").fetchone()[0])
+        except sqlite3.OperationalError:  # the table is not created yet
+            return 0
+
+
+def _task_state(task: str) -> str:
+    out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%T", "-j", task], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def _requests(log: str) -> int:
+    """The requests an attempt computed: the denominator of its first "Running loglikelihood requests" bar."""
+    found = re.search(r"Running loglikelihood requests:[^\n\r]*?\d+/(\d+)", log)
+    assert found, log[-2000:]
+    return int(found.group(1))
+
+
+def _wait(what: str, ready: object, timeout: float = 600) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not ready():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_an_array_task_signalled_before_its_limit_requeues_and_resumes_from_its_request_cache(place: Path) -> None:
+    """The pre-limit signal (what Slurm sends `signal:` seconds before the time limit, here sent at once with
+    `scancel --signal`) mid-evaluation: the task stops, requeues itself, its second attempt computes only what the
+    first did not cache, its record counts the restart, and the board is the uninterrupted local run's."""
+    import json
+
+    def fresh() -> Path:
+        folder = _fresh(place)
+        (folder / "exp.yaml").write_text(PREEMPTED.format(base=place / "models" / "base",
+                                                          other=place / "models" / "sft" / "checkpoint-1"))
+        return folder
+
+    local = _run(fresh(), "--executor", "local")
+    assert local.returncode == 0, local.stdout + local.stderr
+    expected = _outputs(place / "run")
+    folder = fresh()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
+    driver = subprocess.Popen([CAPTRACK, "run", "exp.yaml"], cwd=folder, stdout=(folder / "driver.log").open("w"),
+                              stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait("the base's first requests cached", lambda: _cached(folder) >= 50)
+        record = next((folder / "work" / "jobs").glob("eval-base-*.record.json"))
+        task = json.loads(record.read_text())["job_id"]
+        subprocess.run(["scancel", "--signal=USR1", task], check=True)
+        _wait("the task requeued", lambda: _task_state(task) == "PENDING", 120)
+        first = _cached(folder)
+        subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"], check=False)  # Slurm holds it 2 min
+        assert driver.wait(timeout=900) == 0, (folder / "driver.log").read_text()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    log = (folder / "work" / "slurm" / f"{task}_0_log.out").read_text(errors="replace")
+    assert "the pre-limit signal came" in log and f"Slurm job {task} (restart 1)" in log, log[-3000:]
+    before, after = log.split(f"Slurm job {task} (restart 1)", 1)
+    total, second = _requests(before), _requests(after)
+    served = total - second
+    print(f"first attempt: {first} of {total} requests cached when it was signalled; second attempt: {served} served "
+          f"from the cache, {second} computed ({served / first:.0%} of the first attempt's)")
+    assert first > 0 and served >= 0.9 * first and second < total
+    assert json.loads(record.read_text())["restarts"] == 1
+    assert _outputs(folder) == expected
