@@ -203,3 +203,33 @@ def test_each_start_of_a_job_is_noted_beside_its_spec(tmp_path: Path) -> None:
     note_attempt(spec, 0, "4242_1", 1.0)
     note_attempt(spec, 1, "4242_1", 2.0)
     assert [(a.restart, a.job_id) for a in attempts(spec)] == [(0, "4242_1"), (1, "4242_1")]
+
+
+def test_status_says_how_often_a_requeued_job_started_again(tmp_path: Path) -> None:
+    import io
+    import json
+
+    from rich.console import Console
+
+    from captrack.pipeline.experiment import load_experiment
+    from captrack.pipeline.runner import plan
+    from captrack.pipeline.status import print_status
+
+    manifest = tmp_path / "exp.yaml"
+    manifest.write_text("name: t\nworkdir: work\nleaderboard: board\ntasks: [captrack_probe_c1_facts]\nlimit: 2\n"
+                        "base: {name: base, model_args: {pretrained: /nonexistent/captrack-test-model}}\n"
+                        "variants:\n  - {name: v, model_args: {pretrained: /nonexistent/captrack-test-model}}\n"
+                        "executor: {name: slurm, time: 30}\n")
+    experiment = load_experiment(manifest)
+    stage = next(s for s in plan(experiment, Console(file=io.StringIO())) if s.title == "evaluate v (seed 0)")
+    assert stage.job is not None
+    job = stage.job(1)
+    spec = job.write(experiment.work.job_spec(job.id))
+    (spec.parent / f"{job.id}.record.json").write_text(json.dumps(
+        {"job": job.id, "executor": "slurm", "job_id": "4242_1", "state": "running", "restarts": 1}))
+    note_attempt(spec, 0, "4242_1", 1.0)
+    note_attempt(spec, 1, "4242_1", 2.0)
+    shown = io.StringIO()
+    print_status(experiment, Console(file=shown, width=250))
+    line = next(line for line in shown.getvalue().splitlines() if "evaluate v (seed 0)" in line)
+    assert "running" in line and "4242_1" in line and line.endswith("evaluate v (seed 0) (restarted 1x)"), line
