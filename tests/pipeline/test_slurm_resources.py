@@ -5,7 +5,6 @@ its signal with real processes."""
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import stat
 import subprocess
@@ -17,7 +16,6 @@ import pytest
 
 from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.executors.slurm import SlurmExecutor
-from captrack.pipeline.executors.slurm_job import StageRun
 from captrack.pipeline.executors.slurm_resources import (
     launch_python,
     sbatch_parameters,
@@ -176,16 +174,39 @@ def test_a_dry_run_refuses_more_gpus_per_task_than_the_partitions_nodes_have(
     assert "at most 3.00 GPU-hour(s)" in out and "GB per GPU" in out
 
 
-def test_the_pre_limit_signal_stops_the_worker_and_hands_submitit_the_same_call(tmp_path: Path) -> None:
-    """StageRun.checkpoint, as submitit's handler calls it: the worker (a real process) is stopped, and what submitit
-    pickles to requeue is the same call with no process in it."""
-    run = StageRun()
-    run._worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+_SIGNALLED_JOB = """
+import os, pickle, signal, subprocess, sys, threading
+from captrack.pipeline.executors.slurm_job import StageRun, _ended
+
+run = StageRun()
+run._worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
+class Requeued(Exception):
+    pass
+
+def handler(signum, frame):  # what submitit's handler does: checkpoint, then requeue and leave
     again = run.checkpoint("/w/jobs/x.json", 1, "python")
-    assert run._worker.poll() is not None  # stopped
-    assert again.args == ("/w/jobs/x.json", 1, "python")
     restored = pickle.loads(pickle.dumps(again.function))
-    assert isinstance(restored, StageRun) and restored._worker is None
+    print("stopped" if _ended(run._worker.pid, 0) else "running", again.args, type(restored).__name__,
+          restored._worker, flush=True)
+    raise Requeued
+
+signal.signal(signal.SIGUSR1, handler)
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+try:
+    run._worker.wait()  # the job waits on its worker when the signal comes
+except Requeued:
+    pass
+"""
+
+
+def test_the_pre_limit_signal_stops_the_worker_and_hands_submitit_the_same_call() -> None:
+    """StageRun.checkpoint as submitit's handler calls it, while the job waits on its worker (a real process): the
+    worker is stopped (never a deadlock on the wait the signal interrupted), and what submitit pickles to requeue is
+    the same call with no process in it."""
+    done = subprocess.run([sys.executable, "-c", _SIGNALLED_JOB], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stopped ('/w/jobs/x.json', 1, 'python') StageRun None" in done.stdout, done.stdout + done.stderr[-2000:]
 
 
 def test_the_worker_ignores_the_signal_slurm_sends_the_whole_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

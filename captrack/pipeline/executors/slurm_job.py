@@ -46,6 +46,21 @@ def _ignore_preempt_signal() -> None:
         signal.signal(getattr(signal, f"SIG{name}"), signal.SIG_IGN)
 
 
+def _ended(pid: int, timeout: float) -> bool:
+    """Whether child `pid` has ended, waiting up to `timeout` seconds, without reaping it: the handler runs inside
+    ``Popen.wait``, which holds the Popen's wait lock (its own ``wait`` would block for good) and reaps it after."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:  # already reaped
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
 class StageRun:
     """The callable each Slurm job runs: the stage job's worker over its ranks; checkpointable (see the module docstring)."""
 
@@ -84,15 +99,13 @@ class StageRun:
         from submitit.core.utils import DelayedSubmission
 
         worker = self._worker
-        if worker is not None and worker.poll() is None:
+        if worker is not None and not _ended(worker.pid, 0):
             print(f"captrack: the pre-limit signal came: stopping the worker (PID {worker.pid}) and requeueing; the "
                   "requeued job reads every finished request from the request cache", flush=True)
             worker.terminate()
-            try:
-                worker.wait(timeout=_STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
+            if not _ended(worker.pid, _STOP_WAIT_S):
                 worker.kill()
-                worker.wait()
+                _ended(worker.pid, _STOP_WAIT_S)
         return DelayedSubmission(StageRun(), spec, ranks, python)
 
 
