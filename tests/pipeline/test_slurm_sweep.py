@@ -114,8 +114,8 @@ def test_a_three_checkpoint_sweep_is_one_array_run_one_task_at_a_time_and_gives_
 PREEMPTED = """name: slurm-preempt
 workdir: work
 leaderboard: board
-tasks: [captrack_probe_c1_facts]
-metadata: {{n: 1000}}
+tasks: [captrack_probe_c2_logic]
+metadata: {{n: 1500}}
 batch_size: 1
 base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}
 variants:
@@ -179,7 +179,7 @@ def test_an_array_task_signalled_before_its_limit_requeues_and_resumes_from_its_
     driver = subprocess.Popen([CAPTRACK, "run", "exp.yaml"], cwd=folder, stdout=(folder / "driver.log").open("w"),
                               stderr=subprocess.STDOUT, env=env)
     try:
-        _wait("the base's first requests cached", lambda: _cached(folder) >= 50)
+        _wait("the base's first requests cached", lambda: _cached(folder) >= 200)
         record = next((folder / "work" / "jobs").glob("eval-base-*.record.json"))
         task = json.loads(record.read_text())["job_id"]
         subprocess.run(["scancel", "--signal=USR1", task], check=True)
