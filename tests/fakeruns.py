@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FakeTask", "write_run"]
+__all__ = ["C1_PAIR", "FakeTask", "run_quietly", "write_arrays", "write_run"]
 
 
 @dataclass
@@ -95,3 +95,29 @@ def write_run(
     path = folder / f"results_{date_id}.json"
     path.write_text(json.dumps(payload, indent=2))
     return path
+
+
+C1_PAIR = (("captrack_probe_c1_facts", "acc", "multiple_choice"),
+           ("captrack_probe_c1_skills", "exact_match", "generate_until"))
+"""Two members of one capability (C1) of different output types: what the end-to-end calibration scripts simulate."""
+
+
+def write_arrays(folder: Path, name: str, values: Mapping[str, Sequence[float]],
+                 tasks: Sequence[tuple[str, str, str]] = C1_PAIR) -> None:
+    """A run of `tasks` (name, metric, output type) whose per-doc values are `values[name]`."""
+    write_run(folder, name, [FakeTask(task, {metric: [float(v) for v in values[task]]}, output_type=kind)
+                             for task, metric, kind in tasks])
+
+
+def run_quietly(argv: list[str]) -> None:
+    """`captrack ARGV` in this process, its output kept back unless it fails (SystemExit with its tail)."""
+    import contextlib
+    import io
+
+    from captrack.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stderr(buffer), contextlib.redirect_stdout(buffer):
+        status = main(argv)
+    if status != 0:
+        raise SystemExit(f"captrack {' '.join(argv[:2])} failed: {buffer.getvalue()[-2000:]}")

@@ -15,8 +15,6 @@ stratified score interval's exact rate is 3.9%, `bench_calibration.py --sections
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import math
 import sys
 import tempfile
@@ -27,26 +25,16 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakeruns import FakeTask, write_run
+from fakeruns import C1_PAIR, run_quietly, write_arrays
 
 from captrack.analysis.intervals import z_quantile
 from captrack.analysis.verdicts import combine_changes, verdict
-from captrack.cli import main as cli
 
-TASKS = (("captrack_probe_c1_facts", "acc", "multiple_choice"), ("captrack_probe_c1_skills", "exact_match", "generate_until"))
-
-
-def _run(argv: list[str]) -> None:
-    buffer = io.StringIO()
-    with contextlib.redirect_stderr(buffer), contextlib.redirect_stdout(buffer):
-        status = cli(argv)
-    if status != 0:
-        raise SystemExit(f"captrack {' '.join(argv[:2])} failed: {buffer.getvalue()[-2000:]}")
+TASKS = C1_PAIR
 
 
-def _write(folder: Path, name: str, values: dict[str, np.ndarray]) -> None:
-    write_run(folder, name, [FakeTask(task, {metric: values[task].tolist()}, output_type=kind)
-                             for task, metric, kind in TASKS])
+
+
 
 
 def _summed_wald(base: dict[str, np.ndarray], values: dict[str, np.ndarray]) -> str:
@@ -74,18 +62,18 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         store = str(root / "s.duckdb")
         base = {task: (rng.random(args.items) < 0.6).astype(float) for task, _, _ in TASKS}
-        _write(root / "base", "base", base)
-        _run(["ingest", str(root / "base"), "--store", store, "--name", "base"])
+        write_arrays(root / "base", "base", base)
+        run_quietly(["ingest", str(root / "base"), "--store", store, "--name", "base"])
         expected: dict[str, tuple[str, float, float, str]] = {}
         for v in range(args.variants):
             values = {task: np.where((base[task] == 1) & (rng.random(args.items) < 0.05 * args.items / base[task].sum()),
                                      0.0, base[task]) for task, _, _ in TASKS}  # losses ~ Bin(correct, ·): a mean of 5%
-            _write(root / f"v{v}", f"v{v}", values)
+            write_arrays(root / f"v{v}", f"v{v}", values)
             change = combine_changes([(task, base[task], values[task], "binary", "higher") for task, _, _ in TASKS], 5.0)
             expected[f"v{v}"] = (change.verdict, change.ci90[0], change.ci90[1], _summed_wald(base, values))
-        _run(["ingest", *[str(root / v) for v in expected], "--store", store])  # each run under its own model name
+        run_quietly(["ingest", *[str(root / v) for v in expected], "--store", store])  # each run under its own model name
         out = root / "out"
-        _run(["compare", "--store", store, "--base", "base", *[a for v in expected for a in ("--variant", v)],
+        run_quietly(["compare", "--store", store, "--base", "base", *[a for v in expected for a in ("--variant", v)],
               "--out", str(out), "--bootstrap", "0"])
         caps = pd.read_csv(out / "capabilities.csv")
         rows = caps[(caps["level"] == "capability") & (caps["key"] == "C1")].set_index("variant")

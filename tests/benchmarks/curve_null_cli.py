@@ -14,8 +14,6 @@ counts the trajectories the per-step rule it replaced would have flagged.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import math
 import sys
 import tempfile
@@ -27,21 +25,14 @@ import pandas as pd
 from scipy.stats import beta
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakeruns import FakeTask, write_run
+from fakeruns import C1_PAIR, run_quietly, write_arrays
 
 from captrack.analysis.curve_stats import first_significant_step
 from captrack.analysis.verdicts import combine_changes
-from captrack.cli import main as cli
 
-TASKS = (("captrack_probe_c1_facts", "acc", "multiple_choice"), ("captrack_probe_c1_skills", "exact_match", "generate_until"))
+TASKS = C1_PAIR
 
 
-def _run(argv: list[str]) -> None:
-    buffer = io.StringIO()
-    with contextlib.redirect_stderr(buffer), contextlib.redirect_stdout(buffer):
-        status = cli(argv)
-    if status != 0:
-        raise SystemExit(f"captrack {' '.join(argv[:2])} failed: {buffer.getvalue()[-2000:]}")
 
 
 def _checkpoint(rng: np.random.Generator, base: np.ndarray) -> np.ndarray:
@@ -49,9 +40,6 @@ def _checkpoint(rng: np.random.Generator, base: np.ndarray) -> np.ndarray:
     return np.where(base == 1, (u >= 0.05 / 0.6).astype(float), (u < 0.05 / 0.4).astype(float))
 
 
-def _write(folder: Path, name: str, values: dict[str, np.ndarray]) -> None:
-    write_run(folder, name, [FakeTask(task, {metric: values[task].tolist()}, output_type=kind)
-                             for task, metric, kind in TASKS])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,16 +55,16 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         store = str(root / "s.duckdb")
         base = {task: (rng.random(args.items) < 0.6).astype(float) for task, _, _ in TASKS}
-        _write(root / "base", "base", base)
-        _run(["ingest", str(root / "base"), "--store", store, "--name", "base"])
+        write_arrays(root / "base", "base", base)
+        run_quietly(["ingest", str(root / "base"), "--store", store, "--name", "base"])
         expected: dict[str, tuple[int | None, bool]] = {}
         steps = [10 * (k + 1) for k in range(args.steps)]
         for t in range(args.trajectories):
             verdicts, p_values = [], []
             for step in steps:
                 values = {task: _checkpoint(rng, base[task]) for task, _, _ in TASKS}
-                _write(root / f"v{t}-{step}", f"v{t}-{step}", values)
-                _run(["ingest", str(root / f"v{t}-{step}"), "--store", store, "--name", f"v{t}", "--step", str(step)])
+                write_arrays(root / f"v{t}-{step}", f"v{t}-{step}", values)
+                run_quietly(["ingest", str(root / f"v{t}-{step}"), "--store", store, "--name", f"v{t}", "--step", str(step)])
                 change = combine_changes([(task, base[task], values[task], "binary", "higher") for task, _, _ in TASKS],
                                          5.0)
                 verdicts.append(change.verdict)
@@ -84,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             raw = any(v in ("regressed", "improved") for v in verdicts)
             expected[f"v{t}"] = (first_significant_step(steps, verdicts, p_values), raw)
         out = root / "out"
-        _run(["compare", "--store", store, "--base", "base", *[a for v in expected for a in ("--variant", v)],
+        run_quietly(["compare", "--store", store, "--base", "base", *[a for v in expected for a in ("--variant", v)],
               "--out", str(out), "--bootstrap", "0"])
         summary = pd.read_csv(out / "curve_summary.csv")
         got = summary[summary["capability"] == "C1"].set_index("variant")["first_step_significant"]
