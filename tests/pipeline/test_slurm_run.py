@@ -237,7 +237,7 @@ def test_a_cancelled_job_fails_its_stage_alone_and_the_next_run_submits_only_tha
     driver = _start(folder)
     _wait("both evaluation jobs running", lambda: len(_running(folder)) == 2)
     records = {p.name: p.read_text() for p in (folder / "work" / "jobs").glob("*.record.json")}
-    cancelled = next(re.search(r'"job_id": "(\d+)"', text).group(1) for name, text in sorted(records.items())  # type: ignore[union-attr]
+    cancelled = next(re.search(r'"job_id": "([\d_]+)"', text).group(1) for name, text in sorted(records.items())  # type: ignore[union-attr]
                      if name.startswith("eval-other"))
     subprocess.run(["scancel", cancelled], check=True)
     assert driver.wait(timeout=900) != 0
