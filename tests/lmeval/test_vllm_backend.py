@@ -4,7 +4,7 @@ SmolLM2-135M-Instruct (dequantised, float32) runs one loglikelihood probe and on
 each; the per-sample logs must hold the loglikelihoods and generations, and the first loglikelihood must be the
 model's own (recomputed here with transformers in captrack's environment). vLLM's engine start is long (minutes
 on 2 loaded cores), hence `slow`. Without the environment (a machine where it cannot be built, or a failed build)
-the test skips with the reason; the fixture builds it when absent, as `make vllm-venv` does.
+the test skips with the reason; `make vllm-venv` builds it (CAPTRACK_BUILD_VLLM=1: the fixture builds it).
 """
 
 from __future__ import annotations
@@ -32,13 +32,22 @@ ITEMS = 3
 
 @pytest.fixture(scope="module")
 def vllm_env() -> Path:
-    """The vLLM environment's interpreter (built when absent; skip with the reason when it cannot be)."""
+    """The vLLM environment's interpreter: the one `make vllm-venv` built, or built here when CAPTRACK_BUILD_VLLM=1
+    (skip with the reason when it is absent or cannot be built). CI does not build it: 3-10 minutes of pip beside
+    a CI that already takes most of its budget."""
+    import os
+
     from captrack.errors import InputError
-    from captrack.lmeval.vllm_env import build_vllm_env, unavailable_reason
+    from captrack.lmeval.vllm_env import build_vllm_env, unavailable_reason, vllm_python
 
     reason = unavailable_reason()
     if reason is not None:
         pytest.skip(f"no vLLM environment: {reason}")
+    built = vllm_python()
+    if built is not None:
+        return built
+    if os.environ.get("CAPTRACK_BUILD_VLLM") != "1":
+        pytest.skip("the vLLM environment is not built: `make vllm-venv` builds it (or CAPTRACK_BUILD_VLLM=1 here)")
     try:
         return build_vllm_env()
     except InputError as exc:
