@@ -273,6 +273,8 @@ def test_a_lock_deleted_or_replaced_while_held_stops_the_run_at_the_next_stage(t
 
     class Experiment:
         workdir = work
+        executor: dict[str, str] = {}  # noqa: RUF012 (a stand-in's class attribute, never mutated)
+        source = tmp_path / "exp.yaml"
 
     with pytest.raises(LockLostError, match=f"was {how}.*run it again to resume"):
         runner.run_experiment(Experiment())  # type: ignore[arg-type]

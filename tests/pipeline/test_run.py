@@ -188,7 +188,7 @@ def test_an_evaluation_is_judged_after_the_training_it_needs(tmp_path: Path, mon
     monkeypatch.setattr(runner, "plan", stages)
     monkeypatch.setattr(runner, "validate", lambda experiment: None)
     monkeypatch.setenv("CAPTRACK_WORKERS", "1")
-    experiment = SimpleNamespace(workdir=tmp_path / "work")  # the run holds its work folder's lock
+    experiment = SimpleNamespace(workdir=tmp_path / "work", executor={}, source=tmp_path / "exp.yaml")  # holds its lock
     assert set(runner.run_experiment(experiment)) == {"train v", "evaluate v"}  # type: ignore[arg-type]
     assert runner.run_experiment(experiment) == {}  # type: ignore[arg-type]
     recipe["lr"] = 2
