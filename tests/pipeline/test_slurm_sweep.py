@@ -17,19 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from slurmcluster import ON_SLURM
 from tinymodel import build_tiny_model
 
-ROOT = Path(__file__).resolve().parents[2]
 CAPTRACK = str(Path(sys.executable).with_name("captrack"))
 
 
-def _slurm_up() -> bool:
-    return subprocess.run([str(ROOT / "scripts" / "slurm-up.sh"), "--check"], capture_output=True).returncode == 0
-
-
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not _slurm_up(), reason="no Slurm cluster answers here: `make slurm` as root starts one "
-                                                         "(scripts/slurm-up.sh: slurm-wlm and munge from Debian)")]
+pytestmark = ON_SLURM
 
 SWEEP = """name: slurm-sweep
 workdir: work
