@@ -69,15 +69,11 @@ def bf16_hardware(cpuinfo: str | None = None, env: Mapping[str, str] | None = No
 
 
 def _cuda_available() -> bool:
-    import sys
-
-    if "torch" not in sys.modules:  # a CPU-only run need not import torch to decide
-        try:
-            import torch
-        except ImportError:
-            return False
-    import torch
-
+    """Whether torch sees a CUDA GPU (imports torch: only a run that asks `auto` gets here)."""
+    try:
+        import torch
+    except ImportError:
+        return False
     return bool(torch.cuda.is_available())
 
 
