@@ -192,30 +192,31 @@ DEMO_POLICY = "version: 1\nmargin: 5\nrules:\n  - {group: CAN, tier: critical}\n
 
 
 @pytest.mark.skipif(not (DEMO / "capabilities.csv").is_file(), reason="the demo board is not in this checkout")
-def test_the_demo_board_passes_with_two_advisory_warnings(tmp_path: Path) -> None:
-    # Hand-computed from leaderboards/demo/capabilities.csv (group rows, points, 95% CI; 90% CI):
-    #   sft CAN +7.6 [+3.9, +11.3] improved -> pass; HOW -0.1, 90% CI [-1.03, +0.78] above -5 -> pass;
-    #       WILL -3.0 [-5.5, -0.50] regressed, inside the margin (-0.50 > -5) -> warn (advisory: no effect)
-    #   dpo CAN +2.0 [+0.3, +3.7] improved -> pass; HOW as sft -> pass; WILL -1.5 [-2.97, -0.03] -> warn (advisory)
-    #   rl  CAN, HOW, WILL equivalent, every 90% CI inside [-1.5, +1.5] -> pass
-    # Decision: pass for all three variants (no critical or supporting rule blocks or warns); exit 0.
+def test_the_demo_board_passes_every_cell(tmp_path: Path) -> None:
+    # Hand-computed from leaderboards/demo/capabilities.csv (group rows: change in points, 95% CI; 90% CI), the board
+    # make demo wrote at ff796c7 (stratified capability score interval):
+    #   sft CAN +6.8 [+3.40, +10.87] improved -> pass; HOW -0.5, 90% CI [-1.76, +0.69] above -5 -> pass;
+    #       WILL -1.75, 90% CI [-4.01, +0.49] above -5 -> pass (its 95% CI [-4.52, +0.99] holds 0: not a regression)
+    #   dpo CAN +1.5, 90% CI [+0.01, +3.00]; HOW, WILL 90% CIs inside [-2.0, +1.0] -> pass
+    #   rl  CAN, HOW, WILL: every 90% CI inside [-1.6, +1.3] -> pass
+    # Decision: pass for all three variants; exit 0.
     policy = _policy(tmp_path, "demo.yaml", DEMO_POLICY)
     _, status, decisions = _outcomes(policy, DEMO)
     assert decisions == {"sft": "pass", "dpo": "pass", "rl": "pass"} and status == 0
     result = evaluate(load_policy(policy), *read_tables(DEMO)[:2])
     found = {(o.variant, o.rule.target): o.outcome for o in result.outcomes}
-    assert found == {(v, g): "pass" for v in ("sft", "dpo", "rl") for g in ("CAN", "HOW", "WILL")} | {
-        ("sft", "WILL"): "warn", ("dpo", "WILL"): "warn"}
+    assert found == {(v, g): "pass" for v in ("sft", "dpo", "rl") for g in ("CAN", "HOW", "WILL")}
+    assert {(o.variant, o.rule.target) for o in result.outcomes if o.reason == "improved"} == {("sft", "CAN")}
     assert main(["gate", str(policy), str(DEMO)]) == 0
 
 
 @pytest.mark.skipif(not (DEMO / "capabilities.csv").is_file(), reason="the demo board is not in this checkout")
-def test_on_the_demo_holm_keeps_a_narrow_margin_from_blocking(tmp_path: Path) -> None:
-    # WILL critical at margin 0.4. sft WILL: 95% CI [-5.50, -0.501] lies below -0.4, but the one-sided p-value of
-    # "not beyond -0.4" is 0.0207; Holm over sft's three gating cells first asks 0.0207 <= 0.025 / 3 = 0.0083: no,
-    # so WILL warns instead of blocking (its regression's own p, 0.0094, is not rejected either). dpo WILL
-    # [-2.97, -0.03] reaches inside -0.4 -> warn; rl WILL's 90% CI [-1.48, +1.23] reaches below -0.4 -> warn.
-    # Every variant warns per cell; none of these regressions is family-wise, so strict: true passes them (exit 0).
+def test_on_the_demo_a_narrow_margin_warns_where_the_ci_reaches_past_it(tmp_path: Path) -> None:
+    # WILL critical at margin 0.4. No WILL cell is a regression (every 95% CI holds 0), but every 90% CI reaches
+    # below -0.4: sft [-4.01, +0.49], dpo [-1.96, +0.93], rl [-1.51, +1.25] -> warn, inconclusive. The one-sided
+    # p of "not beyond -0.4" is far from any threshold (sft 0.167, dpo 0.457, rl 0.621), so nothing is rejected.
+    # strict: true fails only on a family-wise regression -> every decision passes (exit 0); strict: false warns.
+    # (Holm's family on a significant regression inside a narrow margin: tests/gate/test_gate_margin_family.py.)
     policy = _policy(tmp_path, "narrow.yaml", "strict: true\nrules:\n  - {group: CAN, tier: critical}\n"
                                               "  - {group: HOW, tier: supporting}\n"
                                               "  - {group: WILL, tier: critical, margin: 0.4}\n")
@@ -223,10 +224,11 @@ def test_on_the_demo_holm_keeps_a_narrow_margin_from_blocking(tmp_path: Path) ->
     result = evaluate(load_policy(policy), capabilities, drift)
     will = {o.variant: o for o in result.outcomes if o.rule.target == "WILL"}
     assert {v: o.outcome for v, o in will.items()} == {"sft": "warn", "dpo": "warn", "rl": "warn"}
-    sft = will["sft"].cells[0]
-    assert sft.ci95[1] < -0.4 and not sft.holm_rejects and not sft.beyond_rejects
-    assert 0.0083 < sft.p_beyond < 0.025
-    assert will["sft"].reason == "a significant regression, not rejected in Holm's family"
+    assert all(o.reason == "inconclusive: the 90% CI reaches below −0.4" for o in will.values())
+    for variant, (low, high) in {"sft": (0.16, 0.18), "dpo": (0.45, 0.47), "rl": (0.61, 0.63)}.items():
+        cell = will[variant].cells[0]
+        assert cell.ci95[0] < 0 < cell.ci95[1] and not cell.holm_rejects and not cell.beyond_rejects
+        assert low < cell.p_beyond < high
     assert result.decisions == {"sft": "pass", "dpo": "pass", "rl": "pass"} and result.exit_status == 0
     loose = evaluate(load_policy(_policy(tmp_path, "loose.yaml", policy.read_text().replace("strict: true", "strict: false"))),
                      capabilities, drift)
