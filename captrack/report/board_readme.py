@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from captrack.report.board_model import AGGREGATE_NOTE, NOISE_NOTE, Board, scale_label
 from captrack.report.escape import md_text
-from captrack.report.numbers import ci_text, missing, plain, verdict_text
+from captrack.report.numbers import (
+    ci_text,
+    excludes_zero,
+    missing,
+    plain,
+    signed_change,
+    verdict_text,
+)
 from captrack.report.numbers import signed as fmt_signed
 from captrack.report.verdict_cells import VERDICT_MARKS, mark
 
@@ -18,7 +25,8 @@ def _md_cell(board: Board, label: str, variant: str) -> str:
     if not cells.with_verdicts:
         return fmt_signed(value, suffix="%")
     found = str(at["verdict"][label, variant])
-    text = f"{fmt_signed(value)} {ci_text(at['low'][label, variant], at['high'][label, variant])}" if not missing(value) else "n/a"
+    low, high = at["low"][label, variant], at["high"][label, variant]
+    text = f"{signed_change(value, excludes_zero(low, high))} {ci_text(low, high)}" if not missing(value) else "n/a"
     return f"{text} {VERDICT_MARKS[found]} {found}" if found in VERDICT_MARKS else text
 
 
@@ -83,4 +91,6 @@ def _md_group(board: Board, group: str, variant: str, relative: float) -> str:
     if label not in board.cells.value.index:
         return "n/a"
     found = str(board.cells.at["verdict"][label, variant])
-    return f"{fmt_signed(board.cells.at['value'][label, variant])} {VERDICT_MARKS.get(found, '')}".strip()
+    at = board.cells.at
+    shown = signed_change(at["value"][label, variant], excludes_zero(at["low"][label, variant], at["high"][label, variant]))
+    return f"{shown} {VERDICT_MARKS.get(found, '')}".strip()

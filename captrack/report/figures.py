@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from captrack.report.numbers import signed
+from captrack.report.numbers import signed_change
 from captrack.report.verdict_cells import VERDICT_MARKS
 
 __all__ = ["VERDICT_MARKS", "algorithm_colors", "algorithm_summary_figure", "f_vs_bt_figure", "heatmap_figure", "warm_up"]
@@ -100,7 +100,9 @@ def heatmap_figure(matrix: pd.DataFrame, significant: pd.DataFrame, out: Path, c
     width = min(2.0 + 0.55 * data.shape[1], 40.0)
     height = min(1.2 + 0.32 * data.shape[0], 80.0)
     fig, ax = plt.subplots(figsize=(max(width, 6.0), max(height, 3.0)))
-    labels = np.vectorize(lambda v, s: "" if np.isnan(v) else f"{signed(v)}{s}")(data.to_numpy(dtype=float), suffix)
+    away = marks.to_numpy(dtype=bool) & with_cis  # significant: the 95% CI excludes 0, so never a rounded 0.0
+    labels = np.vectorize(lambda v, s, a: "" if np.isnan(v) else f"{signed_change(v, bool(a))}{s}")(
+        data.to_numpy(dtype=float), suffix, away)
     sns.heatmap(
         shade, ax=ax, cmap="RdBu", center=0.0, vmin=-color_cap, vmax=color_cap,
         annot=labels if data.size <= 1200 else False, fmt="", linewidths=0.5, linecolor="white",

@@ -20,14 +20,24 @@ from collections.abc import Collection, Mapping
 
 import pandas as pd
 
-from captrack.report.numbers import change_text, ci_text, missing, signed, verdict_text
+from captrack.report.numbers import (
+    change_text,
+    ci_text,
+    missing,
+    signed,
+    signed_change,
+    verdict_text,
+)
 
-__all__ = ["SMOKE_SENTENCE", "expectation", "findings", "measure_sentence", "ranking_sentence", "target_sentences"]
+__all__ = ["RELATIVE", "SMOKE_SENTENCE", "expectation", "findings", "measure_sentence", "ranking_sentence", "target_sentences"]
 
 SMOKE_SENTENCE = ("This board is a smoke test (`captrack run --quick`): it checks that every stage runs, on a few items "
                   "per task; it ranks no algorithms and tests no published expectation. Run the experiment without "
                   "--quick for results.")
 """What a smoke-test board says where a full board ranks algorithms."""
+
+RELATIVE = "(difference of two relative drifts, each in % of base: CapTrack-compatible)"
+"""The unit of a difference of mean |relative drift|: a relative quantity, never called points."""
 
 MEASURES = {"f_adj": ("chance-adjusted forgetting F_adj", 100.0, "points"),
             "one_minus_bc": ("option-distribution movement 1 − BC", 100.0, "points")}
@@ -102,9 +112,10 @@ def ranking_sentence(a: str, b: str, difference: float, low: float, high: float)
     if low > 0 or high < 0:
         more, less = (a, b) if difference > 0 else (b, a)
         return (f"{more} moved its capabilities more than {less} (mean |relative drift|, rises and falls alike): "
-                f"{abs(difference):.1f} percentage points more (95% CI of {a} − {b} {ci_text(low, high)} excludes 0).")
-    return (f"The data cannot rank {a} and {b} by mean |relative drift|: {a} − {b} = {signed(difference)} percentage "
-            f"points, 95% CI {ci_text(low, high)} includes 0.")
+                f"higher by {signed_change(abs(difference), True).lstrip('+')} {RELATIVE} (95% CI of {a} − {b} "
+                f"{ci_text(low, high)} excludes 0).")
+    return (f"The data cannot rank {a} and {b} by mean |relative drift|: {a} − {b} = {signed(difference)} {RELATIVE}, "
+            f"95% CI {ci_text(low, high)} includes 0.")
 
 
 def measure_sentence(a: str, b: str, measure: str, difference: float, low: float, high: float) -> str | None:
@@ -115,7 +126,7 @@ def measure_sentence(a: str, b: str, measure: str, difference: float, low: float
     d, lo, hi = scale * difference, scale * low, scale * high
     if lo > 0 or hi < 0:
         more, less = (a, b) if d > 0 else (b, a)
-        return (f"{more} has more {label} than {less}: {abs(d):.1f} {unit} (95% CI of {a} − {b} "
+        return (f"{more} has more {label} than {less}: {signed_change(abs(d), True).lstrip('+')} {unit} (95% CI of {a} − {b} "
                 f"{ci_text(lo, hi)} excludes 0).")
     return (f"The data cannot order {a} and {b} by {label}: {a} − {b} = {signed(d)} {unit}, 95% CI {ci_text(lo, hi)} "
             "includes 0.")

@@ -26,7 +26,14 @@ from captrack.report.board_readme import board_readme
 from captrack.report.drilldown import drill_texts, scoring_table, task_pages, warn_missing_texts
 from captrack.report.findings import findings, target_sentences
 from captrack.report.html import esc, page, table
-from captrack.report.numbers import ci_text, missing, plain, verdict_text
+from captrack.report.numbers import (
+    ci_text,
+    excludes_zero,
+    missing,
+    plain,
+    signed_change,
+    verdict_text,
+)
 from captrack.report.numbers import signed as fmt_signed
 from captrack.report.over_training import (
     STEPS_PAGE,
@@ -245,8 +252,9 @@ def _grid_td(board: Board, label: str, variant: str) -> str:
     if missing(value):
         return '<td class="num" data-sort="">n/a</td>'
     whole = verdict_text(value, at["low"][key], at["high"][key], str(at["unit"][key]), found, board.spec.margin)
-    cls = "" if missing(side) or fmt_signed(value) == "0.0" else ("pos" if side > 0 else "neg" if side < 0 else "")
-    text = f"{fmt_signed(value)} {VERDICT_MARKS.get(found, '')}".strip()
+    shown = signed_change(value, excludes_zero(at["low"][key], at["high"][key]))
+    cls = "" if missing(side) or shown == "0.0" else ("pos" if side > 0 else "neg" if side < 0 else "")
+    text = f"{shown} {VERDICT_MARKS.get(found, '')}".strip()
     return f'<td class="num {cls}" data-sort="{value:.6g}" title="{esc(whole)}">{esc(text)}</td>'
 
 

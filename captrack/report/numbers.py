@@ -1,6 +1,7 @@
 """How every page prints a number, a CI and a change with its verdict: one way, everywhere.
 
-A value that rounds to zero prints ``0.0`` (never ``-0.0`` or ``+0.0``). A CI whose ends would print
+A value that rounds to zero prints ``0.0`` (never ``-0.0`` or ``+0.0``), except a change whose CI excludes 0,
+which gets the decimals that show its sign (``+0.04 [+0.01, +0.08]``). A CI whose ends would print
 alike is printed with more decimals, and one that still has no spread says so instead of looking
 like certainty. A change is printed in its verdict's own units, its 95% CI beside it, then the
 verdict: ``-4.0 points [-7.1, -1.2] → regressed at ±5``.
@@ -13,8 +14,8 @@ from typing import Any
 
 from captrack.analysis.verdicts import SIGNIFICANT_VERDICTS
 
-__all__ = ["MIXED_UNITS", "NO_SPREAD", "SIGNIFICANT", "ZERO_WIDTH", "change_text", "ci_text", "is_significant", "missing",
-           "plain", "signed", "verdict_text", "zero_width"]
+__all__ = ["MIXED_UNITS", "NO_SPREAD", "SIGNIFICANT", "ZERO_WIDTH", "change_text", "ci_text", "excludes_zero", "is_significant",
+           "missing", "plain", "signed", "signed_change", "verdict_text", "zero_width"]
 
 SIGNIFICANT = SIGNIFICANT_VERDICTS
 """The verdicts whose 95% CI of the change excludes 0: the only cells a page calls significant (``*``)."""
@@ -53,6 +54,26 @@ def signed(value: Any, digits: int = 1, suffix: str = "") -> str:
     if _rounds_to_zero(number, digits):
         return f"{0.0:.{digits}f}{suffix}"
     return f"{number:+.{digits}f}{suffix}"
+
+
+def excludes_zero(low: Any, high: Any) -> bool:
+    """Whether a CI exists and lies wholly above or wholly below 0."""
+    return not (missing(low) or missing(high)) and (float(low) > 0.0 or float(high) < 0.0)
+
+
+_MOST = 6  # the most decimals a change whose CI excludes 0 is given before it is written in scientific notation
+
+
+def signed_change(value: Any, away_from_zero: bool, digits: int = 1, suffix: str = "") -> str:
+    """A change as `signed` prints it, except that one whose 95% CI excludes 0 (`away_from_zero`) never prints as a
+    rounded ``0.0``: it gets decimals until its sign shows (``+0.04``), never a claim of no change beside a CI that
+    says there was one."""
+    if missing(value) or not away_from_zero or float(value) == 0.0:
+        return signed(value, digits, suffix)
+    for shown in range(digits, _MOST + 1):
+        if not _rounds_to_zero(float(value), shown):
+            return signed(value, shown, suffix)
+    return f"{float(value):+.1e}{suffix}"
 
 
 def plain(value: Any, digits: int = 1, suffix: str = "") -> str:
@@ -104,7 +125,7 @@ def change_text(change: Any, low: Any, high: Any, unit: str = "points") -> str:
     """The observed change in its unit with its 95% CI: ``-4.0 points [-7.1, -1.2]``; ``n/a`` without a change."""
     if missing(change):
         return "n/a"
-    return f"{signed(change)}{_unit_word(unit)} {ci_text(low, high)}"
+    return f"{signed_change(change, excludes_zero(low, high))}{_unit_word(unit)} {ci_text(low, high)}"
 
 
 def verdict_text(change: Any, low: Any, high: Any, unit: str, verdict: Any, margin: float) -> str:

@@ -50,8 +50,9 @@ def test_an_improvement_is_never_counted_as_drift_or_forgetting() -> None:
     assert not re.search(r"drift|fell|forg|worse", said), said
     # mean |relative drift| counts rises and falls alike: the ranking says "moved", never "drifts more" or "forgets"
     ranked = findings(SFT_DPO, pd.DataFrame(), pd.DataFrame([_contrast("DPO", "SFT", -20.0, -30.0, -10.0)]))
-    assert ranked[2] == ("SFT moved its capabilities more than DPO (mean |relative drift|, rises and falls alike): 20.0 "
-                         "percentage points more (95% CI of DPO − SFT [-30.0, -10.0] excludes 0).")
+    assert ranked[2] == ("SFT moved its capabilities more than DPO (mean |relative drift|, rises and falls alike): higher "
+                         "by 20.0 (difference of two relative drifts, each in % of base: CapTrack-compatible) (95% CI of "
+                         "DPO − SFT [-30.0, -10.0] excludes 0).")
     assert ranked[-1].startswith("SFT moved its capabilities more than DPO here, with CIs that exclude 0: this agrees")
     assert ranked[-1].endswith("of SFT's 4 capability verdicts, 1 regressed and 1 improved.")
     assert not any("drifts more" in s for s in ranked)
@@ -77,8 +78,8 @@ def test_algorithms_are_ranked_only_with_a_ci_on_their_difference() -> None:
     assert unranked.startswith("The data cannot rank the algorithms (RL, SFT)") and "agrees" not in unranked
     wide = pd.DataFrame([_contrast("RL", "SFT", -25.0, -40.0, 3.0)])
     said = findings(caps, pd.DataFrame(), wide)
-    assert said[-2] == ("The data cannot rank RL and SFT by mean |relative drift|: RL − SFT = -25.0 percentage points, "
-                        "95% CI [-40.0, +3.0] includes 0.")
+    assert said[-2] == ("The data cannot rank RL and SFT by mean |relative drift|: RL − SFT = -25.0 (difference of two "
+                        "relative drifts, each in % of base: CapTrack-compatible), 95% CI [-40.0, +3.0] includes 0.")
     assert said[-1].startswith("The data cannot test the published expectation")
     reverse = pd.DataFrame([_contrast("RL", "SFT", 25.0, 10.0, 40.0)])
     assert "contradicts the published expectation" in findings(caps, pd.DataFrame(), reverse)[-1]

@@ -59,3 +59,19 @@ def test_a_verdict_is_printed_with_the_change_and_ci_it_was_decided_on() -> None
                                                       (math.nan, False)])
 def test_significant_means_a_verdict_whose_ci_excludes_zero(verdict: object, significant: bool) -> None:
     assert is_significant(verdict) is significant
+
+
+CHANGES = [  # (change, low, high, printed, why)
+    (0.04, 0.01, 0.08, "+0.04 points [+0.01, +0.08]", "a CI above 0: the change shows its sign, never 0.0"),
+    (-0.004, -0.009, -0.001, "-0.004 points [-0.009, -0.001]", "three decimals where two still print 0.00"),
+    (0.04, -0.3, 0.5, "0.0 points [-0.3, +0.5]", "a CI that includes 0: 0.0 is what the data allow"),
+    (-4.04, -7.14, -1.21, "-4.0 points [-7.1, -1.2]", "one decimal where it shows the sign"),
+]
+
+
+@pytest.mark.parametrize(("change", "low", "high", "printed", "why"), CHANGES)
+def test_a_change_whose_ci_excludes_zero_never_prints_as_zero(change: float, low: float, high: float, printed: str,
+                                                              why: str) -> None:
+    from captrack.report.numbers import change_text
+
+    assert change_text(change, low, high) == printed, why
