@@ -13,7 +13,9 @@ from captrack.report.numbers import (
     verdict_text,
 )
 from captrack.report.numbers import signed as fmt_signed
-from captrack.report.verdict_cells import VERDICT_MARKS, mark
+from captrack.report.pictures import picture_markdown, task_algorithm_matrix
+from captrack.report.power_hint import HINT_HEADER, task_hints
+from captrack.report.verdict_cells import RELATIVE_COLUMN, VERDICT_MARKS, mark
 
 __all__ = ["board_readme"]
 
@@ -52,19 +54,21 @@ def board_readme(board: Board) -> str:
     lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
     lines += [f"| {md_text(label)} | " + " | ".join(_md_cell(board, label, v) for v in matrix.columns) + " |"
               for label in matrix.index]
-    lines += ["", "## Per task", ""]
+    lines += ["", *picture_markdown(cells.with_verdicts and not board.aggregate_only,
+                                    task_algorithm_matrix(board.per_task, board.checkpoints))]
+    lines += ["## Per task", ""]
     if board.aggregate_only:
-        lines += ["| variant | task | metric | base | variant score | n | relative drift |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| variant | task | metric | base | variant score | n | {RELATIVE_COLUMN} |", "|---|---|---|---|---|---|---|"]
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | n/a | {pct(r.rel_drift_pct)} |"
                   for r in board.per_task.itertuples()]
     else:
-        lines += [f"| variant | task | metric | base | variant score | n | Δ (+ better) [95% CI] → verdict at ±{spec.margin:g} | * | "
-                  "relative drift | MDE (% of base) |", "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| variant | task | metric | base | variant score | n | Δ (+ better) [95% CI] → verdict at ±{spec.margin:g} | "
+                  f"{HINT_HEADER} | * | {RELATIVE_COLUMN} |", "|---|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
                   f"{'n/a' if missing(r.n) else int(r.n)} | "
                   f"{verdict_text(r.oriented_change, r.change_ci_low, r.change_ci_high, str(r.change_unit or 'points'), r.verdict, spec.margin)} | "
-                  f"{mark(r.verdict)} | {pct(r.rel_drift_pct)} | {pct(r.mde_pct, False)} |"
-                  for r in board.per_task.itertuples()]
+                  f"{hint} | {mark(r.verdict)} | {pct(r.rel_drift_pct)} |"
+                  for r, hint in zip(board.per_task.itertuples(), task_hints(board.per_task, spec.margin), strict=True)]
     groups = ("CAN Δ", "WILL Δ", "HOW Δ") if cells.with_verdicts else ("CAN", "WILL", "HOW")
     lines += ["", "## Checkpoints", "", f"| variant | family | size | algorithm | {' | '.join(groups)} | F_adj | BT_adj | significant tasks |",
               "|---|---|---|---|---|---|---|---|---|---|"]

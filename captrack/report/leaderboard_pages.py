@@ -12,7 +12,7 @@ import pandas as pd
 from captrack.analysis.comparison import Comparison
 from captrack.errors import CaptrackError
 from captrack.files import write_atomic
-from captrack.report import figures
+from captrack.report import figures, pictures
 from captrack.report.background import Background, Call
 from captrack.report.board_model import (
     AGGREGATE_NOTE,
@@ -41,10 +41,12 @@ from captrack.report.over_training import (
     over_training_tables,
     steps_page,
 )
+from captrack.report.power_hint import HINT_HEADER, capability_hints, task_hints
 from captrack.report.power_section import power_sections
 from captrack.report.step_texts import FlipKey, StepTexts
 from captrack.report.verdict_cells import (
     COLOUR_NOTE,
+    RELATIVE_COLUMN,
     VERDICT_MARKS,
     capability_units,
     mark,
@@ -81,10 +83,10 @@ def _td(value: object) -> str:
 def _per_task(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per variant, task and metric: base, variant, n, drift, CI and MDE (n and MDE NaN without items)."""
     drift = tables["drift"].drop_duplicates(["variant", "task", "metric"])
-    power = tables["power"][["variant", "task", "metric", "n", "mde_pct"]]
+    power = tables["power"].reindex(columns=["variant", "task", "metric", "n", "kind", "sd_diff", "mde_abs", "mde_pct"])
     merged = drift.merge(power, on=["variant", "task", "metric"], how="left")
-    columns = ["variant", "task", "metric", "base_value", "variant_value", "n", "rel_drift_pct", "ci_low", "ci_high", "mde_pct",
-               "direction", "verdict", "oriented_change", "change_ci_low", "change_ci_high", "change_unit"]
+    columns = ["variant", "task", "metric", "capability", "base_value", "variant_value", "n", "rel_drift_pct", "ci_low", "ci_high",
+               "kind", "sd_diff", "mde_abs", "mde_pct", "direction", "verdict", "oriented_change", "change_ci_low", "change_ci_high", "change_unit"]
     return merged.reindex(columns=columns).sort_values(["variant", "task", "metric"]).reset_index(drop=True)
 
 
@@ -123,6 +125,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
     summary, checkpoints = computed.algorithms, computed.checkpoints
     scoring = scoring_table(spec, comparisons)
     drawn = _figure_calls(folder / "figures", cells, aggregate_only, summary, checkpoints, colors)
+    drawn |= pictures.figure_calls(folder / "figures", cells, spec.margin, _per_task(tables), checkpoints, aggregate_only)
     made.run(list(drawn.values()))
     return _pages(spec, comparisons, computed, step_texts, cells, units, scoring, made,
                   {f"{stem}.{kind}" for stem in drawn for kind in ("png", "svg")})
@@ -296,6 +299,7 @@ def _index(board: Board, task_pages: dict[str, str], names: set[str]) -> str:
                  + legend)
     rows = [[_td(label), *(_grid_td(board, label, v) for v in cells.value.columns)] for label in cells.value.index]
     parts.append(table(["capability", *cells.value.columns], rows, "capability-table"))
+    parts += pictures.picture_html(names, pictures.task_algorithm_matrix(board.per_task, board.checkpoints))
     parts += _detail_tables(board)
     if "algorithms.png" in names:
         parts.append('<h2 id="algorithms">By post-training algorithm</h2><figure><img src="figures/algorithms.png" alt="relative drift by algorithm" width="700"></figure>')
@@ -352,25 +356,26 @@ def _detail_tables(board: Board) -> list[str]:
                       '<td class="num">n/a</td>', _num(r.rel_drift_pct)]
                      for r in tasks.itertuples()]
         return ['<h2 id="capability-details">Per capability</h2>',
-                table(["variant", "capability", "relative drift (% of base)", "metrics"], rows, "capability-details-table"),
+                table(["variant", "capability", RELATIVE_COLUMN, "metrics"], rows, "capability-details-table"),
                 '<h2 id="per-task">Per task: base, variant, n</h2>',
-                table(["variant", "task", "metric", "base", "variant score", "n", "relative drift (% of base)"], task_rows, "task-table")]
+                table(["variant", "task", "metric", "base", "variant score", "n", RELATIVE_COLUMN], task_rows, "task-table")]
     verdict = f"Δ (+ better) [95% CI] → verdict at ±{margin:g}"
     rows = [[_td(r.variant), _td(r.key), _value_td(r.base_value), _value_td(r.variant_value),
-             verdict_td(r.oriented_change, r.change_ci_low, r.change_ci_high, r.change_unit, r.verdict, margin),
+             verdict_td(r.oriented_change, r.change_ci_low, r.change_ci_high, r.change_unit, r.verdict, margin), _td(hint),
              _td(mark(r.verdict)), _num(r.mean_rel_drift_pct, oriented=r.oriented_drift_pct),
-             _num(r.mde_pct, signed=False), f'<td class="num">{int(r.n_metrics)}</td>', _count(r.items)] for r in caps.itertuples()]
+             f'<td class="num">{int(r.n_metrics)}</td>', _count(r.items)]
+            for r, hint in zip(caps.itertuples(), capability_hints(caps, tasks, margin), strict=True)]
     task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), _value_td(r.base_value), _value_td(r.variant_value), _count(r.n),
                   verdict_td(r.oriented_change, r.change_ci_low, r.change_ci_high, str(r.change_unit or "points"), r.verdict, margin),
-                  _td(mark(r.verdict)), _num(r.rel_drift_pct, oriented=oriented_task(r.direction, r.rel_drift_pct)),
-                  _num(r.mde_pct, signed=False)] for r in tasks.itertuples()]
+                  _td(hint), _td(mark(r.verdict)), _num(r.rel_drift_pct, oriented=oriented_task(r.direction, r.rel_drift_pct))]
+                 for r, hint in zip(tasks.itertuples(), task_hints(tasks, margin), strict=True)]
     return ['<h2 id="capability-details">Per capability</h2>',
             f'<p class="muted">{esc(COLOUR_NOTE)} Base and variant: the mean of the capability\'s metrics.</p>',
-            table(["variant", "capability", "base", "variant score", verdict, "*", "relative drift (% of base)",
-                   "MDE (% of base)", "metrics", "items"], rows, "capability-details-table"),
+            table(["variant", "capability", "base", "variant score", verdict, HINT_HEADER, "*", RELATIVE_COLUMN, "metrics",
+                   "items"], rows, "capability-details-table"),
             '<h2 id="per-task">Per task: base, variant, n</h2>',
-            table(["variant", "task", "metric", "base", "variant score", "n", verdict, "*", "relative drift (% of base)",
-                   "MDE (% of base)"], task_rows, "task-table")]
+            table(["variant", "task", "metric", "base", "variant score", "n", verdict, HINT_HEADER, "*", RELATIVE_COLUMN],
+                  task_rows, "task-table")]
 
 
 def _count(value: float) -> str:

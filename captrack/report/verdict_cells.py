@@ -11,7 +11,7 @@ import pandas as pd
 from captrack.report.html import esc
 from captrack.report.numbers import MIXED_UNITS, is_significant, missing, verdict_text
 
-__all__ = ["CI_METHOD", "COLOUR_NOTE", "GATE_RULE", "SIGNIFICANCE", "VERDICT_MARKS", "VERDICT_RULE", "capability_units", "mark",
+__all__ = ["CI_METHOD", "COLOUR_NOTE", "GATE_RULE", "RELATIVE_COLUMN", "SIGNIFICANCE", "VERDICT_MARKS", "VERDICT_RULE", "capability_units", "mark",
            "oriented_task", "verdict_td"]
 
 CI_METHOD = "95% score CI of the paired change (Tango 1998) for binary metrics; adjusted Wald otherwise"
@@ -31,6 +31,9 @@ SIGNIFICANCE = ("Significant (marked *, counted in \"significant tasks\") means 
                 "improved or changed, i.e. the 95% CI of Δ excludes 0.")
 COLOUR_NOTE = ("Colours say better (blue) or worse (red) whatever the metric's direction. Relative drift (% of the base "
                "value, CapTrack's number) is shown in its own column for comparison with CapTrack; it decides no verdict.")
+
+RELATIVE_COLUMN = "relative drift (% of base, CapTrack-compatible)"
+"""The header of every column of relative drift: CapTrack's unit, deciding no verdict."""
 
 VERDICT_MARKS = {"regressed": "▼", "improved": "▲", "equivalent": "≈", "inconclusive": "?", "changed": "•"}
 
