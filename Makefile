@@ -12,7 +12,7 @@ export CAPTRACK_SHARED ?= $(SHARED)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox slurm tool-venv vllm-venv
+.PHONY: help test test-slow demo curves boards lint bench clean browser sandbox slurm tool-venv vllm-venv docs docs-build
 
 help:  ## list the targets
 	@echo "make demo       the offline end-to-end demo (train, evaluate, compare, leaderboards/demo; 13-23 min on 2 cores)"
@@ -22,6 +22,7 @@ help:  ## list the targets
 	@echo "make boards     rebuild every committed leaderboard whose inputs are here (tests/report/test_committed_boards.py)"
 	@echo "make slurm      a single-node Slurm cluster here for the Slurm tests (as root: installs slurm-wlm, munge)"
 	@echo "make vllm-venv  the pinned vLLM (CPU) environment lm-eval's vllm model runs in (.cache/tool-venvs/)"
+	@echo "make docs       build the documentation site in strict mode (site/) and serve it at http://127.0.0.1:8000"
 	@echo "make lint       ruff and mypy only"
 	@echo "make bench      the 1,000,000-record ingest/compare benchmark"
 	@echo "make clean      remove .venv, build outputs and runs/"
@@ -111,8 +112,17 @@ boards: $(STAMP)
 	@if [ -f runs/curves/store.duckdb ]; then $(BIN)/captrack leaderboard leaderboards/curves; \
 	  else echo "leaderboards/curves: runs/curves is absent; make curves rebuilds the runs and the board"; fi
 
+# The documentation site (MkDocs + Material, mkdocs.yml): strict, so a broken link or a missing page fails; the
+# reference pages are generated from the code at build time (scripts/gen_docs.py). `make test` builds it too
+# (tests/test_docs_site.py).
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs: docs-build
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
+
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_analysis.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info runs
+	rm -rf $(VENV) build *.egg-info runs site
