@@ -15,6 +15,7 @@ import pandas as pd
 from captrack.report.escape import md_text
 from captrack.report.figures import _pyplot, _save, algorithm_colors
 from captrack.report.html import esc, page, table
+from captrack.report.numbers import signed
 from captrack.report.slugs import anchor, task_page_name
 from captrack.report.step_texts import FlipKey, StepTexts, flip_text_cell
 
@@ -23,9 +24,10 @@ __all__ = ["STEPS_PAGE", "curve_figures", "flip_anchor", "over_training_html", "
 
 DRIFT_FIGURE, RATES_FIGURE = "drift_over_training", "rates_over_training"
 STEPS_PAGE = "steps.html"  # the items that flipped at each step, one anchor per (variant, step, capability)
-INTRO = ("Every saved step of a trajectory is compared with the base exactly like an end point. Lines: drift "
-         "(% of the base) per capability at each step; band: its 95% paired-bootstrap CI; grey: the MDE band "
-         "(changes inside it go undetected with 80% power). First significant step: the first step significant after "
+INTRO = ("Every saved step of a trajectory is compared with the base exactly like an end point. Lines: the change Δ "
+         "(points, + better) per capability at each step, from step 0 (the base itself, hollow); band: the verdict's "
+         "95% CI; grey: the MDE band (changes inside it go undetected with 80% power). The table's final drift and trend "
+         "are relative drift (% of base), CapTrack's unit. First significant step: the first step significant after "
          "control over the K steps examined: the earliest step whose verdict is regressed or improved and whose "
          "p-value Holm's test rejects at a family-wise 5% over the K steps, so an unchanged capability gets one in at "
          "most 5% of trajectories (each step's own 5% rule alone: 1 − 0.95^K, 40% at K = 10). Trend: least-squares slope of drift over steps, CI from the same item resamples "
@@ -70,24 +72,28 @@ def curve_figures(curves: pd.DataFrame, out: Path, steps_href: str | None = None
     if not keys:
         return []
     colors = algorithm_colors([a or "(none)" for a in caps["algorithm"]])
+    value, low, high, unit = _measure(caps)
     _, fig, axes = _grid(keys)
     for ax, key in zip(axes, keys, strict=False):
         rows = caps[caps["key"] == key].sort_values("step")
-        mde = float(rows["mde_pct"].max()) if rows["mde_pct"].notna().any() else math.nan
+        mde = _mde_band(rows, unit)
         if not math.isnan(mde):
             ax.axhspan(-mde, mde, color="#dddddd", alpha=0.6, linewidth=0)
         ax.axhline(0, color="#777777", linewidth=0.8)
         for (variant, algorithm), line in rows.groupby(["variant", "algorithm"], sort=True):
             color = colors[str(algorithm) or "(none)"]
-            ax.fill_between(line["step"], line["ci_low"], line["ci_high"], color=color, alpha=0.18, linewidth=0)
-            ax.plot(line["step"], line["drift_pct"], color=color, label=f"{variant} ({algorithm or '-'})")
-            points = ax.scatter(line["step"], line["drift_pct"], s=12, color=color, zorder=3)
+            steps, shown, lo, hi = _from_step_zero(line["step"], line[value], line[low], line[high])
+            ax.fill_between(steps, lo, hi, color=color, alpha=0.18, linewidth=0)
+            ax.plot(steps, shown, color=color, label=f"{variant} ({algorithm or '-'})")
+            ax.scatter([steps[0]], [shown[0]], s=14, facecolors="white", edgecolors=color, zorder=3)  # step 0: the base
+            points = ax.scatter(line["step"], line[value], s=12, color=color, zorder=3)
             if steps_href is not None:
                 points.set_urls([f"{steps_href}#{flip_anchor(str(variant), int(s), str(key))}" for s in line["step"]])
         ax.set_title(str(key), loc="left", fontsize=9)
-    axes[0].set_ylabel("drift, % of base")
+    axes[0].set_ylabel("Δ vs base, + better (points)" if unit == "points" else "drift, % of base (CapTrack-compatible)")
     axes[0].legend(fontsize=7, frameon=False)
-    fig.suptitle("Drift over training per capability (band: 95% CI; grey: MDE)", x=0.01, y=1.03, ha="left")
+    fig.suptitle(f"Change over training per capability ({unit}; step 0, hollow: the base; band: 95% CI; grey: MDE)",
+                 x=0.01, y=1.03, ha="left")
     written = _save(fig, out, DRIFT_FIGURE)
     if steps_href is not None:
         _link_svg(out / f"{DRIFT_FIGURE}.svg")
@@ -96,15 +102,40 @@ def curve_figures(curves: pd.DataFrame, out: Path, steps_href: str | None = None
         rows = caps[caps["key"] == key].sort_values("step")
         for (variant, algorithm), line in rows.groupby(["variant", "algorithm"], sort=True):
             color = colors[str(algorithm) or "(none)"]
-            ax.plot(line["step"], 100 * line["forgetting_adj"], marker="o", markersize=3, color=color, label=f"{variant} F_adj")
-            ax.plot(line["step"], 100 * line["backward_transfer_adj"], marker="s", markersize=3, color=color, linestyle="--",
-                    label=f"{variant} BT_adj")
+            steps, forgot, gained, _ = _from_step_zero(line["step"], 100 * line["forgetting_adj"],
+                                                       100 * line["backward_transfer_adj"], line["step"])
+            ax.plot(steps, forgot, marker="o", markersize=3, color=color, label=f"{variant} F_adj")
+            ax.plot(steps, gained, marker="s", markersize=3, color=color, linestyle="--", label=f"{variant} BT_adj")
         ax.set_title(str(key), loc="left", fontsize=9)
     axes[0].set_ylabel("% of items")
     axes[0].legend(fontsize=7, frameon=False)
     fig.suptitle("Chance-adjusted forgetting (solid) and backward transfer (dashed) over training", x=0.01, y=1.03,
                  ha="left")
     return written + _save(fig, out, RATES_FIGURE)
+
+
+def _measure(caps: pd.DataFrame) -> tuple[str, str, str, str]:
+    """The columns the drift figure draws: the verdicts' change Δ in points with its 95% CI where curves.csv has
+    them, else (an older file) relative drift in % of base."""
+    if "oriented_change" in caps and caps["oriented_change"].notna().any():
+        return "oriented_change", "change_ci_low", "change_ci_high", "points"
+    return "drift_pct", "ci_low", "ci_high", "% of base"
+
+
+def _mde_band(rows: pd.DataFrame, unit: str) -> float:
+    """The grey band's half-width: the largest MDE of the capability's steps, in the figure's unit (an MDE in % of
+    base times the base value, for points; NaN without one)."""
+    mde = rows["mde_pct"] * (rows["base_value"] if unit == "points" else 1.0)
+    return float(mde.max()) if mde.notna().any() else math.nan
+
+
+def _from_step_zero(steps: pd.Series, *columns: pd.Series) -> tuple[list[float], ...]:
+    """`steps` and `columns` with step 0 first, where every column is 0 (the base compared with itself), unless the
+    trajectory already has a step 0."""
+    found = [[float(x) for x in c] for c in (steps, *columns)]
+    if not found[0] or min(found[0]) <= 0:
+        return tuple(found)
+    return tuple([0.0, *c] for c in found)
 
 
 def _trend_unit(summary: pd.DataFrame) -> int:
@@ -120,14 +151,16 @@ def _summary_cells(row: Any, unit: int) -> list[str]:
     trend = "n/a" if pd.isna(row.trend_pct_per_step) else (
         f"{unit * row.trend_pct_per_step:+.2f} [{unit * row.trend_ci_low:+.2f}, {unit * row.trend_ci_high:+.2f}]"
         if not pd.isna(row.trend_ci_low) else f"{unit * row.trend_pct_per_step:+.2f}")
-    final = "n/a" if pd.isna(row.final_drift_pct) else f"{row.final_drift_pct:+.1f}% at {int(row.final_step)}"
+    final = "n/a" if pd.isna(row.final_drift_pct) else f"{signed(row.final_drift_pct, suffix='%')} at {int(row.final_step)}"
     return [str(row.variant), str(row.algorithm), str(row.capability), first, final, trend,
             str(int(row.forgotten_regained)), str(int(row.gained_lost))]
 
 
 def _header(unit: int) -> list[str]:
-    return ["variant", "algorithm", "capability", "first significant step (Holm over its K steps)", "final drift",
-            f"trend, drift % per {unit:,} step{'s' if unit > 1 else ''} [95% CI]", "forgotten → regained", "gained → lost"]
+    return ["variant", "algorithm", "capability", "first significant step (Holm over its K steps)",
+            "final relative drift (% of base, CapTrack-compatible)",
+            f"trend, relative drift % of base per {unit:,} step{'s' if unit > 1 else ''} [95% CI]", "forgotten → regained",
+            "gained → lost"]
 
 
 def _figure_html(path: Path, prefix: str) -> str:
