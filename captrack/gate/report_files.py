@@ -26,7 +26,8 @@ from captrack.gate.items import FlippedItem, ItemKey
 from captrack.gate.margin_tests import POWER, variant_null_warn_share
 from captrack.gate.outcomes import Cell, GateResult, RuleOutcome
 from captrack.report.escape import md_code, md_row, md_text
-from captrack.report.numbers import ci_text, signed
+from captrack.report.numbers import ci_text, excludes_zero, signed_change
+from captrack.report.power_hint import HINT_HEADER, ci_detects, hint_text
 
 __all__ = ["gate_json", "gate_junit", "gate_markdown", "outcome_line", "rule_flips"]
 
@@ -44,7 +45,7 @@ def _cell_text(cell: Cell) -> str:
     if math.isnan(cell.change):
         return "no verdict"
     unit = "points" if cell.unit == "points" else cell.unit
-    return (f"{signed(cell.change)} {unit} {ci_text(*cell.ci95)} (90% CI {ci_text(*cell.ci90)}), "
+    return (f"{signed_change(cell.change, excludes_zero(*cell.ci95))} {unit} {ci_text(*cell.ci95)} (90% CI {ci_text(*cell.ci90)}), "
             f"margin {cell.margin:g}, verdict {cell.verdict}")
 
 
@@ -69,10 +70,10 @@ def gate_markdown(result: GateResult, transitions: pd.DataFrame | None = None, d
     lines += ["", f"Exit status {result.exit_status}. " + _RULES_TEXT + (_STRICT_TEXT if result.policy.strict else _PER_CELL_TEXT)]
     for variant in result.decisions:
         lines += ["", f"## {md_text(variant, table=False)}: {result.decisions[variant]}", "",
-                  md_row(["rule", "outcome", "change [95% CI]", "90% CI", "margin", "blocking MDE", "why"]),
-                  md_row(["---"] * 7)]
+                  md_row(["rule", "outcome", "change [95% CI]", "90% CI", "margin", "blocking MDE", HINT_HEADER, "why"]),
+                  md_row(["---"] * 8)]
         for o in result.for_variant(variant):
-            lines += _rule_rows(o)
+            lines += _rule_rows(o, transitions)
         lines += ["", _null_warn_line(result, variant)]
         flips = [(o, flip) for o in result.for_variant(variant) for flip in rule_flips(o, transitions, drift)]
         lines += _flip_table(flips) + _item_tables(variant, flips, items or {})
@@ -85,6 +86,8 @@ _RULES_TEXT = (f"Block: Holm's test over the variant's critical and supporting r
                f"{100 * GATE_ALPHA:g}% of the time. Blocking MDE: the regression a rule blocks with 80% power when it is "
                "the only one beyond its margin (margin + (z of α/k + z of 80%) × its standard error, from its CI's width: "
                "its item count and observed discordance); a smaller regression beyond the margin usually warns. "
+               "What these items detect: the change its verdict finds with 80% power, (z of 97.5% + z of 80%) × that "
+               "standard error, and about how many items (n × (that change / margin)²) would detect the margin. "
                "Warn: a significant regression that is not a block, or a 90% CI reaching below −margin; pass: "
                "improved, or the 90% CI above −margin. Advisory rules never change the decision. ")
 _STRICT_TEXT = (f"strict: true: a critical rule's warn fails the gate (exit 4) only when Holm's test rejects its "
@@ -106,15 +109,30 @@ def _null_warn_line(result: GateResult, variant: str) -> str:
             f"probability ≈ {100 * share:.0f}% (normal approximation, cells independent){strict}.")
 
 
-def _rule_rows(o: RuleOutcome) -> list[str]:
+def _rule_rows(o: RuleOutcome, transitions: pd.DataFrame | None) -> list[str]:
     rows = []
     for i, c in enumerate(o.cells or (None,)):
         rule = md_text(o.rule.label) + (f" ({md_code(c.key, table=True)})" if c is not None and len(o.cells) > 1 else "")
-        numbers = ([f"{signed(c.change)} {ci_text(*c.ci95)}", ci_text(*c.ci90), f"{c.margin:g}", _mde_text(c.mde_block)]
-                   if c is not None and not math.isnan(c.change) else ["–", "–", f"{o.rule.margin:g}", "–"])
+        numbers = ([f"{signed_change(c.change, excludes_zero(*c.ci95))} {ci_text(*c.ci95)}", ci_text(*c.ci90), f"{c.margin:g}",
+                    _mde_text(c.mde_block), md_text(hint_text(_items(o.variant, c.key, transitions), ci_detects(c.ci95),
+                                                              c.margin, c.unit))]
+                   if c is not None and not math.isnan(c.change) else ["–", "–", f"{o.rule.margin:g}", "–", "–"])
         mark = _MARK[c.outcome if c is not None else o.outcome]
         rows.append(md_row([rule if i == 0 else "", mark, *numbers, md_text(c.reason if c is not None else o.reason)]))
     return rows
+
+
+def _items(variant: str, key: str, transitions: pd.DataFrame | None) -> float:
+    """The paired items behind a cell (a task/metric, or a capability's or group's tasks, each once); NaN unknown."""
+    if transitions is None or not len(transitions):
+        return math.nan
+    mine = transitions[transitions["variant"].astype(str) == variant]
+    task, _, metric = key.partition("/")
+    if metric:
+        mine = mine[(mine["task"].astype(str) == task) & (mine["metric"].astype(str) == metric)]
+    else:
+        mine = mine[(mine["capability"].astype(str) == key) | (mine["group"].astype(str) == key)].drop_duplicates("task")
+    return float(mine["n"].sum()) if len(mine) else math.nan
 
 
 def _mde_text(mde: float) -> str:

@@ -80,8 +80,11 @@ def test_strict_fails_only_on_a_family_wise_regression(tmp_path: Path) -> None:
 
 def test_gate_markdown_and_json_state_each_rules_blocking_mde(tmp_path: Path) -> None:
     result = _gate(tmp_path, [UNCHANGED, AT_MARGIN, MARGINAL])
-    markdown = gate_markdown(result)
-    assert "| rule | outcome | change [95% CI] | 90% CI | margin | blocking MDE | why |" in markdown
+    transitions = pd.DataFrame([{"variant": "cand", "task": f"t{i}", "metric": "acc", "capability": f"K{i}", "group": "G",
+                                 "n": 500, "n_10": 0, "n_01": 0} for i in range(3)])
+    markdown = gate_markdown(result, transitions)
+    assert ("| rule | outcome | change [95% CI] | 90% CI | margin | blocking MDE | what these items detect (80% power) "
+            "| why |") in markdown
     report = json.loads(gate_json(result))
     for o, entry in zip(result.outcomes, report["rules"], strict=True):
         cell = o.cells[0]
@@ -89,6 +92,10 @@ def test_gate_markdown_and_json_state_each_rules_blocking_mde(tmp_path: Path) ->
         expected = 5.0 + (norm.ppf(1 - 0.025 / 3) + norm.ppf(0.80)) * se  # Holm's first step over 3 cells
         assert cell.mde_block == pytest.approx(expected, rel=1e-9)
         assert f"| {cell.margin:g} | −{expected:.1f} |" in markdown  # the margin column, then the MDE
+        detects = (norm.ppf(0.975) + norm.ppf(0.80)) * se  # the power hint (issue 56): what its 500 items detect
+        assert f"| these 500 items detect ≥ {detects:.1f} points" in markdown
+        if detects > 5.0:
+            assert f"~{math.ceil(500 * (detects / 5.0) ** 2):,} would detect 5 |" in markdown
         assert entry["cells"][0]["blocking_mde"] == pytest.approx(expected, abs=1e-6)
     assert report["blocking_mde_power"] == 0.8 and "per-cell warning with probability" in markdown
 
