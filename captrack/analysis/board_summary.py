@@ -4,13 +4,15 @@ with the variants' labels, per algorithm and capability, per checkpoint, and eac
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
+from captrack.analysis.algorithm_interval import AlgorithmInterval, algorithm_interval
 from captrack.analysis.transitions import flipped_rows
 from captrack.analysis.verdicts import SIGNIFICANT_VERDICTS
 from captrack.metrics.registry import lower_is_better
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from captrack.analysis.comparison import Comparison
     from captrack.labels import VariantLabels
 
-__all__ = ["BoardTables", "Flipped", "Flips", "algorithm_summary", "board_tables", "checkpoint_rows"]
+__all__ = ["ALGORITHM_COLUMNS", "BoardTables", "Flipped", "Flips", "algorithm_summary", "board_tables", "checkpoint_rows"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ def board_tables(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels
     aggregate_only = all(c.aggregate_only for c, _ in comparisons)
     variants = [v.name for c, _ in comparisons for v in c.variants]
     flips = _flips(comparisons, frames["transitions"], drill_limit) if drill_limit else {}
-    return BoardTables(frames, algorithm_summary(frames["capabilities"], aggregate_only),
+    samples = {key: rows for c, _ in comparisons for key, rows in c.capability_samples.items()}
+    return BoardTables(frames, algorithm_summary(frames["capabilities"], aggregate_only, samples),
                        checkpoint_rows(frames, variants), variants, aggregate_only, flips)
 
 
@@ -112,29 +115,45 @@ def _flipped(items: pd.DataFrame, lower: dict[tuple[str, str], bool], limit: int
     return {key: out.get(key, NO_FLIPS) for key in lower}
 
 
-def algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False) -> pd.DataFrame:
-    """Per algorithm and capability: mean drift over variants, a CI (none for aggregate scores), and mean F / BT."""
+ALGORITHM_COLUMNS = ["algorithm", "key", "n_variants", "mean_rel_drift_pct", "ci_low", "ci_high", "forgetting",
+                     "backward_transfer", "oriented_drift_pct", "ci_df", "between_se", "shared_se", "ci_note"]
+"""algorithms.csv: per algorithm and capability, the mean relative drift over its variants and the interval of the
+algorithm's mean (captrack.analysis.algorithm_interval: none from fewer than 3 variants; `ci_note` says how it was
+made or why there is none)."""
+
+
+def algorithm_summary(caps: pd.DataFrame, aggregate_only: bool = False,
+                      samples: Mapping[tuple[str, str], NDArray[np.floating[Any]]] | None = None,
+                      level: float = 0.95) -> pd.DataFrame:
+    """Per algorithm and capability: mean drift over variants, the interval of the algorithm's mean (none for
+    aggregate scores, fewer than 3 variants or without `samples`: (variant, capability) -> the capability's joint
+    bootstrap resamples, captrack.analysis.algorithm_interval), and mean F / BT."""
     out = []
     rows = caps[(caps["level"] == "capability") & caps["mean_rel_drift_pct"].notna()]
     for (algorithm, key), frame in rows.groupby(["algorithm", "key"], sort=True):
         values = frame["mean_rel_drift_pct"].to_numpy(dtype=float)
-        mean = float(values.mean())
         if aggregate_only:
-            low, high = math.nan, math.nan
-        elif len(values) >= 2:
-            half = 1.96 * float(values.std(ddof=1)) / math.sqrt(len(values))
-            low, high = mean - half, mean + half
+            interval = AlgorithmInterval(math.nan, math.nan, math.nan, math.nan, math.nan, "none: aggregate scores")
         else:
-            low, high = float(frame["ci_low"].iloc[0]), float(frame["ci_high"].iloc[0])
+            interval = algorithm_interval(values, _joint_samples(samples or {}, frame["variant"], str(key)), level)
         oriented = frame["oriented_drift_pct"] if "oriented_drift_pct" in frame else frame["mean_rel_drift_pct"]
         out.append({"algorithm": algorithm or "(none)", "key": key, "n_variants": len(values),
-                    "mean_rel_drift_pct": mean, "ci_low": low, "ci_high": high,
+                    "mean_rel_drift_pct": float(values.mean()), "ci_low": interval.low, "ci_high": interval.high,
                     "forgetting": frame["forgetting"].mean(), "backward_transfer": frame["backward_transfer"].mean(),
-                    "oriented_drift_pct": oriented.mean()})
+                    "oriented_drift_pct": oriented.mean(), "ci_df": interval.df, "between_se": interval.between_se,
+                    "shared_se": interval.shared_se, "ci_note": interval.note})
     order = {c.key: i for i, c in enumerate(load_taxonomy().capabilities)}
-    frame = pd.DataFrame(out, columns=["algorithm", "key", "n_variants", "mean_rel_drift_pct", "ci_low", "ci_high",
-                                       "forgetting", "backward_transfer", "oriented_drift_pct"])
+    frame = pd.DataFrame(out, columns=ALGORITHM_COLUMNS)
     return frame.sort_values(["key", "algorithm"], key=lambda s: s.map(order) if s.name == "key" else s).reset_index(drop=True)
+
+
+def _joint_samples(samples: Mapping[tuple[str, str], NDArray[np.floating[Any]]], variants: pd.Series, key: str
+                   ) -> NDArray[np.float64] | None:
+    """The variants' resamples of capability `key`, one row each (None unless every variant has them, all alike long)."""
+    rows = [samples.get((str(variant), key)) for variant in variants]
+    if not rows or any(row is None for row in rows) or len({row.shape for row in rows if row is not None}) != 1:
+        return None
+    return np.vstack([np.asarray(row, dtype=np.float64) for row in rows if row is not None])
 
 
 def checkpoint_rows(tables: dict[str, pd.DataFrame], variants: list[str]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from captrack.analysis.algorithm_interval import capability_samples
 from captrack.analysis.bootstrap import Items, bootstrap_drift, drift_ci, shared_resamples
 from captrack.analysis.by_field import field_table, join_field_tables
 from captrack.analysis.churn import CHURN_COLUMNS
@@ -126,6 +127,7 @@ class Comparison:
     compatible: tuple[pd.DataFrame, pd.DataFrame] = field(  # CapTrack's published layout: (means, stds) per variant
         default_factory=lambda: (pd.DataFrame(), pd.DataFrame()))
     distribution_by_algorithm: pd.DataFrame = field(default_factory=pd.DataFrame)  # the distribution pooled per algorithm
+    capability_samples: dict[tuple[str, str], Any] = field(default_factory=dict)  # (variant, capability) -> drift resamples
 
 
 def part_options(options: CompareOptions) -> PartOptions:
@@ -251,6 +253,7 @@ def _analyse(data: CompareInput, options: CompareOptions, taxonomy: Taxonomy,
         item_texts=got.item_texts, texts_unavailable=sorted(got.texts_unavailable),
         compatible=compatible_table(drift_df, taxonomy, [v.name for v in variants]),
         distribution_by_algorithm=aggregate_by_algorithm(dist) if not dist.empty else pd.DataFrame(),
+        capability_samples=capability_samples(drift_df, boot),
     )
     for name in options.by:
         warnings += got.by_field_warnings.get(name, [])

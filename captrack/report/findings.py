@@ -8,7 +8,8 @@ algorithm contrasts (captrack.analysis.ranking: a paired bootstrap CI on the dif
 for a metric without a better side) means the 95% CI of Δ excludes 0, the one meaning of
 "significant" on every page. An improvement is never called drift or forgetting: mean |relative
 drift| is named as what it is, rises and falls alike. Algorithms are ranked only where the CI of
-their difference excludes zero, and the published expectation names only algorithms the board has.
+their difference excludes zero, and the published expectation names only algorithms the board has; where an
+algorithm has one checkpoint, a sentence before them says that they compare checkpoints, not algorithms.
 Aggregate-only sources get no such words at all, and neither does a smoke test (`captrack run --quick`):
 a handful of items per task supports no ordering of algorithms and tests no published expectation.
 """
@@ -20,6 +21,7 @@ from collections.abc import Collection, Mapping
 
 import pandas as pd
 
+from captrack.report.algorithm_notes import one_checkpoint_sentence, single_checkpoint_algorithms
 from captrack.report.numbers import (
     change_text,
     ci_text,
@@ -218,6 +220,8 @@ def findings(caps: pd.DataFrame, checkpoints: pd.DataFrame, contrasts: pd.DataFr
         return [*sentences, SMOKE_SENTENCE]
     if len(algorithms) < 2:
         return sentences
+    caveat = one_checkpoint_sentence(single_checkpoint_algorithms(capability_rows))
+    sentences += [caveat] if caveat else []
     if aggregate_only or contrasts is None or contrasts.empty:
         sentences.append(f"The data cannot rank the algorithms ({', '.join(sorted(algorithms))}): "
                          "there is no confidence interval on any difference between them"

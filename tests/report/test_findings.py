@@ -50,7 +50,7 @@ def test_an_improvement_is_never_counted_as_drift_or_forgetting() -> None:
     assert not re.search(r"drift|fell|forg|worse", said), said
     # mean |relative drift| counts rises and falls alike: the ranking says "moved", never "drifts more" or "forgets"
     ranked = findings(SFT_DPO, pd.DataFrame(), pd.DataFrame([_contrast("DPO", "SFT", -20.0, -30.0, -10.0)]))
-    assert ranked[2] == ("SFT moved its capabilities more than DPO (mean |relative drift|, rises and falls alike): higher "
+    assert ranked[3] == ("SFT moved its capabilities more than DPO (mean |relative drift|, rises and falls alike): higher "
                          "by 20.0 (difference of two relative drifts, each in % of base: CapTrack-compatible) (95% CI of "
                          "DPO − SFT [-30.0, -10.0] excludes 0).")
     assert ranked[-1].startswith("SFT moved its capabilities more than DPO here, with CIs that exclude 0: this agrees")
