@@ -31,6 +31,11 @@ measures, its Monte-Carlo standard error (0 where the figure is exact), the targ
   the summed Agresti–Min Wald interval it replaced (no target).- `replicate_mcnemar` / `replicate_excess_coverage95`: transitions.csv's mcnemar_p (P(p < 0.05), ≤ 5.5%) and its
   F − E00 95% CI (≥ 93%) with 3 and 5 seeds when each item has its own change and the mean change is 0
   (transitions.seed_item_tests, on item means), beside the pooled seed × item pairs they replaced (no target).
+- `algorithm_coverage95`: the board's per-algorithm 95% CI (algorithms.csv; analysis.algorithm_interval through
+  bootstrap.bootstrap_drift's joint item resamples) for the algorithm's mean relative drift, with 3 and 5 variants
+  that differ seed to seed and share one base whose items (300, a tenth of them carrying every variant's losses)
+  move them together; ≥ 93%. `algorithm_drawn`: with 2 variants no interval is drawn (= 0%). Beside them (no
+  target): the mean ± 1.96·sd/√k it replaced, and mean ± t(k − 1)·sd/√k without the shared base's error.
 Binary cells of independent items are also computed exactly, by enumerating every (gains, losses) table
 with intervals.score_interval (the vectorised twin of the limits paired_change uses): `exact` rows.
 
@@ -51,9 +56,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom, norm
 
+from captrack.analysis.algorithm_interval import algorithm_interval
+from captrack.analysis.bootstrap import bootstrap_drift
 from captrack.analysis.capability_score import capability_statistic
 from captrack.analysis.curve_stats import first_significant_step, spent_alpha
-from captrack.analysis.intervals import ratio_interval, score_interval
+from captrack.analysis.intervals import ratio_interval, score_interval, t_quantile
 from captrack.analysis.power import mde_binary
 from captrack.analysis.stats import mcnemar_exact
 from captrack.analysis.transitions import Transitions, count_transitions, seed_item_tests
@@ -522,10 +529,59 @@ def replicate_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
                           covered[0] >= 93.0 or bool(label))
 
 
+# ---- the board's per-algorithm interval -------------------------------------------------------------------------
+
+ALG_ITEMS, ALG_RESAMPLES = 300, 1000  # a capability of 300 items; the board's default resamples
+ALG_GAIN, ALG_LOSS, ALG_SPREAD = 0.02, 0.06, 0.015  # a variant's gains; its loss rate: mean and seed-to-seed sd
+ALG_SUSCEPTIBLE, ALG_WEIGHT = 0.1, 10.0  # a tenth of the items carry every variant's losses (at 10x the rate)
+
+
+def _algorithm_trial(rng: np.random.Generator, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """k variants of one base on the same items (base rate U(0.2, 0.9), mean 0.55): each variant's relative drift and
+    its joint bootstrap resamples (bootstrap_drift: one item index for the base and every variant)."""
+    p = rng.uniform(0.2, 0.9, ALG_ITEMS)
+    weight = np.where(rng.random(ALG_ITEMS) < ALG_SUSCEPTIBLE, ALG_WEIGHT, 0.0)
+    base = (rng.random(ALG_ITEMS) < p).astype(float)
+    items = {}
+    for j in range(k):
+        loss = ALG_LOSS + ALG_SPREAD * rng.standard_normal()
+        lost = rng.random(ALG_ITEMS) < np.clip(loss * weight, 0.0, 1.0)
+        gained = rng.random(ALG_ITEMS) < ALG_GAIN
+        items[(f"v{j}", "task", "acc")] = (base, np.where(base > 0, ~lost, gained).astype(float))
+    boot = bootstrap_drift(items, ALG_RESAMPLES, seed)
+    values = np.array([100.0 * (v.mean() - b.mean()) / b.mean() for b, v in items.values()])
+    return values, np.vstack([boot[key] for key in items])
+
+
+def algorithm_rows(rng: np.random.Generator, reps: int) -> Iterator[Row]:
+    """The per-algorithm CI's coverage of the algorithm's mean drift μ = 100·(g(1 − m) − l·m)/m at 2, 3 and 5
+    variants with a shared base, beside the rules it replaced (no target)."""
+    truth = 100.0 * (ALG_GAIN * 0.45 - ALG_LOSS * 0.55) / 0.55
+    for k in (2, 3, 5):
+        drawn = covered = old = plain_t = 0
+        for rep in range(reps):
+            values, samples = _algorithm_trial(rng, k, rep)
+            interval = algorithm_interval(values, samples)
+            if not math.isnan(interval.low):
+                drawn += 1
+                covered += interval.low <= truth <= interval.high
+            error, se = abs(values.mean() - truth), values.std(ddof=1) / math.sqrt(k)
+            old += error <= 1.96 * se
+            plain_t += error <= t_quantile(0.95, k - 1) * se
+        cell = f"{k} variants, {ALG_ITEMS} items, shared base"
+        if k < 3:
+            yield Row("algorithm_drawn MC", cell, *_rate(drawn, reps), "= 0", drawn == 0)
+        else:
+            rate = _rate(covered, max(drawn, 1))
+            yield Row("algorithm_coverage95 MC", cell, *rate, ">= 93", drawn == reps and rate[0] >= 93.0)
+        yield Row("algorithm_coverage95 MC (before: mean ± 1.96·sd/√k)", cell, *_rate(old, reps), "-", True)
+        yield Row("algorithm_coverage95 MC (mean ± t·sd/√k, no shared term)", cell, *_rate(plain_t, reps), "-", True)
+
+
 SECTIONS: dict[str, Callable[[np.random.Generator, int], Iterator[Row]]] = {
     "binary": binary_rows, "capability": capability_rows, "gate": gate_rows, "cluster": cluster_rows,
     "excess": excess_rows, "mde": mde_rows, "curves": curve_rows, "members": member_rows,
-    "replicates": replicate_rows,
+    "replicates": replicate_rows, "algorithms": algorithm_rows,
 }
 
 
