@@ -12,8 +12,10 @@ from captrack.analysis.verdicts import VERDICTS
 from captrack.report.escape import md_code, md_text
 from captrack.report.findings import ranking_sentence
 from captrack.report.numbers import ci_text, is_significant, missing, plain, signed, verdict_text
+from captrack.report.power_hint import HINT_HEADER, task_hints
 from captrack.report.verdict_cells import (
     GATE_RULE,
+    RELATIVE_COLUMN,
     SIGNIFICANCE,
     VERDICT_RULE,
     capability_units,
@@ -163,7 +165,7 @@ def _variant_section(comparison: Comparison, taxonomy: Taxonomy, name: str, algo
     header = ["capability"]
     if not comparison.aggregate_only:
         header += ["base", "variant", f"Δ (+ better) [95% CI] → verdict at ±{comparison.margin:g}", "*"]
-    header += ["relative drift", "±"]
+    header += [RELATIVE_COLUMN, "±"]
     if not comparison.aggregate_only:
         header += ["MDE (% of base)", "F", "BT"]
     lines += [*_table([*header, "metrics", "items (n)"], rows), ""]
@@ -273,22 +275,24 @@ def _task_table(comparison: Comparison, name: str) -> list[str]:
     if comparison.aggregate_only:
         rows = [[str(r.task), str(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}", "n/a", _pct(r.rel_drift_pct)]
                 for r in drift.sort_values(["task", "metric"]).itertuples()]
-        return ["### Per task", "", *_table(["task", "metric", "base", "variant", "n", "relative drift"], rows), ""]
+        return ["### Per task", "", *_table(["task", "metric", "base", "variant", "n", RELATIVE_COLUMN], rows), ""]
     trans = comparison.transitions[comparison.transitions["variant"] == name].drop_duplicates(["task", "metric"])
-    power = comparison.power[comparison.power["variant"] == name][["task", "metric", "n", "mde_pct"]]
+    power = comparison.power[comparison.power["variant"] == name].reindex(columns=["task", "metric", "n", "kind", "sd_diff",
+                                                                                   "mde_abs", "mde_pct"])
     merged = drift.merge(trans, on=["task", "metric"], how="left", suffixes=("", "_t"))
     merged = merged.drop(columns=["n"], errors="ignore").merge(power, on=["task", "metric"], how="left")
     rows = []
-    for r in merged.sort_values(["task", "metric"]).itertuples():
+    merged = merged.sort_values(["task", "metric"])
+    for r, hint in zip(merged.itertuples(), task_hints(merged, comparison.margin), strict=True):
         row = r._asdict()
         rows.append([
             md_text(r.task), md_text(r.metric), f"{r.base_value:.4g}", f"{r.variant_value:.4g}",
-            "n/a" if pd.isna(r.n) else str(int(r.n)), _verdict_cell(row, comparison.margin), mark(row.get("verdict")),
-            _pct(r.rel_drift_pct), _pct(r.mde_pct, with_sign=False),
+            "n/a" if pd.isna(r.n) else str(int(r.n)), _verdict_cell(row, comparison.margin), mark(row.get("verdict")), hint,
+            _pct(r.rel_drift_pct),
             _flips(r),
             "" if pd.isna(r.forgetting_adj) else f"{_share(r.forgetting_adj)} / {_share(r.backward_transfer_adj)}",
             "" if pd.isna(r.q_value) else f"{r.q_value:.3g}",
         ])
     header = ["task", "metric", "base", "variant", "n", f"Δ (+ better) [95% CI] → verdict at ±{comparison.margin:g}", "*",
-              "relative drift", "MDE (% of base)", "harmful 1→0 / beneficial 0→1 / churn", "F_adj / BT_adj", "q (BH over the verdicts' p)"]
+              HINT_HEADER, RELATIVE_COLUMN, "harmful 1→0 / beneficial 0→1 / churn", "F_adj / BT_adj", "q (BH over the verdicts' p)"]
     return ["### Per task", "", *_table(header, rows), ""]

@@ -109,7 +109,8 @@ def test_a_verdict_is_printed_with_its_change_in_points_and_that_changes_ci(buil
     assert "| sft | captrack_probe_c1_facts | acc | 0.6 | 0.75 | 200 | " + _expected(facts) in readme
     assert facts["oriented_change"] == pytest.approx(100 * (facts["variant_value"] - facts["base_value"]), abs=0.05)
     # relative drift keeps a column of its own, labelled, and is never printed with a CI beside a verdict
-    assert "relative drift (% of base)" in index and "| relative drift |" in readme
+    assert "relative drift (% of base, CapTrack-compatible)" in index
+    assert "| relative drift (% of base, CapTrack-compatible) |" in readme and "| relative drift (% of base, CapTrack-compatible) |" in report
     assert not re.search(r"CI [-+]?\d+\.\d%", index + readme + report)
     caps = built["caps"]
     c1 = caps[(caps["variant"] == "sft") & (caps["key"] == "C1")].iloc[0]
