@@ -123,6 +123,7 @@ AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so n
                   "computed. None of these drifts can be told apart from noise: every number is a point estimate of unknown precision.")
 NOISE_NOTE = (f"{VERDICT_RULE} {SIGNIFICANCE} Relative drift is CapTrack's number, 100 × (variant − base) / base, shown "
               "in its own column and deciding nothing; \"rose\" and \"fell\" say which way a value moved, so for a "
-              "lower-is-better metric (W2's overreach, for one) a rise is a change for the worse. MDE: the smallest "
-              "relative drift the items detect with 80% power, planned with the verdict's own test from n and the base rate under "
-              "independent outcomes (a worst case).")
+              "lower-is-better metric (W2's overreach, for one) a rise is a change for the worse. What these items detect: "
+              "the smallest change, in Δ's unit, the verdict finds with 80% power, planned with its own test from n and the "
+              "base rate under independent outcomes (a worst case), and about how many items (n × (that change / margin)²) "
+              "would detect the margin.")
