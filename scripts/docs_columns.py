@@ -41,7 +41,8 @@ MEANINGS: dict[str, str] = {
                   "across scales, not a drift)",
     "variant_value": "the variant's mean (capabilities.csv: as base_value)", "value": "the variant's mean at this step",
     "rel_drift_pct": "relative drift, 100·(variant − base)/base: % of base",
-    "oriented_drift_pct": "relative drift with + always better: % of base",
+    "oriented_drift_pct": "relative drift with + always better: % of base (capabilities.csv: the mean of the members'; "
+                          "empty where no member has a better side)",
     "ci_low": "95% CI of the row's relative drift (% of base); in rankings.csv, of the difference",
     "ci_high": "95% CI of the row's relative drift (% of base); in rankings.csv, of the difference",
     "change_unit": "points, or % of base for count metrics: the unit of oriented_change and its CIs",
@@ -106,7 +107,9 @@ def _published_notes() -> dict[str, str]:
 def _measure_notes() -> dict[str, str]:
     from captrack.analysis.contrasts import MEASURE_COLUMNS
 
-    return {c: ("F_adj" if c.startswith("f_adj") else "1 − Bhattacharyya overlap") + " of a, of b, a − b and its CI"
+    return {c: ("F_adj (binary task metrics both algorithms have)" if c.startswith("f_adj") else
+                "1 − Bhattacharyya overlap of base and variant option distributions (multiple-choice items only)")
+            + ": of a, of b, a − b and its paired bootstrap CI"
             for c in MEASURE_COLUMNS}
 
 

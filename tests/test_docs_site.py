@@ -144,3 +144,25 @@ def test_links_to_repository_files_point_at_their_pages() -> None:
     assert rewrite_links("see [c](../CONTRIBUTING.md) and [r](../README.md#x)", "design.md") == \
         "see [c](contributing/recipes.md) and [r](index.md#x)"
     assert rewrite_links("[s](style.md) [o](../captrack/x.md)", "design.md") == "[s](style.md) [o](../captrack/x.md)"
+
+
+def test_the_getting_started_page_in_a_real_browser(site: Path) -> None:
+    """The Quickstart page as Debian's chromium shows it: the theme's script ran (navigation, copy buttons), every
+    section of the site is in the navigation, and a screenshot is saved (scripts/docs_screenshots.py commits it as
+    docs/img/getting-started.png)."""
+    import shutil
+
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        pytest.skip("Debian chromium and chromium-driver are not installed (make test installs them)")
+    from docs_screenshots import GETTING_STARTED, browser, shoot
+
+    shots = Path(os.environ.get("CAPTRACK_SCREENSHOTS", "build/screenshots"))
+    with browser(1280, 1000) as driver:
+        shot = shoot(driver, site / GETTING_STARTED, shots / "docs-getting-started.png")
+        heading = driver.execute_script("return document.querySelector('article h1').textContent")
+        nav = driver.execute_script("return [...document.querySelectorAll('.md-nav__link')].map(a => a.textContent.trim())")
+        copy_buttons = driver.execute_script("return document.querySelectorAll('button[title=\"Copy to clipboard\"]').length")
+        theme_ran = driver.execute_script("return typeof document$ !== 'undefined'")
+    assert heading.startswith("Quickstart") and shot.stat().st_size > 10_000
+    assert {"Getting started", "Guides", "Reference", "Statistics", "Benchmarks", "Contributing", "Quickstart"} <= set(nav)
+    assert theme_ran and copy_buttons >= 2

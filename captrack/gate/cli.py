@@ -17,7 +17,7 @@ REPORT_FILES = ("gate.md", "gate.json", "gate-junit.xml")
 def add_gate_parser(sub: Any) -> None:
     """`captrack gate`."""
     gate = sub.add_parser("gate", help="apply a release-gate policy (POLICY.yaml) to a comparison or board folder")
-    gate.add_argument("policy", metavar="POLICY.yaml", help="the gate policy (README: In CI)")
+    gate.add_argument("policy", metavar="POLICY.yaml", help="the gate policy (docs/guides/ci-gate.md)")
     gate.add_argument("comparison", metavar="COMPARISON_DIR",
                       help="a `captrack compare --out` folder or a board folder (its capabilities.csv and drift.csv)")
     gate.add_argument("--report", metavar="DIR", help=f"write {', '.join(REPORT_FILES)} into DIR (created if missing)")
