@@ -160,6 +160,15 @@ class CheckpointEntry(_EntryLabels):
         "out/checkpoint-* or a list of folders"))
     ranks: StrictInt = Field(1, ge=1, le=4096, description=(
         "a whole number ≥ 1: the processes (one GPU each) a captrack-ds evaluation runs over"))
+    python: Text = Field("", description=(
+        "the interpreter (a path, text) its evaluation runs under, e.g. an environment with vllm and lm_eval"))
+
+
+class FloorEntry(_Config):
+    """``floor:``: the base evaluated twice by its own backend, apart only in batch size (the backend's A/A floor)."""
+
+    batch_sizes: list[Annotated[StrictInt, Field(ge=1)]] = Field([1, 16], min_length=2, max_length=2, description=(
+        "two different whole numbers ≥ 1, e.g. [1, 16]: the batch sizes of the two evaluations"))
 
 
 class ExperimentFile(_Config):
@@ -197,6 +206,8 @@ class ExperimentFile(_Config):
     executor: dict[str, Any] = Field(default_factory=dict, description=(
         "a mapping {name: local|slurm, ...its options}: where the stage jobs run (default local)"))
     variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
+    floor: FloorEntry | None = Field(None, description=(
+        "a mapping {batch_sizes: [1, 16]}: evaluate the base twice, at each batch size, as a pair of its own"))
     dtype: Literal["auto", "bfloat16", "float32", "float16"] | None = Field(None, description=(
         "auto (bfloat16 where the hardware has bfloat16 arithmetic, else float32), bfloat16, float32 or float16: every "
         "checkpoint's dtype and every training's bfloat16 autocast; unset: each entry's own"))

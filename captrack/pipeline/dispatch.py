@@ -133,7 +133,8 @@ def _ended(batch: Batch, status: JobStatus, executor: Executor, work: WorkFolder
         elapsed = time.perf_counter() - started
         ran = min(elapsed, max(0.0, report.ended - report.started)) if report is not None else \
             elapsed - batch.queued_for(status.job, started)
-        finish(stage, ran, Placement(executor.name, status.job_id, host, gpus), max(0.0, elapsed - ran))
+        finish(stage, ran, Placement(executor.name, status.job_id, host, gpus, report.python if report else ""),
+               max(0.0, elapsed - ran))
         return
     job_id = f"{executor.name} job {status.job_id}" if status.job_id else f"{executor.name} job"
     batch.failed[stage.title] = f"stage {stage.title!r} failed ({job_id}, {status.state.value}): {status.error}"

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,10 @@ class Checkpoint:
     """``checkpoints:``: (training step, checkpoint folder) of each saved checkpoint, by step (a trajectory)."""
     ranks: int = 1
     """``ranks:``: the processes (one GPU each) a captrack-ds evaluation runs over (captrack.pipeline.executors)."""
+    python: str = ""
+    """``python:``: the interpreter its evaluation runs under ("": captrack's; captrack.pipeline.interpreters)."""
+    batch_size: int = 0
+    """Its evaluations' batch size (0: the experiment's; a ``floor:`` pair sets its own: captrack.pipeline.floor)."""
 
     @property
     def name(self) -> str:
@@ -188,7 +193,18 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     if isinstance(model_args.get("pretrained"), str):
         model_args["pretrained"] = _beside(model_args["pretrained"], folder)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
-                      source=source, base=entry.base)
+                      source=source, base=entry.base, python=_python(entry.python, folder))
+
+
+def _python(python: str, folder: Path) -> str:
+    """A checkpoint's ``python:``: ${VAR} and ~ expanded, a relative path with a slash found beside the file; a bare
+    command (``python3.11``) as written (found on PATH when it runs)."""
+    if not python.strip():
+        return ""
+    if "/" not in python and not python.startswith(("~", "$")):
+        return python
+    path = expand_path(python, folder) if "$" in python else Path(python).expanduser()  # never resolved: a venv's link
+    return str(path if path.is_absolute() else Path(os.path.normpath(folder / path)))
 
 
 def _beside(pretrained: str, folder: Path) -> str:
@@ -221,7 +237,7 @@ def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
     found = find_checkpoints(patterns, folder, label)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), base=entry.base,
-                      steps=tuple((c.step, c.path) for c in found))
+                      python=_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found))
 
 
 def trained_steps(variant: Checkpoint, workdir: Path, where: str) -> Checkpoint:
@@ -313,6 +329,11 @@ def load_experiment(path: str | Path) -> Experiment:
     ranks = {e.name: e.ranks for e in [*(spec.base if isinstance(spec.base, list) else [spec.base]), *spec.variants]}
     bases, variants = (tuple(replace(c, ranks=ranks[c.name]) for c in group) for group in (bases, variants))
     variants = tuple(trained_steps(v, workdir, where) for v in variants)
+    if spec.floor is not None:  # the base twice, apart in batch size: a pair of its own (captrack.pipeline.floor)
+        from captrack.pipeline.floor import floor_checkpoints
+
+        first, second = floor_checkpoints(bases[0], spec.floor.batch_sizes, names, where)
+        bases, variants = (*bases, first), (*variants, second)
     return Experiment(
         name=spec.name or source.stem,
         source=source,

@@ -9,19 +9,23 @@ Run here or by an executor, the stage runs that job, so the same experiment writ
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from captrack.backends import LOCAL_HF
 from captrack.errors import InputError
+from captrack.lmeval.vllm_shim import VLLM_MODEL
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
-from captrack.pipeline.jobs import Needs, StageJob
+from captrack.pipeline.interpreters import foreign_env, is_foreign, stage_python, wanted_python
+from captrack.pipeline.jobs import Needs, StageJob, worker_command
 from captrack.pipeline.request_lengths import ASSUMED_TOKENS
 from captrack.pipeline.stage import Stage
 from captrack.results.runfiles import results_files
 
 if TYPE_CHECKING:
+    from captrack.pipeline.layout import WorkFolder
     from captrack.pipeline.request_lengths import RequestLength
 
 __all__ = ["DS_MODEL", "eval_stage", "fingerprint", "planned_gpu_memory", "request_length", "train_stage", "train_title"]
@@ -131,11 +135,51 @@ def train_stage(experiment: Experiment, variant: Checkpoint, base_dir: Callable[
                  job=job)
 
 
+def _eval_needs(experiment: Experiment, checkpoint: Checkpoint, spec: dict[str, Any], threads: int) -> Needs:
+    """An evaluation's needs: captrack-ds one GPU per rank, its memory planned; vllm `tensor_parallel_size` GPUs in one
+    process, unplanned (vLLM takes gpu_memory_utilization of each GPU for its KV cache: GPUs of its own); hf one GPU."""
+    if checkpoint.model == VLLM_MODEL:
+        return Needs(gpus=_whole(checkpoint.model_args.get("tensor_parallel_size", 1)), ranks=1, threads=threads)
+    ranks = checkpoint.ranks if checkpoint.model == DS_MODEL else 1
+    seq_len = request_length(spec).tokens if plans_gpu_memory(experiment) else ASSUMED_TOKENS
+    return Needs(gpus=ranks, ranks=ranks, threads=threads,
+                 gpu_memory=planned_gpu_memory(checkpoint.model, spec["model_args"], ranks, spec["batch_size"], seq_len))
+
+
+def _whole(value: Any) -> int:
+    try:
+        return max(1, int(value))
+    except (TypeError, ValueError):
+        return 1
+
+
+def run_here_or_under(job: StageJob, work: WorkFolder) -> None:
+    """Run `job` in this process, or, when it names another interpreter, as its worker under that one (its output on
+    this console; the worker's report beside its spec), waiting for it.
+
+    Raises:
+        CaptrackError: the worker failed (its exit status; its traceback is above).
+    """
+    from captrack.pipeline.stage_job import run_job
+
+    if not is_foreign(job.python):
+        run_job(job)
+        return
+    from captrack.errors import CaptrackError
+    from captrack.processes import plan_threads, spawn
+
+    spec = job.write(work.job_spec(job.id))
+    threads = os.environ.get("CAPTRACK_THREADS") or str(plan_threads().threads)
+    env = foreign_env({**os.environ, "CAPTRACK_THREADS": threads, "OMP_NUM_THREADS": threads, **job.env}, job.python)
+    code = spawn(worker_command(spec, job.python), env=env, stdout=None, stderr=None).wait()
+    if code != 0:
+        raise CaptrackError(f"{job.title} failed: its worker under {job.python} exited with status {code} (its output is "
+                            f"above; spec {spec})")
+
+
 def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolved: dict[str, str], step: int | None,
                out: Path) -> Stage:
     """Evaluate `checkpoint` (at training `step`) with `seed` into `out`, as a job."""
-    from captrack.pipeline.stage_job import run_job
-
     weights = dict(checkpoint.steps)[step] if step is not None else None  # a saved checkpoint of a trajectory
     name = f"eval-{checkpoint.name}-{seed}" if step is None else f"eval-{checkpoint.name}-step{step}-{seed}"
     title = (f"evaluate {checkpoint.name} (seed {seed})" if step is None else
@@ -149,14 +193,12 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
         args = model_args()
         cache = experiment.work.request_cache(checkpoint.name, seed, fingerprint(Path(args["pretrained"])), step)
         spec = {"model_args": args, "tasks": list(experiment.tasks), "model": checkpoint.model,
-                "batch_size": experiment.batch_size, "limit": experiment.limit,
+                "batch_size": checkpoint.batch_size or experiment.batch_size, "limit": experiment.limit,
                 "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
                 "samples": {task: list(range(n)) for task, n in experiment.items.items()} or None}
-        ranks = checkpoint.ranks if checkpoint.model == DS_MODEL else 1
-        seq_len = request_length(spec).tokens if plans_gpu_memory(experiment) else ASSUMED_TOKENS
-        needs = Needs(gpus=ranks, ranks=ranks, threads=threads,
-                      gpu_memory=planned_gpu_memory(checkpoint.model, args, ranks, experiment.batch_size, seq_len))
-        return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache)}, needs)
+        python = stage_python(checkpoint.model, checkpoint.python, f"{experiment.source}: checkpoint {checkpoint.name!r}")
+        return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache)},
+                        _eval_needs(experiment, checkpoint, spec, threads), python=python or "")
 
     def inputs() -> dict[str, Any]:
         """The evaluation's configuration and the identity of the weights it reads (a retrained variant re-evaluates)."""
@@ -164,9 +206,11 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
                 "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
                 "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
                 "weights": fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {}) \
-            | ({"step": step} if step is not None else {}) | ({"ranks": checkpoint.ranks} if checkpoint.ranks > 1 else {})
+            | ({"step": step} if step is not None else {}) | ({"ranks": checkpoint.ranks} if checkpoint.ranks > 1 else {}) \
+            | ({"batch_size": checkpoint.batch_size} if checkpoint.batch_size else {}) \
+            | ({"python": python} if (python := wanted_python(checkpoint.model, checkpoint.python)) else {})
 
-    as_job = checkpoint.model in LOCAL_HF or checkpoint.model == DS_MODEL
-    return Stage(title, experiment.work.marker(name), inputs, lambda: run_job(job(1)),
+    as_job = checkpoint.model in (*LOCAL_HF, DS_MODEL, VLLM_MODEL) or bool(checkpoint.python)
+    return Stage(title, experiment.work.marker(name), inputs, lambda: run_here_or_under(job(1), experiment.work),
                  produced=lambda: any(results_files(out)), side_by_side=as_job,
                  needs=(train_title(checkpoint),) if checkpoint.train else (), job=job if as_job else None)

@@ -63,11 +63,16 @@ class StageJob:
     needs: Needs = field(default_factory=Needs)
     env: dict[str, str] = field(default_factory=dict)
     """Environment the job's process(es) get on top of the executor's (e.g. CAPTRACK_DATA_DIR)."""
+    python: str = ""
+    """The interpreter its worker runs under ("": the driver's; the vLLM environment's for ``model: vllm``, a
+    checkpoint's ``python:``: captrack.pipeline.interpreters)."""
 
     @property
     def id(self) -> str:
-        """Stable id from the inputs (kind, arguments, GPUs and ranks): ``<name>-<hash>``; never the threads or memory."""
-        return f"{self.name}-{config_hash([self.kind, self.args, self.needs.gpus, self.needs.ranks, self.env])[:12]}"
+        """Stable id from the inputs (kind, arguments, GPUs, ranks, interpreter): ``<name>-<hash>``; never the threads or
+        memory."""
+        inputs = [self.kind, self.args, self.needs.gpus, self.needs.ranks, self.env] + ([self.python] if self.python else [])
+        return f"{self.name}-{config_hash(inputs)[:12]}"
 
     def to_json(self) -> str:
         """The spec as JSON text (what ``stage_job`` reads)."""
@@ -83,7 +88,8 @@ class StageJob:
         try:
             raw = json.loads(text)
             job = cls(kind=str(raw["kind"]), name=str(raw["name"]), title=str(raw["title"]), args=dict(raw["args"]),
-                      needs=Needs(**raw["needs"]), env={str(k): str(v) for k, v in raw.get("env", {}).items()})
+                      needs=Needs(**raw["needs"]), env={str(k): str(v) for k, v in raw.get("env", {}).items()},
+                      python=str(raw.get("python", "")))
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{where}: not a captrack stage job spec ({exc}); it is written by `captrack run`") from exc
         if raw.get("id", job.id) != job.id:
@@ -126,6 +132,8 @@ class Placement:
     host: str = ""
     gpus: str = ""
     """The CUDA_VISIBLE_DEVICES the job was given ("" on CPU)."""
+    python: str = ""
+    """The interpreter its worker ran under, as the worker reported it ("" when unknown)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,8 @@ class WorkerReport:
     ranks: int
     started: float
     ended: float
+    python: str = ""
+    """The interpreter the worker ran under (sys.executable; "" in reports of older versions)."""
 
     @staticmethod
     def path(spec: Path) -> Path:
@@ -147,7 +157,8 @@ class WorkerReport:
     @staticmethod
     def here(job: str, ranks: int, started: float, ended: float) -> WorkerReport:
         """This process's report (host name, CUDA_VISIBLE_DEVICES as given)."""
-        return WorkerReport(job, socket.gethostname(), os.environ.get("CUDA_VISIBLE_DEVICES"), ranks, started, ended)
+        return WorkerReport(job, socket.gethostname(), os.environ.get("CUDA_VISIBLE_DEVICES"), ranks, started, ended,
+                            sys.executable)
 
     def write(self, spec: Path) -> None:
         """Write the report beside `spec` (atomically)."""

@@ -5,7 +5,7 @@
 It reads the spec, never the experiment: what to run and with which files are in the spec's arguments.
 Under a launcher (torchrun, DeepSpeed's) every rank runs the same spec; rank 0 alone clears the output
 folder and writes the report. A worker started by :func:`captrack.processes.spawn` ends with its parent.
-On success it writes its report (host, the CUDA_VISIBLE_DEVICES it was given, ranks, times) beside the
+On success it writes its report (host, the CUDA_VISIBLE_DEVICES it was given, ranks, times, its interpreter) beside the
 spec and exits 0; any error exits non-zero with its traceback in the log.
 """
 
@@ -80,7 +80,7 @@ def _main(argv: list[str]) -> int:
     started = time.time()
     print(f"job {job.id}: {job.title} on {os.uname().nodename}, CUDA_VISIBLE_DEVICES="
           f"{os.environ.get('CUDA_VISIBLE_DEVICES', '')}, rank {os.environ.get('RANK', '0')} of "
-          f"{os.environ.get('WORLD_SIZE', '1')}", flush=True)
+          f"{os.environ.get('WORLD_SIZE', '1')}, Python {sys.executable}", flush=True)
     run_job(job)
     if int(os.environ.get("RANK", "0")) == 0:
         WorkerReport.here(job.id, int(os.environ.get("WORLD_SIZE", "1")), started, time.time()).write(spec)

@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from captrack.errors import InputError
 from captrack.pipeline.executors import Executor, JobRecord, JobState, JobStatus, executor
+from captrack.pipeline.interpreters import foreign_env
 from captrack.pipeline.jobs import StageJob, WorkerReport, rank_command, worker_command
 from captrack.pipeline.workers import latest_line, log_tail, slug
 from captrack.processes import spawn, usable_cores, worker_count
@@ -252,7 +253,10 @@ class LocalExecutor(Executor):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(g.id for g in placed)
         elif job.needs.ranks > 1:
             env.setdefault("DS_ACCELERATOR", "cpu")
-        command = rank_command(spec, job.needs.ranks, _free_port()) if job.needs.ranks > 1 else worker_command(spec)
+        python = job.python or None
+        command = (rank_command(spec, job.needs.ranks, _free_port(), python) if job.needs.ranks > 1 else
+                   worker_command(spec, python))
+        env = foreign_env(env, python)  # another interpreter (vLLM's environment): not this environment's PYTHONPATH
         log = self.work.log(slug(job.title))
         log.parent.mkdir(parents=True, exist_ok=True)
         handle = log.open("wb")

