@@ -124,6 +124,10 @@ def _evaluate(model: Any, spec: EvalSpec, output_path: Path, cache_path: Path | 
     )
     if results is None:  # only non-zero ranks get None
         return output_path
+    if isinstance(model, str):  # the backend's version (and vLLM's batch invariance) beside lm-eval's config
+        from captrack.lmeval.backend_info import backend_info
+
+        results.setdefault("config", {}).update(backend_info(model))
     return _save(tracker, results, output_path)
 
 

@@ -35,11 +35,15 @@ _FIXES = {
     "tensor-parallel degree": "evaluate both on the same number of ranks",
     "dtype": "evaluate both in the same dtype (model_args dtype=...)",
     "batch size": "evaluate both with the same --batch_size (padding and batched kernels change the last bits)",
+    "backend version": "evaluate both with the same backend library and torch versions (kernels change the last bits)",
+    "batch invariance": "evaluate both with the same VLLM_BATCH_INVARIANT (off: a request's logits depend on its batch)",
 }
 
 
 def _backend(config: dict[str, Any]) -> dict[str, str]:
-    """Backend, placement, tensor-parallel degree, dtype and batch size from a results file's config."""
+    """Backend, placement, tensor-parallel degree, dtype and batch size from a results file's config; the backend's
+    version and vLLM's batch invariance where captrack recorded them (captrack.lmeval.backend_info), compared only when
+    both runs have them."""
     args = config.get("model_args")
     asked = args.get("dtype") if isinstance(args, dict) else None
     if isinstance(args, str):
@@ -53,6 +57,8 @@ def _backend(config: dict[str, Any]) -> dict[str, str]:
         "tensor-parallel degree": str(tp),
         "dtype": str(dtype).removeprefix("torch.") if dtype else "unknown",
         "batch size": str(config.get("batch_size", "unknown")),
+        **({"backend version": str(config["backend_version"])} if config.get("backend_version") else {}),
+        **({"batch invariance": str(config["vllm_batch_invariant"])} if config.get("vllm_batch_invariant") else {}),
     }
 
 

