@@ -71,3 +71,4 @@ def test_the_readme_quickstart_followed_literally_produces_a_board(tmp_path: Pat
     board = tmp_path / "my-experiment-leaderboard"
     assert (board / "index.html").is_file() and (board / "capabilities.csv").is_file()
     assert {"sft"} <= {line.split(",")[0] for line in (board / "checkpoints.csv").read_text().splitlines()[1:]}
+
