@@ -28,7 +28,8 @@ __all__ = ["FOREST", "MATRIX", "VERDICT_COLOURS", "figure_calls", "forest_figure
 FOREST, MATRIX = "forest", "task_algorithm"
 VERDICT_COLOURS = {"regressed": "#b3261e", "improved": "#1a5e9a", "equivalent": "#2e6b3a", "inconclusive": "#8d96a3",
                    "changed": "#6a4c93", "": "#444444"}
-_MOST_ROWS = 2000  # a forest of more rows (a board of hundreds of variants) shows the group means only
+_MOST_ROWS = 400  # a forest of more rows (a board of hundreds of variants) shows the group means only
+_MARKED_ROWS = 150  # up to this many rows each point is followed by its verdict's mark (beyond: its colour says it)
 
 
 def forest_figure(value: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, verdict: pd.DataFrame, margin: float,
@@ -49,13 +50,14 @@ def forest_figure(value: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, ve
         err = np.vstack([np.where(np.isnan(lo), 0.0, mean - lo), np.where(np.isnan(hi), 0.0, hi - mean)])
         ax.errorbar(mean, part["y"].to_numpy(dtype=float), xerr=err, fmt="o", markersize=4, capsize=2, zorder=3,
                     color=VERDICT_COLOURS.get(str(found), "#444444"), label=f"{VERDICT_MARKS.get(str(found), '')} {found}".strip())
-    for r in rows.itertuples():
+    for r in rows.itertuples() if len(rows) <= _MARKED_ROWS else ():
         end = r.value if missing(r.high) else r.high
         ax.annotate(VERDICT_MARKS.get(str(r.verdict), ""), (end, r.y), xytext=(4, -3), textcoords="offset points", fontsize=8,
                     color=VERDICT_COLOURS.get(str(r.verdict), "#444444"))
-    ticks = sorted([(float(y), str(v), False) for y, v in zip(rows["y"], rows["variant"], strict=True)]
+    named = len(rows) <= _MARKED_ROWS  # beyond, only the capabilities are named (the variants in the grid's order)
+    ticks = sorted([(float(y), str(v), False) for y, v in zip(rows["y"], rows["variant"], strict=True) if named]
                    + [(float(y), label, True) for label, y in headings.items()])
-    ax.set_yticks([t[0] for t in ticks], [t[1] for t in ticks], fontsize=8 if size < 200 else 5)
+    ax.set_yticks([t[0] for t in ticks], [t[1] for t in ticks], fontsize=8)
     for tick, (_, _, heading) in zip(ax.get_yticklabels(), ticks, strict=True):
         tick.set_fontweight("bold" if heading else "normal")
     ax.set_ylim(size - 0.5, -0.5)
