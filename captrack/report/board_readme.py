@@ -14,7 +14,7 @@ from captrack.report.numbers import (
     verdict_text,
 )
 from captrack.report.numbers import signed as fmt_signed
-from captrack.report.pictures import picture_markdown, task_algorithm_matrix
+from captrack.report.pictures import picture_markdown
 from captrack.report.power_hint import HINT_HEADER, task_hints
 from captrack.report.verdict_cells import RELATIVE_COLUMN, VERDICT_MARKS, mark
 
@@ -55,8 +55,7 @@ def board_readme(board: Board) -> str:
     lines += ["| capability | " + " | ".join(md_text(c) for c in matrix.columns) + " |", "|---" * (len(matrix.columns) + 1) + "|"]
     lines += [f"| {md_text(label)} | " + " | ".join(_md_cell(board, label, v) for v in matrix.columns) + " |"
               for label in matrix.index]
-    lines += ["", *picture_markdown(cells.with_verdicts and not board.aggregate_only,
-                                    task_algorithm_matrix(board.per_task, board.checkpoints))]
+    lines += ["", *picture_markdown(cells.with_verdicts and not board.aggregate_only, board.per_task, board.checkpoints)]
     lines += ["## Per task", ""]
     if board.aggregate_only:
         lines += [f"| variant | task | metric | base | variant score | n | {RELATIVE_COLUMN} |", "|---|---|---|---|---|---|---|"]

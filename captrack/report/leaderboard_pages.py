@@ -300,7 +300,7 @@ def _index(board: Board, task_pages: dict[str, str], names: set[str]) -> str:
                  + legend)
     rows = [[_td(label), *(_grid_td(board, label, v) for v in cells.value.columns)] for label in cells.value.index]
     parts.append(table(["capability", *cells.value.columns], rows, "capability-table"))
-    parts += pictures.picture_html(names, pictures.task_algorithm_matrix(board.per_task, board.checkpoints))
+    parts += pictures.picture_html(names, board.per_task, board.checkpoints)
     parts += _detail_tables(board)
     if "algorithms.png" in names:
         parts.append('<h2 id="algorithms">By post-training algorithm</h2><figure><img src="figures/algorithms.png" alt="relative drift by algorithm" width="700"></figure>')

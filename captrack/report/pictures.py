@@ -23,7 +23,7 @@ from captrack.report.numbers import missing, signed_change
 from captrack.report.verdict_cells import VERDICT_MARKS
 
 __all__ = ["FOREST", "MATRIX", "VERDICT_COLOURS", "figure_calls", "forest_figure", "matrix_figure", "picture_html", "picture_markdown",
-           "task_algorithm_matrix"]
+           "task_algorithm_marks", "task_algorithm_matrix"]
 
 FOREST, MATRIX = "forest", "task_algorithm"
 VERDICT_COLOURS = {"regressed": "#b3261e", "improved": "#1a5e9a", "equivalent": "#2e6b3a", "inconclusive": "#8d96a3",
@@ -103,15 +103,44 @@ def task_algorithm_matrix(per_task: pd.DataFrame, checkpoints: pd.DataFrame) -> 
     return frame.pivot_table(index="row", columns="algorithm", values="change", aggfunc="mean", sort=True)
 
 
-def matrix_figure(matrix: pd.DataFrame, out: Path, color_cap: float = 15.0) -> list[Path]:
-    """Heatmap of task × algorithm mean Δ (points, + better: blue), each cell annotated."""
+def task_algorithm_marks(per_task: pd.DataFrame, checkpoints: pd.DataFrame, matrix: pd.DataFrame) -> pd.DataFrame:
+    """The matrix's verdict marks: a cell's mark where every variant of its algorithm got the same verdict on the
+    task (``▼`` all regressed), else ``""``."""
+    marks = pd.DataFrame("", index=matrix.index, columns=matrix.columns, dtype=object)
+    if matrix.empty:
+        return marks
+    algorithm = {str(v): (str(a) or "(none)") for v, a in zip(checkpoints["variant"], checkpoints["algorithm"], strict=True)}
+    rows = per_task.dropna(subset=["oriented_change"])
+    unit = rows["change_unit"].fillna("points").astype(str)
+    label = rows["task"].astype(str) + " / " + rows["metric"].astype(str) + np.where(unit == "% of base", " (% of base)", "")
+    found = pd.DataFrame({"row": label, "algorithm": rows["variant"].astype(str).map(algorithm).fillna("(none)"),
+                          "verdict": rows["verdict"].fillna("").astype(str)})
+    for (row, name), verdicts in found.groupby(["row", "algorithm"])["verdict"]:
+        if verdicts.nunique() == 1 and row in marks.index and name in marks.columns:
+            marks.at[row, name] = VERDICT_MARKS.get(str(verdicts.iloc[0]), "")
+    return marks
+
+
+def _marked(value: float, mark: str) -> str:
+    """A matrix cell: the mean Δ and its shared verdict's mark; never a rounded 0.0 beside a mark of a CI that
+    excludes 0 (▼ ▲ •)."""
+    if missing(value):
+        return "n/a"
+    return f"{signed_change(value, mark in ('▼', '▲', '•'))} {mark}".strip()
+
+
+def matrix_figure(matrix: pd.DataFrame, out: Path, marks: pd.DataFrame | None = None, color_cap: float = 15.0) -> list[Path]:
+    """Heatmap of task × algorithm mean Δ (points, + better: blue), each cell annotated with its value and the mark
+    its variants' shared verdict has (`marks`, task_algorithm_marks)."""
     import seaborn as sns
 
     plt = _pyplot()
     if matrix.empty:
         return _empty_figure(out, MATRIX, "No task has a change with a verdict.")
     fig, ax = plt.subplots(figsize=(max(4.5, 3.5 + 1.0 * matrix.shape[1]), min(max(2.5, 1.0 + 0.32 * matrix.shape[0]), 80.0)))
-    labels = np.vectorize(lambda v: "" if np.isnan(v) else signed_change(v, False))(matrix.to_numpy(dtype=float))
+    shown = marks if marks is not None else pd.DataFrame("", index=matrix.index, columns=matrix.columns)
+    labels = np.vectorize(lambda v, m: "" if np.isnan(v) else _marked(v, str(m)))(matrix.to_numpy(dtype=float),
+                                                                                  shown.to_numpy(dtype=object))
     sns.heatmap(matrix.astype(float), ax=ax, cmap="RdBu", center=0.0, vmin=-color_cap, vmax=color_cap,
                 annot=labels if matrix.size <= 1200 else False, fmt="", linewidths=0.5, linecolor="white",
                 cbar_kws={"label": "mean Δ (points)", "shrink": 0.6})
@@ -124,18 +153,22 @@ def matrix_figure(matrix: pd.DataFrame, out: Path, color_cap: float = 15.0) -> l
 _FOREST_NOTE = ("Each row: a capability's Δ for one variant (+ better) with its 95% CI, coloured by its verdict (▼ regressed, "
                 "▲ improved, ≈ equivalent, ? inconclusive, • changed); shaded: ± the margin that decides equivalence.")
 _MATRIX_NOTE = ("Each cell: the mean Δ (+ better, points; a count metric in % of base, so marked) of the algorithm's "
-                "variants on one task; the verdicts are in the per-task table.")
+                "variants on one task, with the verdict's mark where all its variants share one (▼ regressed, ▲ improved, "
+                "≈ equivalent, ? inconclusive, • changed); each variant's verdict is in the per-task table.")
 
 
-def picture_html(names: set[str], matrix: pd.DataFrame) -> list[str]:
+def picture_html(names: set[str], per_task: pd.DataFrame, checkpoints: pd.DataFrame) -> list[str]:
     """The index's forest plot and task × algorithm matrix (figure and table), where they were drawn."""
+    matrix = task_algorithm_matrix(per_task, checkpoints)
+    marks = task_algorithm_marks(per_task, checkpoints, matrix)
     parts = []
     if f"{FOREST}.png" in names:
         parts.append(f'<h2 id="forest">Change per capability, with its CI</h2><figure><img src="figures/{FOREST}.png" '
                      f'alt="forest plot of each capability\'s change with its 95% CI" width="760"></figure>'
                      f'<p class="muted">{esc(_FOREST_NOTE)}</p>')
     if f"{MATRIX}.png" in names and not matrix.empty:
-        rows = [[f"<td>{esc(label)}</td>", *(_cell(matrix.at[label, a]) for a in matrix.columns)] for label in matrix.index]
+        rows = [[f"<td>{esc(label)}</td>", *(_cell(matrix.at[label, a], marks.at[label, a]) for a in matrix.columns)]
+                for label in matrix.index]
         parts += [f'<h2 id="task-algorithm">Change per task, by algorithm (points)</h2><figure><img src="figures/{MATRIX}.png" '
                   'alt="task by algorithm matrix of changes" width="700"></figure>'
                   f'<p class="muted">{esc(_MATRIX_NOTE)}</p>',
@@ -143,27 +176,29 @@ def picture_html(names: set[str], matrix: pd.DataFrame) -> list[str]:
     return parts
 
 
-def _cell(value: float) -> str:
+def _cell(value: float, mark: str) -> str:
     if missing(value):
         return '<td class="num" data-sort="">n/a</td>'
-    text = signed_change(value, False)
-    cls = "" if text == "0.0" else ("pos" if value > 0 else "neg")
+    text = _marked(value, mark)
+    cls = "" if text.split(" ")[0] == "0.0" else ("pos" if value > 0 else "neg")
     return f'<td class="num {cls}" data-sort="{value:.6g}">{esc(text)}</td>'
 
 
-def picture_markdown(with_verdicts: bool, matrix: pd.DataFrame) -> list[str]:
+def picture_markdown(with_verdicts: bool, per_task: pd.DataFrame, checkpoints: pd.DataFrame) -> list[str]:
     """The README's forest plot and task × algorithm matrix, where they are drawn (figure_calls: a board with
     verdicts)."""
     lines: list[str] = []
     names = {f"{FOREST}.png", f"{MATRIX}.png"} if with_verdicts else set()
+    matrix = task_algorithm_matrix(per_task, checkpoints)
+    marks = task_algorithm_marks(per_task, checkpoints, matrix)
     if f"{FOREST}.png" in names:
         lines += ["## Change per capability, with its CI", "", f"![forest plot](figures/{FOREST}.png)", "", _FOREST_NOTE, ""]
     if f"{MATRIX}.png" in names and not matrix.empty:
         lines += ["## Change per task, by algorithm (points)", "", f"![task × algorithm](figures/{MATRIX}.png)", "",
                   _MATRIX_NOTE, "", "| task / metric | " + " | ".join(f"{md_text(a)} Δ (mean)" for a in matrix.columns) + " |",
                   "|---" * (matrix.shape[1] + 1) + "|"]
-        lines += [f"| {md_text(label)} | " + " | ".join("n/a" if missing(matrix.at[label, a]) else signed_change(matrix.at[label, a], False)
-                                                        for a in matrix.columns) + " |" for label in matrix.index]
+        lines += [f"| {md_text(label)} | " + " | ".join(_marked(matrix.at[label, a], marks.at[label, a]) for a in matrix.columns)
+                  + " |" for label in matrix.index]
         lines.append("")
     return lines
 
@@ -178,5 +213,5 @@ def figure_calls(out: Path, cells: Cells, margin: float, per_task: pd.DataFrame,
                                                        scale_label(cells), out), {})}
     matrix = task_algorithm_matrix(per_task, checkpoints)
     if not matrix.empty:
-        calls[MATRIX] = (matrix_figure, (matrix, out), {})
+        calls[MATRIX] = (matrix_figure, (matrix, out, task_algorithm_marks(per_task, checkpoints, matrix)), {})
     return calls

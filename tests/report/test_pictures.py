@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from captrack.analysis.power import mde_binary
-from captrack.report.pictures import _forest_rows, task_algorithm_matrix
+from captrack.report.pictures import (
+    _forest_rows,
+    _marked,
+    task_algorithm_marks,
+    task_algorithm_matrix,
+)
 from captrack.report.power_hint import (
     capability_hints,
     ci_detects,
@@ -53,6 +58,11 @@ def test_the_matrix_is_the_mean_change_of_each_algorithms_variants_per_task() ->
     assert matrix.at["t / acc", "SFT"] == -3.0 and matrix.at["t / acc", "DPO"] == 6.0
     assert matrix.at["count / n (% of base)", "SFT"] == 12.0 and math.isnan(matrix.at["count / n (% of base)", "DPO"])
     assert task_algorithm_matrix(per_task.assign(oriented_change=math.nan), checkpoints).empty  # no verdicts: none
+    marks = task_algorithm_marks(per_task.assign(verdict=["regressed", "inconclusive", "improved", "regressed"]), checkpoints,
+                                 matrix)
+    assert marks.at["t / acc", "SFT"] == "" and marks.at["t / acc", "DPO"] == "▲"  # SFT's two variants disagree: no mark
+    assert marks.at["count / n (% of base)", "SFT"] == "▼"
+    assert _marked(0.02, "▲") == "+0.02 ▲" and _marked(0.02, "≈") == "0.0 ≈"  # never 0.0 beside a CI that excludes 0
 
 
 def test_the_power_hint_says_what_the_items_detect_and_how_many_would_detect_the_margin() -> None:
