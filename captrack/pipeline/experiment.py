@@ -332,8 +332,8 @@ def load_experiment(path: str | Path) -> Experiment:
     if spec.floor is not None:  # the base twice, apart in batch size: a pair of its own (captrack.pipeline.floor)
         from captrack.pipeline.floor import floor_checkpoints
 
-        first, second = floor_checkpoints(bases[0], spec.floor.batch_sizes, names, where)
-        bases, variants = (*bases, first), (*variants, second)
+        first, second = floor_checkpoints(bases[0], spec.floor.batch_sizes, spec.batch_size, names, where)
+        bases, variants = (*bases, *([first] if first else [])), (*variants, second)
     return Experiment(
         name=spec.name or source.stem,
         source=source,
