@@ -13,6 +13,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.algorithm_interval import AlgorithmInterval, algorithm_interval
+from captrack.analysis.target_share import TARGET_COLUMNS, without_target
 from captrack.analysis.transitions import flipped_rows
 from captrack.analysis.verdicts import SIGNIFICANT_VERDICTS
 from captrack.metrics.registry import lower_is_better
@@ -57,18 +58,22 @@ class BoardTables:
     variants: list[str]
     aggregate_only: bool
     flips: Flips = field(default_factory=dict)
+    targets: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TARGET_COLUMNS))  # target_share.without_target
 
 
-def board_tables(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]], drill_limit: int = 0) -> BoardTables:
+def board_tables(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]], drill_limit: int = 0,
+                 target: str = "") -> BoardTables:
     """The board's tables from its comparisons (each with its variants' labels); `drill_limit`: how many flipped
-    items per (variant, task, metric) the task pages list (0: no task pages)."""
+    items per (variant, task, metric) the task pages list (0: no task pages); `target`: the post-training's target
+    task, whose capability is also shown without it (captrack.analysis.target_share)."""
     frames = _joined(comparisons)
     aggregate_only = all(c.aggregate_only for c, _ in comparisons)
     variants = [v.name for c, _ in comparisons for v in c.variants]
     flips = _flips(comparisons, frames["transitions"], drill_limit) if drill_limit else {}
     samples = {key: rows for c, _ in comparisons for key, rows in c.capability_samples.items()}
     return BoardTables(frames, algorithm_summary(frames["capabilities"], aggregate_only, samples),
-                       checkpoint_rows(frames, variants), variants, aggregate_only, flips)
+                       checkpoint_rows(frames, variants), variants, aggregate_only, flips,
+                       without_target(frames["capabilities"], frames["drift"], target))
 
 
 def _joined(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, pd.DataFrame]:

@@ -71,7 +71,7 @@ def publish_board(spec: LeaderboardSpec, comparisons: BoardComparisons, claimed:
     made = Background(warm_up=[(figures.warm_up, (), {})])  # the figures' process starts up while the tables are computed
     try:
         texts = board_step_texts(spec.store, [c for c, _ in comparisons], spec.bases)
-        computed = board_tables(comparisons, DRILL_LIMIT if spec.store is not None else 0)
+        computed = board_tables(comparisons, DRILL_LIMIT if spec.store is not None else 0, spec.target)
         written = write_pages(spec, comparisons, computed, texts, made)
     finally:
         made.close()

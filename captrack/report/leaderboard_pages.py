@@ -45,6 +45,7 @@ from captrack.report.over_training import (
 from captrack.report.power_hint import HINT_HEADER, capability_hints, task_hints
 from captrack.report.power_section import power_sections
 from captrack.report.step_texts import FlipKey, StepTexts
+from captrack.report.target_notes import target_capability_sentences
 from captrack.report.verdict_cells import (
     COLOUR_NOTE,
     RELATIVE_COLUMN,
@@ -177,6 +178,7 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
         warn_missing_texts(comparisons)
     said = findings(tables["capabilities"], checkpoints, tables["contrasts"], aggregate_only, spec.margin, units, spec.smoke)
     said += target_sentences(tables["drift"], spec.target, spec.margin) if spec.target else []
+    said += target_capability_sentences(computed.targets, units, spec.margin)
     caps = _capability_rows(tables)
     caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])
     board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,

@@ -9,6 +9,7 @@ import pandas as pd
 
 from captrack.report.algorithm_notes import INTERVAL_NOTE, algorithm_notes, one_checkpoint_sentence
 from captrack.report.findings import findings
+from captrack.report.target_notes import target_capability_sentences
 
 
 def _caps(rows: list[tuple[str, str]]) -> pd.DataFrame:
@@ -36,3 +37,16 @@ def test_the_table_of_algorithms_says_what_its_interval_covers() -> None:
     assert notes[1].startswith("<b>RL</b> and DPO have one checkpoint each")  # plain text: each page escapes it
     assert algorithm_notes(summary.iloc[:1]) == [INTERVAL_NOTE]
     assert algorithm_notes(summary.iloc[:0]) == []
+
+
+def test_the_target_is_marked_in_its_capability() -> None:
+    rows = pd.DataFrame([{"variant": "sft", "key": "C2", "target": "word_problems", "oriented_change": 3.6, "change_ci_low": 0.6,
+                          "change_ci_high": 6.7, "verdict": "improved", "others": "logic/acc", "without_change": -0.75,
+                          "without_ci_low": -4.1, "without_ci_high": 2.6, "without_verdict": "equivalent"},
+                         {"variant": "rl", "key": "C2", "target": "word_problems", "oriented_change": 1.0, "change_ci_low": -1.0,
+                          "change_ci_high": 3.0, "verdict": "equivalent", "others": "", "without_change": math.nan,
+                          "without_ci_low": math.nan, "without_ci_high": math.nan, "without_verdict": ""}])
+    sft, rl = target_capability_sentences(rows, {})
+    assert sft == ("C2 holds the target word_problems: for sft, C2 +3.6 points [+0.6, +6.7] → improved at ±5; without the "
+                   "target (logic/acc): -0.8 points [-4.1, +2.6] → equivalent at ±5.")
+    assert rl.endswith("without the target it has no other scored member, so all of its change is the target's.")
