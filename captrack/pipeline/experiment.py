@@ -20,9 +20,13 @@ An experiment YAML::
     variants:
       - {name: sft, model: hf, model_args: {pretrained: /path}, algorithm: SFT, data: ...}
       - {name: dpo, train: {method: dpo, steps: 20, rows: 160}, algorithm: DPO}   # trained by the run
+      - {name: rl, model: vllm, model_args: {pretrained: /path, dtype: bfloat16, tensor_parallel_size: 2}}
+    floor: {batch_sizes: [8, 16]}        # the base again at batch size 16: its backend's A/A floor (pipeline/floor.py)
 
 `pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
-with ``train:`` is post-trained from the base by the run itself (methods: sft, dpo, rl).
+with ``train:`` is post-trained from the base by the run itself (methods: sft, dpo, rl). ``model: vllm`` evaluates in
+the vLLM environment (``make vllm-venv``); ``python: PATH`` on a checkpoint names the interpreter its evaluation runs
+under instead (checked before any work: captrack.pipeline.interpreters).
 
 Generations made elsewhere: a checkpoint may give ``import: {format, path[, task][, allow_partial]}``
 instead of a model; its evaluation is `captrack import` (see captrack.imports). ``base`` may be a list
@@ -298,6 +302,21 @@ def _bases(raw: CheckpointEntry | list[CheckpointEntry], variants: tuple[Checkpo
     return bases
 
 
+def _with_floor(floor: list[int] | None, bases: tuple[Checkpoint, ...], variants: tuple[Checkpoint, ...],
+                names: list[str], batch_size: int, where: str) -> tuple[tuple[Checkpoint, ...], tuple[Checkpoint, ...]]:
+    """``floor:``'s batch sizes: the first base again at each, a pair of its own (captrack.pipeline.floor)."""
+    if floor is None:
+        return bases, variants
+    from captrack.pipeline.floor import FLOOR_ALGORITHM, floor_pair
+
+    base = bases[0]
+    pair = floor_pair(base.name, floor, base.batch_size or batch_size, bool(base.source or base.steps), names, where)
+    second = replace(base, labels=base.labels.labelled(name=pair.second, algorithm=FLOOR_ALGORITHM),
+                     batch_size=pair.second_batch, base=pair.first)
+    first = () if pair.reused else (replace(base, labels=base.labels.labelled(name=pair.first), batch_size=pair.first_batch),)
+    return (*bases, *first), (*variants, second)
+
+
 def load_experiment(path: str | Path) -> Experiment:
     """Read and validate an experiment manifest against its schema (captrack.schemas.ExperimentFile).
 
@@ -329,11 +348,8 @@ def load_experiment(path: str | Path) -> Experiment:
     ranks = {e.name: e.ranks for e in [*(spec.base if isinstance(spec.base, list) else [spec.base]), *spec.variants]}
     bases, variants = (tuple(replace(c, ranks=ranks[c.name]) for c in group) for group in (bases, variants))
     variants = tuple(trained_steps(v, workdir, where) for v in variants)
-    if spec.floor is not None:  # the base twice, apart in batch size: a pair of its own (captrack.pipeline.floor)
-        from captrack.pipeline.floor import floor_checkpoints
-
-        first, second = floor_checkpoints(bases[0], spec.floor.batch_sizes, spec.batch_size, names, where)
-        bases, variants = (*bases, *([first] if first else [])), (*variants, second)
+    bases, variants = _with_floor(spec.floor.batch_sizes if spec.floor else None, bases, variants, names, spec.batch_size,
+                                  where)
     return Experiment(
         name=spec.name or source.stem,
         source=source,
