@@ -27,9 +27,9 @@ def one_checkpoint_sentence(algorithms: Iterable[str]) -> str | None:
         return None
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     has = "has one checkpoint" if len(names) == 1 else "have one checkpoint each"
-    return (f"{listed} {has}: what this board says about {'it' if len(names) == 1 else 'them'} by algorithm (the "
-            "table of algorithms and the sentences that follow) compares checkpoints, not algorithms; another seed of "
-            "the same algorithm may land elsewhere.")
+    return (f"{listed} {has}: every statement this board makes about {'it' if len(names) == 1 else 'them'} by "
+            "algorithm (the table by algorithm, the rankings) compares checkpoints, not algorithms; another seed of the "
+            "same algorithm may land elsewhere.")
 
 
 def single_checkpoint_algorithms(capability_rows: pd.DataFrame) -> list[str]:
@@ -39,11 +39,11 @@ def single_checkpoint_algorithms(capability_rows: pd.DataFrame) -> list[str]:
     return [str(name) for name, n in counts.items() if int(n) == 1]
 
 
-def algorithm_notes(summary: pd.DataFrame) -> list[str]:
-    """The notes under a table of algorithms (board_summary.algorithm_summary's rows): what its CI covers, and the
-    caveat for algorithms with one checkpoint."""
+def algorithm_notes(summary: pd.DataFrame, aggregate_only: bool = False) -> list[str]:
+    """The notes under a table of algorithms (board_summary.algorithm_summary's rows): what its CI covers (not for
+    aggregate scores, which have none), and the caveat for algorithms with one checkpoint."""
     if summary.empty:
         return []
     counts = summary.groupby("algorithm", sort=True)["n_variants"].max()
     said = one_checkpoint_sentence(str(name) for name, n in counts.items() if int(n) == 1)
-    return [INTERVAL_NOTE, *([said] if said else [])]
+    return [*([] if aggregate_only else [INTERVAL_NOTE]), *([said] if said else [])]

@@ -82,7 +82,7 @@ def board_readme(board: Board) -> str:
         lines += [f"| {md_text(r.algorithm)} | {md_text(r.key)} | {r.n_variants} | {pct(r.mean_rel_drift_pct)} | "
                   + ("n/a" if board.aggregate_only else ci_text(r.ci_low, r.ci_high, suffix="%")) + " |"
                   for r in board.summary.itertuples()]
-        lines += ["", *(md_text(note, table=False) for note in algorithm_notes(board.summary))]
+        lines += [line for note in algorithm_notes(board.summary, board.aggregate_only) for line in ("", md_text(note, table=False))]
     lines += ["", *board.md_sections] if board.md_sections else []
     lines += ["", "Open index.html for figures, sortable tables and per-task drill-down of forgotten and gained items.", ""]
     return "\n".join(lines)

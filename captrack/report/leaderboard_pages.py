@@ -312,7 +312,7 @@ def _index(board: Board, task_pages: dict[str, str], names: set[str]) -> str:
                 for r in board.summary.itertuples()]
         parts.append(table(["algorithm", "capability", "variants", "relative drift (mean over variants)", "CI low", "CI high",
                             "F", "BT"], rows, "algorithm-table"))
-        parts.append("".join(f'<p class="muted">{esc(note)}</p>' for note in algorithm_notes(board.summary)))
+        parts.append("".join(f'<p class="muted">{esc(note)}</p>' for note in algorithm_notes(board.summary, board.aggregate_only)))
     if "f_vs_bt.png" in names:
         parts.append('<h2 id="f-bt">Forgetting vs backward transfer</h2><figure><img src="figures/f_vs_bt.png" alt="forgetting vs backward transfer" width="560"></figure>')
     groups = ("CAN Δ", "WILL Δ", "HOW Δ") if cells.with_verdicts else ("CAN", "WILL", "HOW")

@@ -36,6 +36,7 @@ def test_the_table_of_algorithms_says_what_its_interval_covers() -> None:
     assert notes[0] == INTERVAL_NOTE and "3 or more of its variants" in INTERVAL_NOTE
     assert notes[1].startswith("<b>RL</b> and DPO have one checkpoint each")  # plain text: each page escapes it
     assert algorithm_notes(summary.iloc[:1]) == [INTERVAL_NOTE]
+    assert algorithm_notes(summary, aggregate_only=True) == notes[1:]  # aggregate scores: no interval to explain
     assert algorithm_notes(summary.iloc[:0]) == []
 
 
