@@ -145,3 +145,28 @@ def test_the_local_executor_starts_the_jobs_own_interpreter(tmp_path: Path, monk
     report = WorkerReport.read(work.job_spec(job.id))
     assert report is not None and report.python == str(python)
     assert json.loads(job.to_json())["python"] == str(python) and os.path.isfile(python)
+
+
+def test_a_stage_run_here_starts_the_jobs_own_interpreter_and_says_when_it_failed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of one stage runs in the runner (captrack.pipeline.batches.run_here): a job of another interpreter is
+    still run by that interpreter, from its written spec, and its failure is one line naming the interpreter."""
+    from captrack.errors import CaptrackError
+    from captrack.pipeline.job_stages import run_here_or_under
+
+    python = tmp_path / "other-env" / "python"
+    python.parent.mkdir()
+    python.write_text(_STAND_IN)
+    python.chmod(0o755)
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
+    work = WorkFolder(tmp_path / "work")
+    job = StageJob("evaluate", "eval-x-0", "evaluate x", {"n": 1}, Needs(), python=str(python))
+    run_here_or_under(job, work)
+    started = (python.parent / "started").read_text().splitlines()
+    assert started == [str(python), f"-m captrack.pipeline.stage_job {work.job_spec(job.id)}", "VIRTUAL_ENV=unset",
+                       f"PYTHONPATH={ROOT}"]
+    report = WorkerReport.read(work.job_spec(job.id))
+    assert report is not None and report.python == str(python)
+    python.write_text("#!/bin/sh\nexit 3\n")
+    with pytest.raises(CaptrackError, match=r"^evaluate x failed: its worker under .*other-env/python exited with status 3"):
+        run_here_or_under(job, work)
