@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakeruns import FakeTask, write_run
 
 from captrack.cli import main
 
@@ -97,34 +96,14 @@ def _headers(folder: Path) -> dict[str, list[str]]:
     return found
 
 
-def _comparison(tmp_path: Path) -> Path:
-    """A compare with replicates, a --by field and option loglikelihoods: every optional table is written."""
-    runs, n = tmp_path / "runs", 12
-    docs = {i: {"question": f"q{i}", "category": "law" if i % 2 else "math"} for i in range(n)}
-    lls = {i: [-1.0, -2.0 - i % 3, -3.0, -1.5] for i in range(n)}
-    for seed in (0, 1):
-        write_run(runs / f"base{seed}", "base", [FakeTask("captrack_probe_c2_logic", {"acc": [1, 1, 0, 1] * 3},
-                                                          docs=docs, choice_lls=lls)], seed=seed)
-        write_run(runs / f"sft{seed}", "sft", [FakeTask("captrack_probe_c2_logic", {"acc": [0, 1, 1, 0] * 3},
-                                                        docs=docs, choice_lls={i: [-2.0, -1.0, -3.0, -4.0] for i in range(n)})],
-                  seed=seed)
-    store = tmp_path / "s.duckdb"
-    for name in ("base", "sft"):
-        for seed in (0, 1):
-            assert main(["ingest", str(runs / f"{name}{seed}"), "--store", str(store), "--name", name,
-                         "--replicate", str(seed)] + (["--algorithm", "SFT"] if name == "sft" else [])) == 0
-    out = tmp_path / "out"
-    assert main(["compare", "--store", str(store), "--base", "base", "--variant", "sft", "--by", "category",
-                 "--bootstrap", "50", "--out", str(out)]) == 0
-    return out
-
-
-def test_every_column_a_writer_emits_is_on_the_outputs_page(site: Path, tmp_path: Path) -> None:
-    """The headers captrack really writes: a fresh comparison's and every committed board's (kept current by
-    tests/report/test_committed_boards.py), each column found in its file's section of the page."""
+def test_every_column_a_writer_emits_is_on_the_outputs_page(site: Path) -> None:
+    """The headers captrack really writes, each column found in its file's section of the page: a comparison's
+    (tests/analysis/golden, which tests/analysis/test_golden_outputs.py keeps equal to what compare writes:
+    replicates, multiple-choice distributions, the compatible tables) and every committed board's (kept current by
+    tests/report/test_committed_boards.py: pairs, checkpoints, algorithms, curves, a --by field)."""
     page = (site / "reference" / "outputs.html").read_text(encoding="utf-8")
     by_file = {s.split('"', 1)[0]: html.unescape(s) for s in re.split(r'<h2 id="', page)[1:]}
-    folders = [_comparison(tmp_path), *sorted(p for p in (ROOT / "leaderboards").iterdir() if p.is_dir())]
+    folders = [ROOT / "tests" / "analysis" / "golden", *sorted(p for p in (ROOT / "leaderboards").iterdir() if p.is_dir())]
     seen = set()
     for folder in folders:
         for name, columns in _headers(folder).items():
