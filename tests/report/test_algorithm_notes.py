@@ -4,12 +4,19 @@ is a checkpoint (captrack.report.algorithm_notes, in findings and under the tabl
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from fakeruns import FakeTask, write_run
 
+from captrack.cli import main
+from captrack.compare.board import build_leaderboard
 from captrack.report.algorithm_notes import INTERVAL_NOTE, algorithm_notes, one_checkpoint_sentence
 from captrack.report.findings import findings
 from captrack.report.target_notes import target_capability_sentences
+
+FACTS = "captrack_probe_c1_facts"
 
 
 def _caps(rows: list[tuple[str, str]]) -> pd.DataFrame:
@@ -51,3 +58,31 @@ def test_the_target_is_marked_in_its_capability() -> None:
     assert sft == ("C2 holds the target word_problems: for sft, C2 +3.6 points [+0.6, +6.7] → improved at ±5; without the "
                    "target (logic/acc): -0.8 points [-4.1, +2.6] → equivalent at ±5.")
     assert rl.endswith("without the target it has no other scored member, so all of its change is the target's.")
+
+
+def test_a_board_draws_the_interval_of_three_variants_from_their_joint_resamples(tmp_path: Path) -> None:
+    """Through `captrack leaderboard`: the comparison keeps each capability's drift resamples, and the board's
+    algorithms.csv draws SFT's interval (3 variants, sharing the base) but none for RL's single checkpoint."""
+    runs, store = tmp_path / "runs", tmp_path / "store.duckdb"
+    base = [1, 1, 0, 1, 0, 1, 1, 0, 1, 1] * 4
+    rng = np.random.default_rng(4)
+    write_run(runs / "base", "base", [FakeTask(FACTS, {"acc": base})])
+    for i, name in enumerate(("sft1", "sft2", "sft3", "rl1")):
+        # the same susceptible items (every fourth) are lost by every variant: their drifts covary through the base
+        flipped = [0 if (b and j % 4 == 0 and rng.random() < 0.7) else (1 - b if rng.random() < 0.05 else b)
+                   for j, b in enumerate(base)]
+        write_run(runs / name, name, [FakeTask(FACTS, {"acc": flipped})], date_id=f"2026-01-0{i + 2}T00-00-00.000000")
+    for name in ("base", "sft1", "sft2", "sft3", "rl1"):
+        assert main(["ingest", str(runs / name), "--store", str(store), "--name", name]) == 0
+    board = tmp_path / "board"
+    board.mkdir()
+    variants = "".join(f"      - {{name: {n}, algorithm: {'RL' if n == 'rl1' else 'SFT'}}}\n" for n in ("sft1", "sft2", "sft3", "rl1"))
+    (board / "leaderboard.yaml").write_text(f"title: t\nstore: {store}\nbootstrap: 200\ncomparisons:\n  - base: base\n"
+                                            f"    variants:\n{variants}")
+    build_leaderboard(board)
+    rows = pd.read_csv(board / "algorithms.csv").set_index("algorithm")
+    sft, rl = rows.loc["SFT"], rows.loc["RL"]
+    assert sft["n_variants"] == 3 and sft["ci_low"] < sft["mean_rel_drift_pct"] < sft["ci_high"]
+    assert sft["shared_se"] > 0 and str(sft["ci_note"]).startswith("t(2) on 3 variants")
+    assert math.isnan(rl["ci_low"]) and "a checkpoint, not an algorithm" in str(rl["ci_note"])
+    assert "RL has one checkpoint" in (board / "README.md").read_text()
