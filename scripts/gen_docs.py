@@ -12,6 +12,7 @@ mkdocs builds them through scripts/mkdocs_hooks.py (never written into docs/ by 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import types
 import typing
@@ -288,8 +289,9 @@ def tasks_page() -> str:
         task = data.get("task") or f"captrack_{path.stem}"
         meta = data.get("metadata") or {}
         config = sizes.get(task)
-        if "n" in meta:
-            items = f"{meta['n']} (generated)"
+        noted = re.match(r"(\d+) generated items", str(meta.get("note", "")))
+        if "n" in meta or noted:
+            items = f"{meta['n'] if 'n' in meta else noted.group(1)} (generated)"  # type: ignore[union-attr]
         elif config is not None:
             items = str(config.size) if config.size else ("every row of the source" if not config.reason else
                                                            "the hub's sample")

@@ -48,6 +48,8 @@ def test_the_site_builds_strict_with_every_section_and_generated_page(site: Path
         assert (site / page).is_file(), page
     assert "CapTrackCallback" in _text(site / "guides" / "drift-over-training.html")
     assert "captrack_probe_c2_logic" in _text(site / "reference" / "tasks.html")
+    rows = [line.split(" | ") for line in gen_docs.tasks_page().splitlines() if line.startswith("| `captrack_")]
+    assert len(rows) > 60 and all(row[2].strip() for row in rows), [row[0] for row in rows if not row[2].strip()]
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
