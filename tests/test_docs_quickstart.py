@@ -72,3 +72,11 @@ def test_the_readme_quickstart_followed_literally_produces_a_board(tmp_path: Pat
     assert (board / "index.html").is_file() and (board / "capabilities.csv").is_file()
     assert {"sft"} <= {line.split(",")[0] for line in (board / "checkpoints.csv").read_text().splitlines()[1:]}
 
+
+
+def test_every_runnable_block_is_one_these_tests_follow() -> None:
+    """A block marked `<!-- runnable: ... -->` is a promise that a test runs it: only the pages above hold one."""
+    marked = {page for page in [README, *sorted((ROOT / "docs").rglob("*.md"))] if runnable(page)}
+    assert marked == {README, QUICKSTART}
+    for page in marked:
+        assert set(runnable(page)) == {"my-experiment.yaml", "commands"}, page
