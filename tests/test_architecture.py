@@ -1,4 +1,4 @@
-"""The package's structure rules (README's Layout): import direction, where SQL and lm-eval's file names live,
+"""The package's structure rules (docs/contributing/layout.md): import direction, where SQL and lm-eval's file names live,
 who spells the work folder's layout, module and function size."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Answer extraction shared by captrack's scorers (pure functions, no I/O): one policy for all.
 
-The policy (README.md, "Answer extraction"), for option letters, numbers and short answers alike:
+The policy (docs/reference/answer-extraction.md), for option letters, numbers and short answers alike:
 
 - An explicit answer marker ("The answer is", "Answer:", "final answer is", GSM8K's "####") marks the
   answer; the FIRST marker that is followed by an answer wins, so later repetitions, a few-shot

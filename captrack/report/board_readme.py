@@ -48,7 +48,7 @@ def board_readme(board: Board) -> str:
         lines += ["![capability change](figures/heatmap.png)", "",
                   f"## Capability change Δ vs base (+ better; {scale_label(cells)})", "",
                   f"Each cell: Δ, its 95% CI and the verdict at margin ±{spec.margin:g} (▼ regressed, ▲ improved, "
-                  "≈ equivalent, ? inconclusive, • changed; see index.html's Per capability and README's Definitions).", ""]
+                  "≈ equivalent, ? inconclusive, • changed; see index.html's Per capability and captrack's docs/statistics.md).", ""]
     else:
         lines += ["![capability drift](figures/heatmap.png)", "", "## Capability drift (%; relative to each variant's base)", ""]
     matrix = cells.value

@@ -66,8 +66,8 @@ def render_report(comparison: Comparison, taxonomy: Taxonomy, inputs: dict[str, 
         lines += [f"Margin ±{comparison.margin:g}. {VERDICT_RULE}", "", SIGNIFICANCE, "", GATE_RULE, "",
                   f"{relative}: shown in its own column for comparison with CapTrack, it decides nothing. MDE: the "
                   "smallest relative drift this many items detect with 80% power, planned with the verdict's own test "
-                  "from n and the base rate under independent outcomes (a worst case; see power.csv and README's "
-                  "Definitions). F = share of items forgotten (1→0), BT = share "
+                  "from n and the base rate under independent outcomes (a worst case; see power.csv and "
+                  "captrack's docs/statistics.md). F = share of items forgotten (1→0), BT = share "
                   "gained (0→1).", ""]
     for variant in comparison.variants:
         lines += _variant_section(comparison, taxonomy, variant.name, variant.algorithm)

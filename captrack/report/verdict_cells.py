@@ -15,14 +15,14 @@ __all__ = ["CI_METHOD", "COLOUR_NOTE", "GATE_RULE", "RELATIVE_COLUMN", "SIGNIFIC
            "oriented_task", "verdict_td"]
 
 CI_METHOD = "95% score CI of the paired change (Tango 1998) for binary metrics; adjusted Wald otherwise"
-"""The verdict's interval, said once per page (README's Definitions has the details)."""
+"""The verdict's interval, said once per page (captrack's docs/statistics.md has the details)."""
 
 VERDICT_RULE = ("Δ is the observed change, variant − base, oriented so that + is better: in points (100 × the change of "
                 "a rate or score) or, for count metrics, in % of the base mean; a capability's Δ is the mean of its "
                 "metrics' Δ. Each Δ is printed with its 95% CI and the verdict they give at ± the margin: regressed where "
                 "the 95% CI lies below 0, improved where it lies above 0, equivalent where the 90% CI lies inside ± the "
                 "margin, else inconclusive (too few items to tell); a metric without a better side is changed where its "
-                f"95% CI excludes 0. CI: {CI_METHOD} (README's Definitions).")
+                f"95% CI excludes 0. CI: {CI_METHOD} (captrack's docs/statistics.md, Verdicts).")
 GATE_RULE = ("The gate (`--fail-on regressed`) checks, per variant, its capabilities and its (task, metric)s outside the "
              "taxonomy, and fails the cells whose regression Holm's step-down test rejects at a family-wise error of "
              "2.5% (one-sided p-values of the verdicts' own tests): an unchanged variant fails it at most 2.5% of the "

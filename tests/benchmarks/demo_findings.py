@@ -52,7 +52,7 @@ def main() -> None:
     with_rates, boot, taxonomy, options, _base, variants, items, transitions, dist_items = captured["args"]
     magnitudes = ranking._magnitudes(with_rates, boot, taxonomy or load_taxonomy())
     f_series = contrasts._forgetting_series(items, transitions, options.bootstrap, options.seed)
-    bc_series = contrasts._bc_series(dist_items, options.bootstrap, options.seed)
+    bc_series = contrasts._bc_series(dist_items.one_minus_bc, options.bootstrap, options.seed)
     drift = comparison.drift
     print(f"board {args.board} (bootstrap {options.bootstrap}, seed {options.seed}); target {spec.target or '(none)'}")
     print("| algorithm | target: base -> variant (change, 95% CI of relative drift) | mean abs drift % | F_adj % | 1 - BC % |")
