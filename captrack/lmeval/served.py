@@ -1,0 +1,227 @@
+"""Served evaluation: a checkpoint evaluated through an OpenAI-compatible vLLM server started for it (``serve: vllm``).
+
+:func:`serve` starts the server (``python -m vllm.entrypoints.openai.api_server``, from the vLLM environment's
+interpreter) on a free port of 127.0.0.1, in a process group of its own led by a guard
+(``captrack/lmeval/server_guard.py``), waits for its ``/health`` with a deadline, and stops the whole group when the
+``with`` block ends, however it ends: success, an exception, SIGTERM or Ctrl-C to the job (SIGTERM, then SIGKILL after
+a grace). When the job's process dies without cleaning up (``kill -9``), the guard sees its lifeline pipe close and
+stops the group itself: no server, engine process or listening port outlives the job. The server's output goes to a
+log beside the job's (:func:`server_log`), which every error names.
+
+:func:`evaluate_served` evaluates captrack's tasks against it with lm-eval's ``local-completions`` model: requests are
+sent as token ids (the checkpoint's own tokenizer), loglikelihoods come from the prompt's logprobs (``echo`` with
+``logprobs``), generations from the completions endpoint; the run folder and the request cache are the same as an
+in-process evaluation's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from captrack.errors import CaptrackError
+
+if TYPE_CHECKING:
+    from captrack.lmeval.evaluate import EvalSpec
+
+__all__ = ["SERVED_MODEL", "SERVERS", "Server", "ServerError", "completions_args", "evaluate_served", "free_port",
+           "serve", "server_log", "vllm_server_command"]
+
+SERVERS = ("vllm",)
+"""What ``serve:`` may name."""
+SERVED_MODEL = "local-completions"
+"""lm-eval's model that evaluates through the server."""
+START_DEADLINE_S = 900.0
+"""How long the server may take to answer /health (vLLM's engine start was 60-130 s on 2 loaded CPU cores)."""
+STOP_GRACE_S = 15.0
+_GUARD = Path(__file__).with_name("server_guard.py")
+_LMEVAL_ONLY = frozenset({"pretrained", "add_bos_token", "prefix_token_id", "max_gen_toks", "max_length", "batch_size",
+                          "device", "lora_local_path", "think_end_token", "enable_thinking", "chat_template_args"})
+"""model_args of lm-eval's vllm model that are not flags of vLLM's server."""
+
+
+class ServerError(CaptrackError):
+    """The server exited before it was ready, or did not become ready in time (the message names its log)."""
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running server: where it answers and where it writes."""
+
+    url: str
+    """``http://127.0.0.1:PORT``."""
+    port: int
+    log: Path
+    process: subprocess.Popen[bytes]
+    """The guard leading the server's process group (its PID is the group's)."""
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 no one listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def server_log(otherwise: Path, name: str = "vllm-server") -> Path:
+    """Where the server writes: beside the job's log (the file this process's stdout goes to, as the executors set it:
+    ``logs/<stage>.log`` → ``logs/<stage>.vllm-server.log``), else `otherwise`."""
+    with contextlib.suppress(OSError):
+        out = Path(os.readlink("/proc/self/fd/1"))
+        if out.is_file():
+            return out.with_name(f"{out.stem}.{name}.log")
+    return otherwise
+
+
+def vllm_server_command(python: str, model_args: Mapping[str, Any], port: int) -> list[str]:
+    """vLLM's OpenAI-compatible server for lm-eval `model_args` (``pretrained`` the model; the vLLM engine's arguments
+    as flags: ``max_model_len: 512`` → ``--max-model-len 512``, ``enforce_eager: true`` → ``--enforce-eager``)."""
+    command = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_args["pretrained"]),
+               "--host", "127.0.0.1", "--port", str(port), "--disable-uvicorn-access-log"]
+    for key, value in model_args.items():
+        if key in _LMEVAL_ONLY or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        command += [flag] if value is True else [flag, str(value)]
+    return command
+
+
+def _server_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: vLLM's CPU build needs its target device named (captrack.lmeval.vllm_shim)."""
+    from captrack.lmeval.vllm_shim import CPU_KV_CACHE_GIB, cpu_build_version
+
+    env = dict(base)
+    if cpu_build_version() is not None:
+        env.setdefault("VLLM_TARGET_DEVICE", "cpu")
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+    return env
+
+
+def _last_line(log: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        if lines:
+            return f"; its last line: {lines[-1][-300:]}"
+    return ""
+
+
+def _stop(server: Server, grace_s: float) -> None:
+    """Stop the server's whole group: SIGTERM, then SIGKILL after `grace_s`; the guard reaped."""
+    import signal
+
+    group = server.process.pid
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            server.process.poll()  # reap the guard, or it would keep the group alive as a zombie
+            os.killpg(group, 0)
+            time.sleep(0.2)
+        os.killpg(group, signal.SIGKILL)
+    server.process.wait()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as reply:
+            return int(reply.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _wait_ready(server: Server, deadline_s: float, what: str) -> None:
+    """Return once `server` answers /health.
+
+    Raises:
+        ServerError: it exited first, or `deadline_s` passed (one line naming its log).
+    """
+    started = time.monotonic()
+    while not _healthy(server.url):
+        code = server.process.poll()
+        if code is not None:
+            raise ServerError(f"{what} exited with status {code} before it was ready; its log: {server.log}"
+                              f"{_last_line(server.log)}")
+        if time.monotonic() - started > deadline_s:
+            raise ServerError(f"{what} did not answer {server.url}/health within {deadline_s:.0f} s; it was stopped; its "
+                              f"log: {server.log}{_last_line(server.log)}")
+        time.sleep(1.0)
+
+
+@contextlib.contextmanager
+def serve(command: Sequence[str], port: int, log: Path, *, env: Mapping[str, str] | None = None,
+          deadline_s: float = START_DEADLINE_S, grace_s: float = STOP_GRACE_S, what: str = "the server") -> Iterator[Server]:
+    """Run server `command` (listening on 127.0.0.1:`port`, writing to `log`) for the ``with`` block, ready when it is
+    entered; stopped, with every process it started, when it is left (SIGTERM and SIGINT to this process included).
+
+    Raises:
+        ServerError: the server exited before answering /health, or did not answer it within `deadline_s`.
+    """
+    from captrack.processes import sigterm_as_interrupt
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    read, write = os.pipe()  # the lifeline: this process alone holds its write end
+    try:
+        with open(log, "ab") as sink:
+            guard = subprocess.Popen([sys.executable, str(_GUARD), str(read), str(grace_s), "--", *command],
+                                     env=dict(os.environ if env is None else env), stdout=sink, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, pass_fds=(read,), start_new_session=True)
+        os.close(read)
+        server = Server(f"http://127.0.0.1:{port}", port, log, guard)
+        with sigterm_as_interrupt():
+            try:
+                _wait_ready(server, deadline_s, what)
+                yield server
+            finally:
+                _stop(server, grace_s)
+    finally:
+        os.close(write)
+        with contextlib.suppress(OSError):
+            os.close(read)
+
+
+def completions_args(server: Server, model_args: Mapping[str, Any]) -> dict[str, Any]:
+    """lm-eval ``local-completions`` arguments for the model `model_args` names, served by `server`: token-id requests
+    with the checkpoint's tokenizer, its context length vLLM's ``max_model_len``."""
+    pretrained = str(model_args["pretrained"])
+    return {"model": pretrained, "base_url": f"{server.url}/v1/completions", "tokenizer": pretrained,
+            "tokenizer_backend": "huggingface", "tokenized_requests": True,
+            "max_length": int(model_args.get("max_model_len") or model_args.get("max_length") or 2048),
+            "num_concurrent": 1, "max_retries": 3, "timeout": 600,
+            **({"max_gen_toks": model_args["max_gen_toks"]} if "max_gen_toks" in model_args else {})}
+
+
+def evaluate_served(spec: EvalSpec, output_path: Path, cache_path: Path | None, *, python: str | None = None,
+                    log: Path | None = None, deadline_s: float = START_DEADLINE_S) -> Path:
+    """Evaluate `spec` (a ``vllm`` model: its model_args vLLM's) through a vLLM server started for it; see the module.
+
+    Args:
+        python: the interpreter the server runs under (default: this one, the vLLM environment's in a stage job).
+        log: the server's log (default: :func:`server_log` beside `output_path`).
+
+    Returns:
+        The results file written.
+
+    Raises:
+        ServerError: the server did not start (its log named).
+    """
+    from captrack.lmeval.evaluate import evaluate_checkpoint
+
+    log = log or server_log(output_path.parent / f"{output_path.name}.vllm-server.log")
+    port = free_port()
+    command = vllm_server_command(python or sys.executable, spec.model_args, port)
+    print(f"serving {spec.model_args['pretrained']} with vLLM on 127.0.0.1:{port} (log: {log})", flush=True)
+    started = time.monotonic()
+    with serve(command, port, log, env=_server_env(os.environ), deadline_s=deadline_s, what="the vLLM server") as server:
+        print(f"vLLM server ready after {time.monotonic() - started:.0f} s", flush=True)
+        served = replace(spec, model=SERVED_MODEL, model_args=completions_args(server, spec.model_args))
+        return evaluate_checkpoint(served, output_path, cache_path)
