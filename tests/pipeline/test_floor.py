@@ -46,6 +46,16 @@ def test_a_floor_that_cannot_differ_is_refused(tmp_path: Path, floor: str, said:
         load_experiment(_manifest(tmp_path, tmp_path, floor))
 
 
+def test_a_floor_alone_needs_no_variant_and_no_variant_without_a_floor_is_refused(tmp_path: Path) -> None:
+    path = _manifest(tmp_path, tmp_path, "floor: {batch_sizes: [8, 16]}")
+    text = path.read_text()
+    path.write_text(text[:text.index("variants:")] + "variants: []\n" + text[text.index("floor:"):])
+    assert [c.name for c in load_experiment(path).checkpoints] == ["base", "base-floor-bs16"]
+    path.write_text(path.read_text().replace("floor: {batch_sizes: [8, 16]}", ""))
+    with pytest.raises(InputError, match=r"key 'variants' is an empty list: list the checkpoints .* floor: \{batch_sizes"):
+        load_experiment(path)
+
+
 def test_a_floor_name_taken_by_a_checkpoint_is_refused(tmp_path: Path) -> None:
     path = _manifest(tmp_path, tmp_path, "floor: {batch_sizes: [1, 16]}")
     path.write_text(path.read_text().replace("name: v,", "name: base-floor-bs16,"))
