@@ -162,6 +162,8 @@ class CheckpointEntry(_EntryLabels):
         "a whole number ≥ 1: the processes (one GPU each) a captrack-ds evaluation runs over"))
     python: Text = Field("", description=(
         "the interpreter (a path, text) its evaluation runs under, e.g. an environment with vllm and lm_eval"))
+    serve: Literal["", "vllm"] = Field("", description=(
+        "vllm: evaluate a model: vllm checkpoint through a vLLM server the job starts (lm-eval's local-completions)"))
 
 
 class FloorEntry(_Config):

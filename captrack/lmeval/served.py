@@ -44,6 +44,8 @@ SERVED_MODEL = "local-completions"
 START_DEADLINE_S = 900.0
 """How long the server may take to answer /health (vLLM's engine start was 60-130 s on 2 loaded CPU cores)."""
 STOP_GRACE_S = 15.0
+_CLIENT_NEEDS = ("aiohttp", "tenacity", "requests", "tqdm")
+"""What lm-eval's API models import (its ``api`` extra)."""
 _GUARD = Path(__file__).with_name("server_guard.py")
 _LMEVAL_ONLY = frozenset({"pretrained", "add_bos_token", "prefix_token_id", "max_gen_toks", "max_length", "batch_size",
                           "device", "lora_local_path", "think_end_token", "enable_thinking", "chat_template_args"})
@@ -214,8 +216,14 @@ def evaluate_served(spec: EvalSpec, output_path: Path, cache_path: Path | None, 
     Raises:
         ServerError: the server did not start (its log named).
     """
+    from importlib.util import find_spec
+
     from captrack.lmeval.evaluate import evaluate_checkpoint
 
+    missing = [name for name in _CLIENT_NEEDS if find_spec(name) is None]
+    if missing:  # before the server's minutes of start-up
+        raise CaptrackError(f"lm-eval's {SERVED_MODEL} model needs {', '.join(missing)}, missing from {sys.executable}'s "
+                            f"environment: pip install {' '.join(missing)} there (lm-eval's api extra)")
     log = log or server_log(output_path.parent / f"{output_path.name}.vllm-server.log")
     port = free_port()
     command = vllm_server_command(python or sys.executable, spec.model_args, port)

@@ -57,6 +57,7 @@ from captrack.backends import check_model_name
 from captrack.bounded import load_yaml, read_text
 from captrack.errors import InputError, UnknownNameError
 from captrack.labels import VariantLabels
+from captrack.lmeval.vllm_shim import VLLM_MODEL
 from captrack.paths import expand_path
 from captrack.pipeline.interpreters import manifest_python
 from captrack.pipeline.layout import WorkFolder, default_workdir
@@ -86,6 +87,8 @@ class Checkpoint:
     """``ranks:``: the processes (one GPU each) a captrack-ds evaluation runs over (captrack.pipeline.executors)."""
     python: str = ""
     """``python:``: the interpreter its evaluation runs under ("": captrack's; captrack.pipeline.interpreters)."""
+    serve: str = ""
+    """``serve: vllm``: its evaluation goes through a server the job starts (captrack.lmeval.served)."""
     batch_size: int = 0
     """Its evaluations' batch size (0: the experiment's; a ``floor:`` pair sets its own: captrack.pipeline.floor)."""
 
@@ -182,6 +185,9 @@ def _import_spec(raw: Any, name: str, where: str, folder: Path) -> dict[str, Any
 
 def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     check_model_name(entry.model, f"lm-eval model type of checkpoint {entry.name!r} in {where}")
+    if entry.serve and entry.model != VLLM_MODEL:
+        raise InputError(f"{where}: checkpoint {entry.name!r} says serve: {entry.serve} but model: {entry.model}; a served "
+                         f"checkpoint is model: {VLLM_MODEL} (its model_args are vLLM's)")
     if entry.checkpoints is not None:
         return _replay(entry, where, folder)
     train = dict(entry.train)
@@ -196,7 +202,7 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     if isinstance(model_args.get("pretrained"), str):
         model_args["pretrained"] = _beside(model_args["pretrained"], folder)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
-                      source=source, base=entry.base, python=manifest_python(entry.python, folder))
+                      source=source, base=entry.base, python=manifest_python(entry.python, folder), serve=entry.serve)
 
 
 def _beside(pretrained: str, folder: Path) -> str:
@@ -229,7 +235,7 @@ def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
     found = find_checkpoints(patterns, folder, label)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), base=entry.base,
-                      python=manifest_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found))
+                      python=manifest_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found), serve=entry.serve)
 
 
 def trained_steps(variant: Checkpoint, workdir: Path, where: str) -> Checkpoint:

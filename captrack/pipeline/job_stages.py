@@ -197,7 +197,8 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
                 "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
                 "samples": {task: list(range(n)) for task, n in experiment.items.items()} or None}
         python = stage_python(checkpoint.model, checkpoint.python, f"{experiment.source}: checkpoint {checkpoint.name!r}")
-        return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache)},
+        served = {"serve": checkpoint.serve} if checkpoint.serve else {}  # the job starts a server (captrack.lmeval.served)
+        return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache), **served},
                         _eval_needs(experiment, checkpoint, spec, threads), python=python or "")
 
     def inputs() -> dict[str, Any]:
@@ -208,6 +209,7 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
                 "weights": fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {}) \
             | ({"step": step} if step is not None else {}) | ({"ranks": checkpoint.ranks} if checkpoint.ranks > 1 else {}) \
             | ({"batch_size": checkpoint.batch_size} if checkpoint.batch_size else {}) \
+            | ({"serve": checkpoint.serve} if checkpoint.serve else {}) \
             | ({"python": python} if (python := wanted_python(checkpoint.model, checkpoint.python)) else {})
 
     as_job = checkpoint.model in (*LOCAL_HF, DS_MODEL, VLLM_MODEL) or bool(checkpoint.python)

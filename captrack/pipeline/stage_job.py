@@ -31,14 +31,20 @@ JOB_KINDS: Registry[Callable[[dict[str, Any]], Any]] = Registry("stage job kind"
 
 @JOB_KINDS.register("evaluate")
 def _evaluate(args: dict[str, Any]) -> Any:
-    """lm-eval on one checkpoint: ``{"spec": EvalSpec fields, "out": folder, "cache": request cache or null}``."""
+    """lm-eval on one checkpoint: ``{"spec": EvalSpec fields, "out": folder, "cache": request cache or null}``, through a
+    server this job starts when ``"serve"`` names one (captrack.lmeval.served)."""
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     out = Path(args["out"])
     if int(os.environ.get("RANK", "0")) == 0:  # every rank runs the spec; one clears what an earlier try left
         shutil.rmtree(out, ignore_errors=True)
     spec = EvalSpec(**args["spec"])
-    return evaluate_checkpoint(spec, out, Path(args["cache"]) if args.get("cache") else None)
+    cache = Path(args["cache"]) if args.get("cache") else None
+    if args.get("serve"):
+        from captrack.lmeval.served import evaluate_served
+
+        return evaluate_served(spec, out, cache)
+    return evaluate_checkpoint(spec, out, cache)
 
 
 @JOB_KINDS.register("train")
