@@ -16,6 +16,7 @@ from rich.console import Console
 
 from captrack.backends import LOCAL_HF
 from captrack.errors import InputError, UnknownNameError
+from captrack.lmeval.vllm_shim import VLLM_MODEL
 from captrack.pipeline.batches import Runs, check_executor, check_placements, run_batch, run_here
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.checkpoint_sweep import run_folders
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from captrack.compare.board import BoardComparisons
 
 __all__ = ["Stage", "limit_notes", "plan", "run_experiment", "validate"]
+
+_LOCAL_WEIGHTS = (*LOCAL_HF, VLLM_MODEL)  # backends that load `pretrained` from a folder here (an alias is resolved first)
 
 
 def _needs_resolving(spec: str) -> bool:
@@ -62,7 +65,7 @@ def validate(experiment: Experiment) -> list[str]:
             raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: ranks: {checkpoint.ranks} "
                              f"runs an evaluation over several processes, which only model: {DS_MODEL} does "
                              f"(got model: {checkpoint.model}); remove ranks or use {DS_MODEL}")
-        if checkpoint.train or checkpoint.source or checkpoint.steps or checkpoint.model not in LOCAL_HF:
+        if checkpoint.train or checkpoint.source or checkpoint.steps or checkpoint.model not in _LOCAL_WEIGHTS:
             continue  # trained here, imported, or checkpoints checked when the manifest was read
         pretrained = str(checkpoint.model_args["pretrained"])
         if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists():
@@ -144,7 +147,7 @@ def plan(experiment: Experiment, console: Console, shown: BoardComparisons | Non
         stages.append(Stage(f"resolve base model {base_spec}", experiment.work.marker("base-model"),
                             {"pretrained": base_spec}, resolver(base_spec), rerun_when_reused=True))
     others = {str(c.model_args.get("pretrained", "")) for c in experiment.checkpoints
-              if c is not base and not c.train and not c.source and c.model in LOCAL_HF}
+              if c is not base and not c.train and not c.source and c.model in _LOCAL_WEIGHTS}
     for spec in sorted(s for s in others - {base_spec} if _needs_resolving(s)):  # every checkpoint named by an alias
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in spec)
         stages.append(Stage(f"resolve model {spec}", experiment.work.marker(f"model-{slug}"),
