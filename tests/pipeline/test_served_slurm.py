@@ -14,8 +14,10 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,28 +31,39 @@ pytestmark = [*ON_SLURM, pytest.mark.timeout(1800),
 TASK = "captrack_probe_w1_choice"
 
 
-def test_a_served_checkpoint_evaluates_inside_a_slurm_job_and_leaves_no_server(tmp_path: Path) -> None:
+CAPTRACK = [str(Path(sys.executable).with_name("captrack")), "run", "exp.yaml"]
+SERVING = r"with vLLM on 127\.0\.0\.1:(\d+)"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
+
+
+def _experiment(folder: Path, limit: int) -> None:
+    """The base by hf, the variant the same weights served by vLLM, both as Slurm jobs."""
     from captrack.lmeval.vllm_env import unavailable_reason, vllm_python
     from captrack.models import resolve_model
 
     if unavailable_reason() is not None or vllm_python() is None:
         pytest.skip(f"no vLLM environment: {unavailable_reason() or '`make vllm-venv` builds it'}")
     model = resolve_model("smollm2-135m-instruct")
-    (tmp_path / "exp.yaml").write_text(
-        f"name: served-slurm\nworkdir: work\nleaderboard: board\ntasks: [{TASK}]\nlimit: 4\nbatch_size: 1\n"
+    (folder / "exp.yaml").write_text(
+        f"name: served-slurm\nworkdir: work\nleaderboard: board\ntasks: [{TASK}]\nlimit: {limit}\nbatch_size: 1\n"
         f"base: {{name: base, model_args: {{pretrained: {model}, dtype: float32}}}}\n"
         f"variants:\n  - {{name: served, model: vllm, serve: vllm, algorithm: none, model_args: {{pretrained: {model}, "
         "dtype: float32, max_model_len: 1024, enforce_eager: true}}\n"
         "executor: {name: slurm, gpus: 0, cpus: 2, time: 30, poll_s: 2}\n")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
-    done = subprocess.run([str(Path(sys.executable).with_name("captrack")), "run", "exp.yaml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=1700, env=env)
+
+
+def test_a_served_checkpoint_evaluates_inside_a_slurm_job_and_leaves_no_server(tmp_path: Path) -> None:
+    _experiment(tmp_path, 4)
+    done = subprocess.run(CAPTRACK, cwd=tmp_path, capture_output=True, text=True, timeout=1700, env=_env())
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert (tmp_path / "board" / "index.html").is_file()
     server_logs = [p for p in (tmp_path / "work").rglob("*.vllm-server.log")]
     assert len(server_logs) == 1 and "Application startup complete" in server_logs[0].read_text(errors="replace")
     ports = {int(m) for p in server_logs[0].parent.iterdir() if p.is_file() and p != server_logs[0]
-             for m in re.findall(r"with vLLM on 127\.0\.0\.1:(\d+)", p.read_text(errors="replace"))}
+             for m in re.findall(SERVING, p.read_text(errors="replace"))}
     assert len(ports) == 1, sorted(server_logs[0].parent.iterdir())  # the job's log, beside the server's
     (port,) = ports
     no_server_left(port)
@@ -61,3 +74,28 @@ def test_a_served_checkpoint_evaluates_inside_a_slurm_job_and_leaves_no_server(t
         decisions[name] = {r["doc_id"]: max(range(len(r["resps"])), key=lambda i, r=r: float(r["resps"][i][0][0]))
                            for r in rows}
     assert decisions["served"] == decisions["base"] and len(decisions["base"]) == 4
+
+
+def test_scancel_of_a_served_job_while_it_evaluates_leaves_no_server(tmp_path: Path) -> None:
+    _experiment(tmp_path, 200)
+    driver = subprocess.Popen(CAPTRACK, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    try:
+        deadline = time.monotonic() + 1200
+        while True:  # the served job's log, once lm-eval sends its requests
+            logs = [p for p in (tmp_path / "work").rglob("*_log.out")
+                    if "Requesting API:" in p.read_text(errors="replace")]
+            if logs:
+                break
+            assert driver.poll() is None and time.monotonic() < deadline, "the served job never evaluated"
+            time.sleep(2)
+        text = logs[0].read_text(errors="replace")
+        port, job = int(re.findall(SERVING, text)[0]), re.findall(r"captrack: Slurm job (\S+) ", text)[0]
+        subprocess.run(["scancel", job], check=True, timeout=60)
+        no_server_left(port, wait_s=90)  # Slurm's SIGTERM reaches the job's worker: it stops its server
+    finally:
+        driver.send_signal(signal.SIGINT)  # the driver cancels what is left of the run
+        try:
+            driver.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            driver.kill()
+            driver.wait()
