@@ -21,7 +21,7 @@ from captrack.pipeline.batches import Runs, check_executor, check_placements, ru
 from captrack.pipeline.board import board_yaml, claim_board, experiment_comparisons, write_board
 from captrack.pipeline.checkpoint_sweep import run_folders
 from captrack.pipeline.dtype_choice import uses_bf16
-from captrack.pipeline.experiment import Experiment, more_items_hint
+from captrack.pipeline.experiment import Experiment, config_hash, more_items_hint
 from captrack.pipeline.job_stages import DS_MODEL, eval_stage, train_stage
 from captrack.pipeline.jobs import Placement
 from captrack.pipeline.stage import Stage
@@ -168,9 +168,19 @@ def plan(experiment: Experiment, console: Console, shown: BoardComparisons | Non
     stages.append(Stage(f"compare and write leaderboard {board}", experiment.work.marker("leaderboard"),
                         lambda: {"store": _fingerprint_file(store), "board": board_yaml(experiment),
                                  "definition": _fingerprint_file(board / "leaderboard.yaml"),  # another run's board there
-                                 "manifest": _fingerprint_file(board / MANIFEST)},
+                                 "manifest": _fingerprint_file(board / MANIFEST), "code": _board_code()},
                         lambda: shown.extend(write_board(experiment)), produced=lambda: _board_whole(board)))
     return stages
+
+
+def _board_code() -> str:
+    """Hash of the code that turns a store into a board (analysis, comparison, report, taxonomy): a captrack that
+    computes or draws differently rewrites the board instead of reusing the one an older captrack wrote."""
+    import captrack
+
+    root = Path(str(captrack.__file__)).parent
+    files = sorted(p for sub in ("analysis", "compare", "report", "results") for p in (root / sub).glob("*.py"))
+    return config_hash([p.read_text() for p in files] + [(root / "taxonomy.py").read_text()])
 
 
 def _board_whole(folder: Path) -> bool:
