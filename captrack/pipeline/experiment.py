@@ -25,7 +25,8 @@ An experiment YAML::
 
 `pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
 with ``train:`` is post-trained from the base by the run itself (methods: sft, dpo, rl). ``model: vllm`` evaluates in
-the vLLM environment, ``python: PATH`` under that interpreter (captrack.pipeline.interpreters).
+the vLLM environment, ``python: PATH`` under that interpreter (captrack.pipeline.interpreters); with ``serve: vllm``
+its job starts a vLLM server and evaluates through it (captrack.lmeval.served).
 
 Generations made elsewhere: a checkpoint may give ``import: {format, path[, task][, allow_partial]}``
 instead of a model; its evaluation is `captrack import` (see captrack.imports). ``base`` may be a list
