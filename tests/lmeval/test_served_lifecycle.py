@@ -157,3 +157,17 @@ def test_vllm_server_command_passes_the_engine_arguments_as_flags() -> None:
     assert command[4:9] == ["/m", "--host", "127.0.0.1", "--port", "8123"]
     rest = command[9:]
     assert rest == ["--disable-uvicorn-access-log", "--dtype", "float32", "--max-model-len", "512", "--enforce-eager"]
+
+
+def test_the_server_log_lies_beside_the_job_s_log(tmp_path: Path) -> None:
+    """A job whose output goes to logs/<stage>.log (as the executors start it) gets logs/<stage>.vllm-server.log; a job
+    writing to a terminal or a pipe, the place it is given."""
+    job_log = tmp_path / "logs" / "eval-b-0.log"
+    job_log.parent.mkdir()
+    code = "from pathlib import Path; from captrack.lmeval.served import server_log; print(server_log(Path('/else.log')))"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with open(job_log, "w") as sink:
+        subprocess.run([sys.executable, "-c", code], stdout=sink, env=env, check=True, timeout=60)
+    assert job_log.read_text().strip() == str(tmp_path / "logs" / "eval-b-0.vllm-server.log")
+    piped = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=60)
+    assert piped.stdout.strip() == "/else.log"
