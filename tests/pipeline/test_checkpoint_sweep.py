@@ -98,13 +98,14 @@ def test_replay_gives_the_curves_the_callback_logged(tmp_path: Path, monkeypatch
 
 
 def _check_step_links(board: Path, caps: pd.DataFrame) -> None:
-    """Every point (drawn where the drift is defined) links to its list on the steps page, which holds
+    """Every point (drawn where the change in points is defined: a base score of 0 leaves relative drift undefined,
+    not the change) links to its list on the steps page, which holds
     step_flips.csv's items; the flip counts under the figure link there too."""
     import re
 
     svg = (board / "figures" / "drift_over_training.svg").read_text()
     drawn = re.findall(r'<a xlink:href="\.\./steps\.html#([^"]+)" target="_top">', svg)
-    assert sorted(drawn) == sorted(f"flips-sft-{int(r.step)}-{r.key}" for r in caps.dropna(subset=["drift_pct"]).itertuples())
+    assert sorted(drawn) == sorted(f"flips-sft-{int(r.step)}-{r.key}" for r in caps.dropna(subset=["oriented_change"]).itertuples())
     links = [f"flips-sft-{int(r.step)}-{r.key}" for r in caps.itertuples()]
     steps = (board / "steps.html").read_text()
     flips = pd.read_csv(board / "step_flips.csv")
