@@ -101,10 +101,23 @@ def _checkpoint(checkpoint: Checkpoint, dtype: str) -> Checkpoint:
 
 
 def apply_dtype(experiment: Experiment, choice: DtypeChoice) -> Experiment:
-    """`experiment` with every checkpoint evaluated in `choice.dtype` and every training in bfloat16 autocast or not."""
+    """`experiment` with every checkpoint evaluated in `choice.dtype` and every training in bfloat16 autocast or not;
+    where ``auto`` chose, the board's description says which dtype and which class of CPU made its numbers."""
     return replace(experiment, base=_checkpoint(experiment.base, choice.dtype),
                    other_bases=tuple(_checkpoint(c, choice.dtype) for c in experiment.other_bases),
-                   variants=tuple(_checkpoint(c, choice.dtype) for c in experiment.variants), dtype=choice.dtype)
+                   variants=tuple(_checkpoint(c, choice.dtype) for c in experiment.variants), dtype=choice.dtype,
+                   description=" ".join(filter(None, (experiment.description, made_with(choice)))))
+
+
+def made_with(choice: DtypeChoice) -> str:
+    """What a board made under ``dtype: auto`` says of its numbers' CPU class (empty for a dtype asked by name)."""
+    if not choice.reason.startswith(f"{AUTO}:"):
+        return ""
+    other = "float32" if choice.dtype == "bfloat16" else "bfloat16"
+    where = "without" if choice.dtype == "bfloat16" else "with"
+    return (f"These numbers were made in {choice.dtype} (dtype: auto; {choice.reason.removeprefix(f'{AUTO}: ')}). "
+            f"On a CPU {where} bfloat16 instructions auto picks {other}: a number's last digits, and a verdict near a "
+            "decision boundary, may then differ from this board's (not yet measured across CPU classes).")
 
 
 def uses_bf16(experiment: Experiment) -> bool:

@@ -12,7 +12,13 @@ from tinymodel import build_tiny_model
 from captrack.cli import main
 from captrack.errors import InputError
 from captrack.pipeline.cpu import bf16_features
-from captrack.pipeline.dtype_choice import apply_dtype, bf16_hardware, choose_dtype, uses_bf16
+from captrack.pipeline.dtype_choice import (
+    apply_dtype,
+    bf16_hardware,
+    choose_dtype,
+    made_with,
+    uses_bf16,
+)
 from captrack.pipeline.experiment import load_experiment
 from captrack.pipeline.quick_run import demo_experiment
 
@@ -40,6 +46,8 @@ def test_the_demo_becomes_float32_throughout_on_a_cpu_without_bf16() -> None:
     assert [c.train["bf16"] for c in chosen.variants if c.train] == [False, False, False] and not uses_bf16(chosen)
     same = apply_dtype(demo, choose_dtype("auto", "the CPU's amx_bf16"))
     assert same.checkpoints == demo.checkpoints  # where bfloat16 is fast the demo is what it always was
+    assert chosen.description.endswith(made_with(choose_dtype("auto", ""))) and "made in float32" in chosen.description
+    assert "made in bfloat16" in same.description  # the board says which dtype and CPU class made its numbers
 
 
 def test_the_demo_says_its_float32_choice_once_and_dtype_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -70,3 +78,12 @@ def test_a_float32_run_on_a_cpu_without_bf16_prints_no_dtype_warning(tmp_path: P
     assert "CPU bfloat16 features: amx_bf16 no, avx512_bf16 no" in text  # the stages did say what the CPU has
     assert "emulated" not in text and "--dtype auto" not in text
     assert "emulated" in bf16_features(f"flags : {AVX2}\n", {}, uses_bf16=True)  # what a bfloat16 stage is told
+
+
+def test_a_board_made_under_auto_says_which_dtype_and_cpu_class_made_it() -> None:
+    with_bf16 = made_with(choose_dtype("auto", "the CPU's avx512_bf16"))
+    assert with_bf16.startswith("These numbers were made in bfloat16 (dtype: auto; the CPU's avx512_bf16 has")
+    assert "On a CPU without bfloat16 instructions auto picks float32" in with_bf16
+    without = made_with(choose_dtype("auto", ""))
+    assert without.startswith("These numbers were made in float32") and "with bfloat16 instructions auto picks bfloat16" in without
+    assert made_with(choose_dtype("float32")) == "" and made_with(choose_dtype("bfloat16")) == ""  # asked by name
