@@ -82,6 +82,11 @@ MEANINGS: dict[str, str] = {
     "HOW": "the group's mean oriented change (points)",
     "significant_tasks": "tasks whose verdict's CI excludes 0", "tasks": "tasks compared",
     "n_variants": "variants of the algorithm", "n_tasks": "tasks pooled",
+    "ci_df": "algorithms.csv: degrees of freedom of the t quantile of the algorithm's CI (variants − 1; none below 3)",
+    "between_se": "algorithms.csv: the between-variant term of the algorithm's CI (the variants' spread / √k)",
+    "shared_se": "algorithms.csv: the shared base's term (the mean covariance of two variants' drifts over the joint "
+                 "item bootstrap)",
+    "ci_note": "algorithms.csv: how the algorithm's CI was made, or why there is none (fewer than 3 variants)",
     "n_forgotten": "items forgotten (right → wrong)", "n_gained": "items gained (wrong → right)",
     "n_collapse": "forgotten items the variant gives almost no mass (Q[â] < 0.4/k): mass forgetting",
     "n_drift": "forgotten items where the base's answer keeps its mass and trails by a near tie",
@@ -116,6 +121,7 @@ def _measure_notes() -> dict[str, str]:
 def file_columns() -> list[tuple[str, str, str, list[str], dict[str, str]]]:
     """(file, written by, one row per, its columns in order, meanings) for every table a comparison or board writes."""
     from captrack.analysis import distribution
+    from captrack.analysis.board_summary import ALGORITHM_COLUMNS
     from captrack.analysis.by_field import GROUP_STAT_COLUMNS
     from captrack.analysis.comparison import REPLICATE_COLUMNS
     from captrack.analysis.contrasts import MEASURE_COLUMNS
@@ -147,9 +153,7 @@ def file_columns() -> list[tuple[str, str, str, list[str], dict[str, str]]]:
         ("checkpoints.csv", board, "variant", ["variant", "base", "family", "size", "algorithm", "data", "CAN", "WILL",
                                                "HOW", "forgetting_adj", "backward_transfer_adj", "significant_tasks",
                                                "tasks"]),
-        ("algorithms.csv", board, "algorithm × capability or group",
-         ["algorithm", "key", "n_variants", "mean_rel_drift_pct", "ci_low", "ci_high", "forgetting",
-          "backward_transfer", "oriented_drift_pct"]),
+        ("algorithms.csv", board, "algorithm × capability or group", ALGORITHM_COLUMNS),
         ("curves.csv", both + " (trajectories)", "variant × step × (task, capability or group)", CURVE_COLUMNS),
         ("curve_summary.csv", both + " (trajectories)", "variant × capability", SUMMARY_COLUMNS),
         ("curve_items.csv", both + " (trajectories)", "item that churned", CHURN_ITEM_COLUMNS),
