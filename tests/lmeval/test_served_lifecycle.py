@@ -116,8 +116,9 @@ def test_a_server_never_healthy_is_stopped_at_the_deadline(tmp_path: Path) -> No
 
 
 JOB = textwrap.dedent("""\
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's background job inherits SIGINT ignored
     from captrack.lmeval.served import serve
     command, port, log = sys.argv[3:], int(sys.argv[1]), Path(sys.argv[2])
     with serve(command, port, log, deadline_s=60, grace_s=5) as server:

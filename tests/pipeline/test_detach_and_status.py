@@ -103,10 +103,18 @@ def test_status_shows_a_queued_local_job_of_a_dead_driver_as_lost(tmp_path: Path
 
 def test_after_ctrl_c_the_stages_jobs_are_stopped_not_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real Ctrl-C (SIGINT to this process) while a local worker runs: the worker is killed and recorded stopped."""
+    monkeypatch.setenv("CAPTRACK_GPUS", "0")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job inherits SIGINT ignored
+    try:
+        _interrupt_a_running_job(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_a_running_job(tmp_path: Path) -> None:
     from captrack.pipeline.dispatch import run_jobs
     from captrack.pipeline.executors.local import LocalExecutor
 
-    monkeypatch.setenv("CAPTRACK_GPUS", "0")
     manifest = _manifest(tmp_path)
     experiment = load_experiment(manifest)
     stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
