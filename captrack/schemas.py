@@ -50,6 +50,7 @@ __all__ = [
     "Retries",
     "Seconds",
     "Seed",
+    "ServeOptions",
     "Step",
     "VariantEntry",
     "check_value",
@@ -146,6 +147,15 @@ class _EntryLabels(VariantLabels):
         return VariantLabels.model_validate(self.model_dump(include=set(VariantLabels.model_fields)))
 
 
+class ServeOptions(_Config):
+    """``serve: {server: vllm, parallel: N}``: how a checkpoint's evaluation is served (captrack.lmeval.served)."""
+
+    server: Literal["vllm"] = Field(description="vllm: a vLLM OpenAI-compatible server the job starts")
+    parallel: StrictInt = Field(1, ge=1, le=64, description=(
+        "a whole number 1-64: lm-eval processes sending the checkpoint's task groups to the server at once (lm-eval "
+        "tokenises on one core; 1 on a CPU)"))
+
+
 class CheckpointEntry(_EntryLabels):
     """`base:` or one entry of `variants:`: its labels and how to obtain the model."""
 
@@ -162,8 +172,17 @@ class CheckpointEntry(_EntryLabels):
         "a whole number ≥ 1: the processes (one GPU each) a captrack-ds evaluation runs over"))
     python: Text = Field("", description=(
         "the interpreter (a path, text) its evaluation runs under, e.g. an environment with vllm and lm_eval"))
-    serve: Literal["", "vllm"] = Field("", description=(
-        "vllm: evaluate a model: vllm checkpoint through a vLLM server the job starts (lm-eval's local-completions)"))
+    serve: Literal["", "vllm"] | ServeOptions = Field("", description=(
+        "vllm: evaluate a model: vllm checkpoint through a vLLM server the job starts (lm-eval's local-completions); "
+        "or a mapping {server: vllm, parallel: N}"))
+
+    def served_by(self) -> str:
+        """The server its ``serve:`` names ("" when not served)."""
+        return self.serve.server if isinstance(self.serve, ServeOptions) else self.serve
+
+    def serve_parallel(self) -> int:
+        """Its ``serve:``'s lm-eval processes at once (``serve: vllm``: 1)."""
+        return self.serve.parallel if isinstance(self.serve, ServeOptions) else 1
 
 
 class FloorEntry(_Config):

@@ -34,8 +34,8 @@ from captrack.errors import CaptrackError
 if TYPE_CHECKING:
     from captrack.lmeval.evaluate import EvalSpec
 
-__all__ = ["SERVED_MODEL", "SERVERS", "Server", "ServerError", "completions_args", "evaluate_served", "free_port",
-           "serve", "server_log", "vllm_server_command"]
+__all__ = ["SERVED_MODEL", "SERVERS", "Server", "ServerError", "completions_args", "evaluate_served", "evaluate_through",
+           "free_port", "serve", "server_log", "vllm_server_command"]
 
 SERVERS = ("vllm",)
 """What ``serve:`` may name."""
@@ -203,12 +203,13 @@ def completions_args(server: Server, model_args: Mapping[str, Any]) -> dict[str,
 
 
 def evaluate_served(spec: EvalSpec, output_path: Path, cache_path: Path | None, *, python: str | None = None,
-                    log: Path | None = None, deadline_s: float = START_DEADLINE_S) -> Path:
+                    log: Path | None = None, deadline_s: float = START_DEADLINE_S, parallel: int = 1) -> Path:
     """Evaluate `spec` (a ``vllm`` model: its model_args vLLM's) through a vLLM server started for it; see the module.
 
     Args:
         python: the interpreter the server runs under (default: this one, the vLLM environment's in a stage job).
         log: the server's log (default: :func:`server_log` beside `output_path`).
+        parallel: lm-eval processes sending to the server at once (captrack.lmeval.served_groups).
 
     Returns:
         The results file written.
@@ -217,8 +218,6 @@ def evaluate_served(spec: EvalSpec, output_path: Path, cache_path: Path | None, 
         ServerError: the server did not start (its log named).
     """
     from importlib.util import find_spec
-
-    from captrack.lmeval.evaluate import evaluate_checkpoint
 
     missing = [name for name in _CLIENT_NEEDS if find_spec(name) is None]
     if missing:  # before the server's minutes of start-up
@@ -229,7 +228,30 @@ def evaluate_served(spec: EvalSpec, output_path: Path, cache_path: Path | None, 
     command = vllm_server_command(python or sys.executable, spec.model_args, port)
     print(f"serving {spec.model_args['pretrained']} with vLLM on 127.0.0.1:{port} (log: {log})", flush=True)
     started = time.monotonic()
-    with serve(command, port, log, env=_server_env(os.environ), deadline_s=deadline_s, what="the vLLM server") as server:
+    env = _server_env(os.environ)
+    with serve(command, port, log, env=env, deadline_s=deadline_s, what="the vLLM server") as server:
         print(f"vLLM server ready after {time.monotonic() - started:.0f} s", flush=True)
-        served = replace(spec, model=SERVED_MODEL, model_args=completions_args(server, spec.model_args))
-        return evaluate_checkpoint(served, output_path, cache_path)
+        return evaluate_through(server, spec, output_path, cache_path, parallel=parallel, server_env=env)
+
+
+def evaluate_through(server: Server, spec: EvalSpec, output_path: Path, cache_path: Path | None, *, parallel: int = 1,
+                     server_env: Mapping[str, str] | None = None) -> Path:
+    """Evaluate vLLM `spec` against the running `server` with lm-eval's ``local-completions`` (in `parallel` processes,
+    captrack.lmeval.served_groups), and record the run as an in-process vLLM run would be recorded, plus that it was
+    served (captrack.lmeval.served_record; `server_env` the server's environment, default this process's).
+
+    Returns:
+        The results file written.
+    """
+    from captrack.lmeval.evaluate import evaluate_checkpoint
+    from captrack.lmeval.served_groups import evaluate_in_groups
+    from captrack.lmeval.served_record import record_served, served_config
+
+    served = replace(spec, model=SERVED_MODEL, model_args=completions_args(server, spec.model_args))
+    if parallel > 1:
+        results = evaluate_in_groups(served, output_path, cache_path, parallel)
+    else:
+        results = evaluate_checkpoint(served, output_path, cache_path)
+    record_served(results, served_config(spec.model_args, server.url, SERVED_MODEL,
+                                         os.environ if server_env is None else server_env))
+    return results

@@ -90,6 +90,8 @@ class Checkpoint:
     """``python:``: the interpreter its evaluation runs under ("": captrack's; captrack.pipeline.interpreters)."""
     serve: str = ""
     """``serve: vllm``: its evaluation goes through a server the job starts (captrack.lmeval.served)."""
+    serve_parallel: int = 1
+    """``serve: {parallel: N}``: lm-eval processes sending to that server at once (captrack.lmeval.served_groups)."""
     batch_size: int = 0
     """Its evaluations' batch size (0: the experiment's; a ``floor:`` pair sets its own: captrack.pipeline.floor)."""
 
@@ -203,7 +205,8 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     if isinstance(model_args.get("pretrained"), str):
         model_args["pretrained"] = _beside(model_args["pretrained"], folder)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
-                      source=source, base=entry.base, python=manifest_python(entry.python, folder), serve=entry.serve)
+                      source=source, base=entry.base, python=manifest_python(entry.python, folder), serve=entry.served_by(),
+                      serve_parallel=entry.serve_parallel())
 
 
 def _beside(pretrained: str, folder: Path) -> str:
@@ -236,7 +239,8 @@ def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
     found = find_checkpoints(patterns, folder, label)
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), base=entry.base,
-                      python=manifest_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found), serve=entry.serve)
+                      python=manifest_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found),
+                      serve=entry.served_by(), serve_parallel=entry.serve_parallel())
 
 
 def trained_steps(variant: Checkpoint, workdir: Path, where: str) -> Checkpoint:

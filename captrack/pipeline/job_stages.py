@@ -197,7 +197,8 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
                 "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
                 "samples": {task: list(range(n)) for task, n in experiment.items.items()} or None}
         python = stage_python(checkpoint.model, checkpoint.python, f"{experiment.source}: checkpoint {checkpoint.name!r}")
-        served = {"serve": checkpoint.serve} if checkpoint.serve else {}  # the job starts a server (captrack.lmeval.served)
+        served: dict[str, Any] = {"serve": checkpoint.serve} if checkpoint.serve else {}  # the job starts a server
+        served |= {"parallel": checkpoint.serve_parallel} if served and checkpoint.serve_parallel > 1 else {}
         return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache), **served},
                         _eval_needs(experiment, checkpoint, spec, threads), python=python or "")
 

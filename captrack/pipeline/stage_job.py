@@ -32,7 +32,7 @@ JOB_KINDS: Registry[Callable[[dict[str, Any]], Any]] = Registry("stage job kind"
 @JOB_KINDS.register("evaluate")
 def _evaluate(args: dict[str, Any]) -> Any:
     """lm-eval on one checkpoint: ``{"spec": EvalSpec fields, "out": folder, "cache": request cache or null}``, through a
-    server this job starts when ``"serve"`` names one (captrack.lmeval.served)."""
+    server this job starts when ``"serve"`` names one (captrack.lmeval.served), ``"parallel"`` lm-eval processes at once."""
     from captrack.lmeval.evaluate import EvalSpec, evaluate_checkpoint
 
     out = Path(args["out"])
@@ -43,7 +43,7 @@ def _evaluate(args: dict[str, Any]) -> Any:
     if args.get("serve"):
         from captrack.lmeval.served import evaluate_served
 
-        return evaluate_served(spec, out, cache)
+        return evaluate_served(spec, out, cache, parallel=int(args.get("parallel", 1)))
     return evaluate_checkpoint(spec, out, cache)
 
 
