@@ -33,6 +33,10 @@ def add_run_parser(sub: Any) -> None:
                      help="every checkpoint's dtype and every training's bfloat16 autocast, over the experiment's dtype: "
                           "auto is bfloat16 where the hardware has bfloat16 arithmetic (a CUDA GPU, a CPU with AMX or "
                           "AVX512-BF16), else float32 (the demo's default)")
+    run.add_argument("--prepare", action="store_true",
+                     help="fetch on this host what the jobs would need the network for (hub models and tokenizers, "
+                          "official task data) into the Hugging Face cache (HF_HOME) they read, build every task once, "
+                          "and return; with HF_HUB_OFFLINE=1 a run missing any of it is refused before it submits")
     run.add_argument("--status", action="store_true",
                      help="list every stage with its state, executor, job id, host and GPU-hours, and return (runs nothing)")
     run.set_defaults(func=cmd_run)
@@ -86,6 +90,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print_status(experiment, console)
         return 0
+    from captrack.pipeline.prepare import check_prepared, prepare
+
+    if args.prepare:
+        prepare(experiment, console)
+        return 0
+    check_prepared(experiment)  # offline here and in the jobs: what they would fetch is refused before any submission
     shown: list[Any] = []  # this run's comparisons (what its board shows): the gate reads these, never a file
     timings = run_experiment(experiment, dry_run=args.dry_run, console=console, wait=args.wait,
                              board=shown if wants_gate(args) else None, executor=args.executor, detach=args.detach)
