@@ -70,7 +70,9 @@ MEANINGS: dict[str, str] = {
     "delta": "variant − base (a fraction)", "delta_ci_low": "paired bootstrap 95% CI", "delta_ci_high": "paired bootstrap 95% CI",
     "step": "training step", "since": "the step compared against (the base before the first)",
     "drift_pct": "relative drift at this step: % of base",
-    "first_step_significant": "the earliest step whose change Holm's test over the trajectory's steps rejects (5%)",
+    "first_step_significant": ("the first step significant after control over K steps (windows of consecutive steps, max-T): "
+                               "the earliest end of a window whose paired change of the items' mean over its "
+                               "checkpoints clears the scan's critical value (family-wise 5%)"),
     "n_steps": "steps examined", "final_step": "the last step", "final_drift_pct": "drift at the last step: % of base",
     "trend_pct_per_step": "least-squares slope of drift over steps: % of base per step",
     "trend_ci_low": "95% CI of the slope", "trend_ci_high": "95% CI of the slope",

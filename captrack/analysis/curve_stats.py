@@ -1,19 +1,15 @@
 """Per-capability statistics of a trajectory: first significant step, trend over steps, item churn.
 
-- *First significant step*: the earliest step whose capability verdict is regressed or improved *after control
-  over the K steps examined*: Holm's (1979) step-down test at a family-wise error of 5% over the steps' own
-  verdict p-values (the p of the test each step's 95% CI inverts, with the shared-item and cluster corrections of
-  capabilities.csv). Looking at K steps with each step's own 5% rule flags an unchanged model in about
-  1 − 0.95^K of trajectories (38% at K = 10, 62% at K = 20); with Holm the chance that any step of an unchanged
-  capability is called significant is at most 5%, whatever the dependence between steps (they share the base).
-  Holm was chosen by measurement over a simultaneous max-|z| band from the shared item resamples: with fresh
-  checkpoints the steps are nearly independent, so even a band with the exact (oracle) critical value gains only
-  2 points of power against a −4-point change from step K/2 where Holm meets 85% (2 tasks of 300 items: 91.6 →
-  93.4% at K = 10), and 2–8 points where nothing per-step reaches it (1 task of 300: 59 → 61% at K = 10, 64 →
-  72% at K = 20); a band from item resamples would put its critical value in the resamples' far tail (p ≈ 0.004)
-  and needs resamples the callback and `--bootstrap 0` do not draw. With drifting (correlated) checkpoints Holm is
-  conservative (0.5–1% false alarms). Figures: tests/benchmarks/bench_calibration.py, section `curves`. A one-step
-  trajectory's first step is the end point's verdict.
+- *First significant step*: the first step significant after control over the K steps examined: the window scan
+  of captrack.analysis.curve_windows (max-T over every window of consecutive steps, each window the paired change of
+  its items' mean over its checkpoints; a one-step window is that step's own verdict, with the shared-item and
+  cluster corrections of capabilities.csv). An unchanged capability gets one in at most 5% of trajectories (each
+  step's own 5% rule alone: about 1 − 0.95^K, 40% at K = 10), and a change is dated before its onset in at most
+  5%. It replaced Holm's step-down test over the steps' own p-values (`first_significant_step`, kept for the
+  harness's comparison), which has the same guarantee but cannot pool a sustained change's evidence over steps:
+  against a −4-point change from step K/2 of one task of 300 items Holm finds it in 59% of trajectories at
+  K = 10, the scan in about 87% (tests/benchmarks/bench_calibration.py, section `curves`). A one-step trajectory's
+  first step is the end point's verdict.
 - *Trend*: the least-squares slope of the capability's drift (percent) over steps, with a CI from the
   same bootstrap resamples at every step (items drawn once per resample and reused across steps), so
   the CI is paired over items.
@@ -34,6 +30,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from captrack.analysis.curve_windows import MemberSteps, first_step
 from captrack.analysis.stats import percentile_ci
 from captrack.analysis.verdicts import holm_rejected
 from captrack.taxonomy import Taxonomy
@@ -49,8 +46,9 @@ CHURN_ITEM_COLUMNS = ["variant", "algorithm", "task", "metric", "doc_id", "doc_h
 STEP_FLIP_COLUMNS = ["variant", "algorithm", "step", "since", "capability", "task", "metric", "doc_id", "doc_hash",
                      "change"]
 Boot = Mapping[tuple[str, str, str], NDArray[np.float64]]
+Windowed = tuple[list[MemberSteps], float | None]  # a capability's members over the steps, cluster df
 FIRST_STEP_ALPHA = 0.05
-"""Family-wise error of first_step_significant over a trajectory's steps (Holm)."""
+"""Family-wise error of first_step_significant over a trajectory's steps."""
 SIGNIFICANT = ("regressed", "improved")
 
 
@@ -65,8 +63,9 @@ def spent_alpha(k: int, alpha: float = FIRST_STEP_ALPHA) -> float:
 
 def first_significant_step(steps: list[int], verdicts: list[str], p_values: list[float],
                            alpha: float = FIRST_STEP_ALPHA) -> int | None:
-    """The earliest step whose verdict is regressed or improved and whose p-value Holm's test rejects at
-    family-wise error `alpha` over the steps with a p-value (None: no step); see the module docstring."""
+    """Holm's rule, which first_step_significant used before the window scan: the earliest step whose verdict is
+    regressed or improved and whose p-value Holm's test rejects at family-wise error `alpha` over the steps with a
+    p-value (None: no step); see the module docstring."""
     rejected = holm_rejected(p_values, alpha)
     return next((s for s, v, r in zip(steps, verdicts, rejected, strict=True) if r and v in SIGNIFICANT), None)
 
@@ -83,8 +82,14 @@ def trend_slopes(steps: NDArray[np.float64], values: NDArray[np.float64]) -> NDA
 
 
 def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.DataFrame], boots: Mapping[int, Boot],
-                       churn: pd.DataFrame, taxonomy: Taxonomy, level: float = 0.95) -> pd.DataFrame:
-    """One row per capability the trajectory measures (columns SUMMARY_COLUMNS)."""
+                       churn: pd.DataFrame, taxonomy: Taxonomy, level: float = 0.95,
+                       windows: Mapping[str, Windowed] | None = None) -> pd.DataFrame:
+    """One row per capability the trajectory measures (columns SUMMARY_COLUMNS).
+
+    `windows`: per capability, its oriented members' item changes over the trajectory's steps and the cluster
+    degrees of freedom (curve_windows.trajectory_members), for the window scan of first_step_significant; a
+    capability without them is scanned on its steps' own verdicts alone."""
+    windows = windows or {}
     rows = []
     steps = sorted(per_step)
     counts = _churn_counts(churn, taxonomy)
@@ -93,10 +98,9 @@ def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.D
             drifts = np.array([_capability_value(per_step[s], cap.key, "drift_pct") for s in steps])
             if np.isnan(drifts).all():
                 continue
-            first = first_significant_step(steps, [_capability_verdict(per_step[s], cap.key) for s in steps],
-                                           [_capability_value(per_step[s], cap.key, "p_value") for s in steps])
             members = [(variant, m.task, m.metric) for m in cap.members]
             scored = [i for i, d in enumerate(drifts) if not math.isnan(d)]
+            first = _first_step([steps[i] for i in scored], scored, per_step, cap.key, windows.get(cap.key))
             x = np.array([steps[i] for i in scored], dtype=float)
             slope = float(trend_slopes(x, drifts[scored])[0])
             samples = _capability_samples([boots[steps[i]] for i in scored], members)
@@ -112,6 +116,16 @@ def capability_summary(variant: str, algorithm: str, per_step: Mapping[int, pd.D
     frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     frame["first_step_significant"] = frame["first_step_significant"].astype("Int64")
     return frame
+
+
+def _first_step(steps: list[int], at: list[int], per_step: Mapping[int, pd.DataFrame], key: str,
+                windowed: Windowed | None) -> int | None:
+    """The first significant step of the capability's scored steps (`at`: their columns among all steps) by the
+    window scan of captrack.analysis.curve_windows."""
+    members, df = windowed if windowed is not None else ([], None)
+    return first_step(steps, [MemberSteps(m.changes[:, at], m.units) for m in members],
+                      [_capability_verdict(per_step[s], key) for s in steps],
+                      [_capability_value(per_step[s], key, "p_value") for s in steps], df)
 
 
 def _capability_value(frame: pd.DataFrame, key: str, column: str) -> float:

@@ -27,11 +27,17 @@ from captrack.analysis.curve_stats import (
     item_churn,
     step_flips,
 )
+from captrack.analysis.curve_windows import trajectory_members
 from captrack.analysis.drift import aggregate_capabilities, relative_drift, with_membership
 from captrack.analysis.item_rows import one_row_items, pandas_mean
 from captrack.analysis.power import power_table
 from captrack.analysis.transitions import Transitions, chance_weight, count_transitions
-from captrack.analysis.verdict_tables import Clusters, capability_verdicts, drift_verdicts
+from captrack.analysis.verdict_tables import (
+    Clusters,
+    capability_verdicts,
+    drift_verdicts,
+    item_labels,
+)
 from captrack.analysis.verdicts import DEFAULT_MARGIN
 from captrack.errors import UnknownNameError
 from captrack.labels import VariantLabels
@@ -92,8 +98,11 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
         per_step: dict[int, pd.DataFrame] = {}
         boots: dict[int, dict[tuple[str, str, str], NDArray[np.float64]]] = {}
         means: dict[int, Items] = {}
+        identities: dict[int, Clusters] = {}
         for step, paired in sorted(trajectory.steps.items()):
             means[step] = item_means(paired)
+            identities[step] = item_labels(paired, paired.items["doc_hash"].astype(str) + "\x1f"
+                                           + paired.items["occ"].astype(str))
             clusters = trajectory.clusters.get(step) or None
             boots[step] = bootstrap_drift(means[step], n_resamples, seed, clusters)
             per_step[step] = _step_rows(trajectory, step, paired, means[step], boots[step], taxonomy, level, margin)
@@ -101,8 +110,10 @@ def curve_tables(trajectories: Sequence[Trajectory], taxonomy: Taxonomy, n_resam
         binary, lower = _binary_items(trajectory, per_step), _lower_is_better(means)
         churn = item_churn(trajectory.variant, trajectory.labels.algorithm, binary, lower)
         flips.append(step_flips(trajectory.variant, trajectory.labels.algorithm, binary, lower, taxonomy))
+        windows = trajectory_members(trajectory.variant, means, identities, trajectory.clusters, trajectory.sources,
+                                     taxonomy)
         summaries.append(capability_summary(trajectory.variant, trajectory.labels.algorithm, per_step, boots, churn, taxonomy,
-                                            level))
+                                            level, windows))
         churns.append(churn)
     curves = pd.concat(frames, ignore_index=True)[CURVE_COLUMNS] if frames else pd.DataFrame(columns=CURVE_COLUMNS)
     summary = pd.concat(summaries, ignore_index=True) if summaries else pd.DataFrame(columns=SUMMARY_COLUMNS)

@@ -28,9 +28,11 @@ INTRO = ("Every saved step of a trajectory is compared with the base exactly lik
          "(points, + better) per capability at each step, from step 0 (the base itself, hollow); band: the verdict's "
          "95% CI; grey: the MDE band (changes inside it go undetected with 80% power). The table's final drift and trend "
          "are relative drift (% of base), CapTrack's unit. First significant step: the first step significant after "
-         "control over the K steps examined: the earliest step whose verdict is regressed or improved and whose "
-         "p-value Holm's test rejects at a family-wise 5% over the K steps, so an unchanged capability gets one in at "
-         "most 5% of trajectories (each step's own 5% rule alone: 1 − 0.95^K, 40% at K = 10). Trend: least-squares slope of drift over steps, CI from the same item resamples "
+         "control over K steps (windows of consecutive steps, max-T): every window of consecutive steps is tested on "
+         "the paired change of its items' mean over its checkpoints, with one critical value for all windows from "
+         "their joint null (short windows penalised), and the first step is the earliest end of a significant window; "
+         "an unchanged capability gets one in at most 5% of trajectories, and a change is dated before its onset in at "
+         "most 5% (each step's own 5% rule alone: 1 − 0.95^K, 40% at K = 10). Trend: least-squares slope of drift over steps, CI from the same item resamples "
          "at every step. Churn: items forgotten at a step and right again later, and gained then lost.")
 FLIPS_INTRO = ("Items that flipped at each step, against the step evaluated before it (the base before the first): "
                "forgotten (right before, wrong now) / gained. Each count, and each point of the drift figure, leads "
@@ -147,7 +149,7 @@ def _trend_unit(summary: pd.DataFrame) -> int:
 
 def _summary_cells(row: Any, unit: int) -> list[str]:
     first = "not yet" if pd.isna(row.first_step_significant) else f"{int(row.first_step_significant)}"
-    first += f" (K = {int(row.n_steps)})"  # the steps Holm's control runs over (captrack.analysis.curve_stats)
+    first += f" (K = {int(row.n_steps)})"  # the steps the window scan controls over (analysis.curve_windows)
     trend = "n/a" if pd.isna(row.trend_pct_per_step) else (
         f"{unit * row.trend_pct_per_step:+.2f} [{unit * row.trend_ci_low:+.2f}, {unit * row.trend_ci_high:+.2f}]"
         if not pd.isna(row.trend_ci_low) else f"{unit * row.trend_pct_per_step:+.2f}")
@@ -157,7 +159,7 @@ def _summary_cells(row: Any, unit: int) -> list[str]:
 
 
 def _header(unit: int) -> list[str]:
-    return ["variant", "algorithm", "capability", "first significant step (Holm over its K steps)",
+    return ["variant", "algorithm", "capability", "first significant step (max-T over windows of its K steps)",
             "final relative drift (% of base, CapTrack-compatible)",
             f"trend, relative drift % of base per {unit:,} step{'s' if unit > 1 else ''} [95% CI]", "forgotten → regained",
             "gained → lost"]

@@ -21,7 +21,8 @@ for a capability that did not change at any step, the probability that it is *ev
 looks and whatever rule decides when to stop (on a flag included), is at most α (a union bound over looks, valid
 under any dependence between steps, which share the base), as far as each step's p-value is valid. It holds per
 capability: over 14 capabilities, up to 14α. The price is power at late looks (α_10 = 0.03%); compare's
-first_step_significant, computed once every step is in, uses Holm over the K steps instead.
+first_step_significant, computed once every step is in, uses the window scan over the K steps instead
+(captrack.analysis.curve_windows).
 """
 
 from __future__ import annotations

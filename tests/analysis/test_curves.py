@@ -16,7 +16,7 @@ import pytest
 from fakeruns import FakeTask, write_run
 
 from captrack.analysis.bootstrap import resample_counts
-from captrack.analysis.curve_stats import first_significant_step
+from captrack.analysis.curve_windows import MemberSteps, scan_windows
 from captrack.cli import main
 from captrack.report.over_training import curve_figures
 
@@ -128,9 +128,15 @@ def _check_summary(summary: pd.DataFrame, caps: pd.DataFrame, root: Path, items:
     beyond = [s for s in STEPS if caps.loc[s, "change_ci_high"] < 0 or caps.loc[s, "change_ci_low"] > 0]
     assert beyond, "the fixture's facts decay should leave noise"
     assert all((caps.loc[s, "verdict"] in ("regressed", "improved")) == (s in beyond) for s in STEPS)
-    # first_step_significant: the earliest step Holm's test rejects over the K steps' own p-values (issue 53)
-    assert row["first_step_significant"] == first_significant_step(list(STEPS), list(caps["verdict"]),
-                                                                   list(caps["p_value"]))
+    # first_step_significant: the window scan over the K steps (issue 53), recomputed from the samples files: each
+    # member's items x steps changes (points), each item its own unit, and the steps' own verdicts and p-values
+    members = []
+    for task, metric in ((FACTS, "acc"), (SKILLS, "exact_match")):
+        base = _values(root / "base", task, metric)
+        changes = np.column_stack([100.0 * (_values(root / f"sft{s}", task, metric) - base).to_numpy() for s in STEPS])
+        members.append(MemberSteps(changes, [f"{task}/{h}" for h in base.index]))
+    scan = scan_windows(list(STEPS), members, list(caps["verdict"]), list(caps["p_value"]))
+    assert row["first_step_significant"] == scan.first_step
     assert not pd.isna(row["first_step_significant"])
     assert np.isclose(row["trend_pct_per_step"], np.polyfit(STEPS, caps["drift_pct"].to_numpy(), 1)[0])
     assert row["trend_ci_low"] <= row["trend_pct_per_step"] <= row["trend_ci_high"]
