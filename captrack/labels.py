@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-__all__ = ["LABEL_KEYS", "MAX_SEED", "MAX_STEP", "Label", "Seed", "Step", "VariantLabels"]
+__all__ = ["FLOOR_ALGORITHM", "LABEL_KEYS", "MAX_SEED", "MAX_STEP", "Label", "Seed", "Step", "VariantLabels"]
 
 MAX_STEP = 2**63 - 1
 """The largest training step a store holds (a signed 64-bit integer)."""
@@ -29,6 +29,8 @@ Step = Annotated[StrictInt, Field(ge=0, le=MAX_STEP, description=f"a training st
 
 LABEL_KEYS = ("algorithm", "family", "size", "data")
 """The labels a board groups variants by, in the order pages show them."""
+FLOOR_ALGORITHM = "floor"
+"""The algorithm of a backend's A/A floor pair (captrack.pipeline.floor): a reference, never gated as a variant."""
 
 
 class VariantLabels(BaseModel):

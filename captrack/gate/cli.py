@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["REPORT_FILES", "add_gate_options", "add_gate_parser", "apply_policy", "check_report_folder",
-           "gate_comparisons", "item_limit", "read_tables", "wants_gate"]
+           "gate_comparisons", "item_limit", "read_tables", "wants_gate", "without_floor"]
 
 REPORT_FILES = ("gate.md", "gate.json", "gate-junit.xml")
 """What a gate writes into its report folder: Markdown, JSON and JUnit XML."""
@@ -65,11 +65,11 @@ def gate_comparisons(console: Any, comparisons: list[Any], args: argparse.Namesp
 
     if not comparisons or not (args.fail_on or getattr(args, "gate", None)):
         return 0
-    capabilities = pd.concat([c.capabilities for c in comparisons], ignore_index=True)
-    drift = pd.concat([c.drift for c in comparisons], ignore_index=True)
+    tables = [pd.concat([getattr(c, name) for c in comparisons], ignore_index=True)
+              for name in ("capabilities", "drift", "transitions")]
+    capabilities, drift, transitions = without_floor(console, *tables)
     statuses = [gate(console, capabilities, args.fail_on, drift)]
     if getattr(args, "gate", None):
-        transitions = pd.concat([c.transitions for c in comparisons], ignore_index=True)
         policy = getattr(args, "gate_policy", None) or args.gate
         statuses.append(apply_policy(console, policy, capabilities, drift, transitions, args.gate_report, comparisons))
     status = max(statuses, key=lambda s: (s == 3, s != 0))
@@ -77,6 +77,21 @@ def gate_comparisons(console: Any, comparisons: list[Any], args: argparse.Namesp
         console.print(f"exit {status}: --fail-on {args.fail_on} gave {statuses[0]}, the policy {statuses[1]} "
                       "(either gate failing gives 3)", highlight=False, markup=False)
     return status
+
+
+def without_floor(console: Any, *tables: Any) -> tuple[Any, ...]:
+    """`tables` without the rows of a backend's A/A floor pair (algorithm ``floor``, captrack.pipeline.floor): the
+    floor is what the backend alone flips, a reference to read variants against, never a variant a gate passes or
+    fails. Says which it left out; a table without an algorithm column is as it was."""
+    from captrack.labels import FLOOR_ALGORITHM
+
+    floors = sorted({str(v) for t in tables if "algorithm" in t.columns for v in
+                     t.loc[t["algorithm"].astype(str) == FLOOR_ALGORITHM, "variant"]})
+    if not floors:
+        return tables
+    console.print(f"not gated: {', '.join(floors)} (algorithm {FLOOR_ALGORITHM}: the backend's A/A floor, a reference)",
+                  highlight=False, markup=False)
+    return tuple(t[t["algorithm"].astype(str) != FLOOR_ALGORITHM] if "algorithm" in t.columns else t for t in tables)
 
 
 def apply_policy(console: Any, policy: Any, capabilities: Any, drift: Any, transitions: Any,
@@ -174,5 +189,5 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     if args.report:
         check_report_folder(args.report, "nothing was decided")
     console = Console(stderr=True, soft_wrap=True)
-    capabilities, drift, transitions = read_tables(args.comparison)
+    capabilities, drift, transitions = without_floor(console, *read_tables(args.comparison))
     return apply_policy(console, policy, capabilities, drift, transitions, args.report)

@@ -16,11 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from captrack.errors import InputError
+from captrack.labels import FLOOR_ALGORITHM
 
-__all__ = ["FLOOR_ALGORITHM", "FloorPair", "floor_name", "floor_pair"]
-
-FLOOR_ALGORITHM = "floor"
-"""The algorithm label of a floor pair's second evaluation."""
+__all__ = ["FLOOR_ALGORITHM", "FloorPair", "floor_name", "floor_pair"]  # FLOOR_ALGORITHM: owned by captrack.labels
 
 
 @dataclass(frozen=True)
