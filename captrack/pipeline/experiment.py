@@ -21,6 +21,7 @@ An experiment YAML::
       - {name: sft, model: hf, model_args: {pretrained: /path}, algorithm: SFT, data: ...}
       - {name: dpo, train: {method: dpo, steps: 20, rows: 160}, algorithm: DPO}   # trained by the run
       - {name: rl, model: vllm, model_args: {pretrained: /path, dtype: bfloat16, tensor_parallel_size: 2}}
+      - {name: lora, model_args: {pretrained: /path, adapter: out/lora}}   # a PEFT adapter (captrack.backends.adapters)
     floor: {batch_sizes: [8, 16]}        # the base again at batch size 16: its backend's A/A floor (variants may be [])
 
 `pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
@@ -55,6 +56,7 @@ from typing import Any
 import yaml
 
 from captrack.backends import check_model_name
+from captrack.backends.adapters import check_adapter
 from captrack.bounded import load_yaml, read_text
 from captrack.errors import InputError, UnknownNameError
 from captrack.labels import VariantLabels
@@ -204,6 +206,7 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     model_args = dict(entry.model_args)
     if isinstance(model_args.get("pretrained"), str):
         model_args["pretrained"] = _beside(model_args["pretrained"], folder)
+    model_args = check_adapter(entry.name, entry.model, model_args, where, folder, bool(entry.serve))  # a PEFT adapter
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
                       source=source, base=entry.base, python=manifest_python(entry.python, folder), serve=entry.served_by(),
                       serve_parallel=entry.serve_parallel())

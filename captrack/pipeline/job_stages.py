@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from captrack.backends import LOCAL_HF
+from captrack.backends.adapters import adapter_fingerprint
 from captrack.errors import InputError
 from captrack.lmeval.vllm_shim import VLLM_MODEL
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
@@ -191,7 +192,8 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
 
     def job(threads: int) -> StageJob:
         args = model_args()
-        cache = experiment.work.request_cache(checkpoint.name, seed, fingerprint(Path(args["pretrained"])), step)
+        identity = fingerprint(Path(args["pretrained"])) + adapter_fingerprint(args)  # a changed adapter: new answers
+        cache = experiment.work.request_cache(checkpoint.name, seed, identity, step)
         spec = {"model_args": args, "tasks": list(experiment.tasks), "model": checkpoint.model,
                 "batch_size": checkpoint.batch_size or experiment.batch_size, "limit": experiment.limit,
                 "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
@@ -207,7 +209,8 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
         return {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
                 "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
                 "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
-                "weights": fingerprint(Path(model_args()["pretrained"]))} | ({"items": experiment.items} if experiment.items else {}) \
+                "weights": fingerprint(Path(model_args()["pretrained"])) + adapter_fingerprint(checkpoint.model_args)} \
+            | ({"items": experiment.items} if experiment.items else {}) \
             | ({"step": step} if step is not None else {}) | ({"ranks": checkpoint.ranks} if checkpoint.ranks > 1 else {}) \
             | ({"batch_size": checkpoint.batch_size} if checkpoint.batch_size else {}) \
             | ({"serve": checkpoint.serve} if checkpoint.serve else {}) \
