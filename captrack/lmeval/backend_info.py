@@ -12,7 +12,7 @@ import os
 from importlib import metadata
 from typing import Any
 
-__all__ = ["BACKEND_VERSION_KEY", "BATCH_INVARIANT_ENV", "BATCH_INVARIANT_KEY", "backend_info"]
+__all__ = ["BACKEND_VERSION_KEY", "BATCH_INVARIANT_ENV", "BATCH_INVARIANT_KEY", "backend_info", "record_on_save"]
 
 BACKEND_VERSION_KEY = "backend_version"
 BATCH_INVARIANT_KEY = "vllm_batch_invariant"
@@ -46,3 +46,24 @@ def backend_info(model: str, env: dict[str, str] | None = None) -> dict[str, Any
         flag = env.get(BATCH_INVARIANT_ENV, "0").strip().lower()
         info[BATCH_INVARIANT_KEY] = "on" if flag not in ("", "0", "false", "no", "off") else "off"
     return info
+
+
+def record_on_save() -> None:
+    """Make lm-eval's EvaluationTracker add :func:`backend_info` of the run's model type to each results file's
+    ``config`` as it saves it: `captrack-eval` is lm-eval's own CLI, which saves without captrack.lmeval.evaluate.
+    Keys lm-eval already wrote stay as they are; calling it again changes nothing."""
+    from lm_eval.loggers import EvaluationTracker
+
+    original = EvaluationTracker.save_results_aggregated
+    if getattr(original, "captrack_backend_info", False):
+        return
+
+    def save(self: Any, results: dict[str, Any], samples: dict[str, Any] | None = None) -> None:
+        config = results.get("config") if isinstance(results, dict) else None
+        if isinstance(config, dict) and isinstance(config.get("model"), str):
+            for key, value in backend_info(config["model"]).items():
+                config.setdefault(key, value)
+        original(self, results=results, samples=samples)
+
+    save.__dict__["captrack_backend_info"] = True
+    EvaluationTracker.save_results_aggregated = save

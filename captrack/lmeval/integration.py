@@ -142,5 +142,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     _accept_path_lists()
     from lm_eval.__main__ import cli_evaluate
 
+    from captrack.lmeval.backend_info import record_on_save
+
+    record_on_save()  # the backend's version (and vLLM's batch invariance) in each results file, as `captrack run` does
+
     sys.argv = [sys.argv[0], *_with_include_path(_resolve_aliases(args))]
     cli_evaluate()
