@@ -35,6 +35,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 AGREEMENT = 0.99
 TEXTS = ["Question: What is the capital of France?\nAnswer: Paris", "Question: the opposite of hot is\nAnswer: cold"] * 20
+DEEPSPEED = ("captrack-ds needs deepspeed (the dev extra has it)" if importlib.util.find_spec("deepspeed") is None else
+             "DeepSpeed JIT-compiles its CPU all-reduce op and needs a C++ compiler (apt-get install g++)"
+             if not (shutil.which("c++") or shutil.which("g++")) else None)
+"""Why captrack-ds cannot run here (None: it can)."""
 _LAUNCH_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "LOCAL_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -90,16 +94,16 @@ def main_runs(adapter_pair: tuple[Path, Path], tmp_path_factory: pytest.TempPath
     base, lora = adapter_pair
     args = {"pretrained": str(base), "dtype": "float32"}
     runs = [{"name": "hf-base", "model": "hf", "model_args": args},
-            {"name": "hf-peft", "model": "hf", "model_args": {**args, "adapter": str(lora)}},
-            {"name": "ds-merged", "model": "captrack-ds", "model_args": {**args, "adapter": str(lora), "mode": "tp"}}]
+            {"name": "hf-peft", "model": "hf", "model_args": {**args, "adapter": str(lora)}}]
+    if DEEPSPEED is None:
+        runs.append({"name": "ds-merged", "model": "captrack-ds", "model_args": {**args, "adapter": str(lora), "mode": "tp"}})
     out = tmp_path_factory.mktemp("adapter-runs")
     env = _env(out / "cache")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     return _drive(sys.executable, out, runs, env)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="captrack-ds needs deepspeed (the dev extra)")
-@pytest.mark.skipif(not (shutil.which("c++") or shutil.which("g++")), reason="DeepSpeed JIT-compiles its CPU op: needs g++")
+@pytest.mark.skipif(DEEPSPEED is not None, reason=str(DEEPSPEED))
 def test_hf_with_peft_and_captrack_ds_merged_agree_and_the_adapter_counts(main_runs: Path) -> None:
     base, peft, merged = (_loglikelihoods(main_runs / name) for name in ("hf-base", "hf-peft", "ds-merged"))
     agreement = _agreement(peft, merged)
