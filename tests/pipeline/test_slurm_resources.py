@@ -66,8 +66,8 @@ def test_the_array_cap_and_the_signal_reach_the_script() -> None:
     script = _script({"array_parallelism": 1, "signal": "USR2@300", "time": 30 * 60}, EVAL, count=50)
     assert "#SBATCH --array=0-49%1" in script and "#SBATCH --signal=USR2@300" in script
     assert "export SUBMITIT_PREEMPT_SIGNAL=USR2" in script
-    short = _script({"time": 1}, EVAL)  # the default signal, never earlier than half the time limit
-    assert "#SBATCH --signal=USR1@30" in short
+    short = _script({"time": 1}, EVAL)  # the default signal: Slurm sends it 15-45 s before a 1-minute limit
+    assert "#SBATCH --signal=USR1@15" in short
 
 
 def test_an_apptainer_container_wraps_the_jobs_python() -> None:
@@ -91,6 +91,8 @@ def test_an_apptainer_container_wraps_the_jobs_python() -> None:
     ({"signal": "KILL@60"}, "is not USR1@SECONDS"),
     ({"signal": "B:USR1@60"}, "is not USR1@SECONDS"),
     ({"signal": "USR1@120", "time": 2}, "comes at or before the job's start"),
+    ({"signal": "USR1@50", "time": 1}, "up to 30 s early"),  # Slurm sent it at the start: the job died of it
+    ({"requeues": -1}, "executor requeues -1 is not a whole number"),
     ({"container": "img.sqsh"}, "container must be a mapping with an image"),
     ({"container": {"image": "a b"}}, "not one word on one line"),
     ({"container": {"image": "i", "runtime": "docker"}}, "runtime 'docker'"),

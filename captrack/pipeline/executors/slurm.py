@@ -16,6 +16,7 @@ An experiment chooses it with an ``executor:`` block (or ``captrack run --execut
       setup: ["module load cuda/12.4", "source ~/venvs/captrack/bin/activate"]   # run before the job
       array_parallelism: 8      # an array's tasks running at once (--array=0-N%8; default: all)
       signal: USR1@120          # the pre-limit signal (default): the job requeues itself, resuming from its cache
+      requeues: 3               # requeues on a time-out before a job fails (submitit's max_num_timeout; default 3)
       container: {image: /shared/captrack.sqsh, mounts: ["/shared:/shared"]}   # runtime: pyxis (default) | apptainer
       train: {partition: gpu, gpus: 1, time: "08:00:00"}      # a stage kind's own resources (train:, evaluate:)
       evaluate: {partition: eval, time: 60}
@@ -91,7 +92,7 @@ class SlurmExecutor(Executor):
     poll_every_s = 1.0
     can_detach = True
     options_allowed = ("partition", "account", "qos", "time", "gpus", "cpus", "mem_gb", "constraint", "sbatch", "setup",
-                       "container", "array_parallelism", "signal", "train", "evaluate", "python", "poll_s")
+                       "container", "array_parallelism", "signal", "train", "evaluate", "python", "poll_s", "requeues")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -109,6 +110,10 @@ class SlurmExecutor(Executor):
         super().check_options(options, where)
         check_block(options, where)
         positive_number(options.get("poll_s", 5.0), "poll_s", "seconds", where)
+        requeues = options.get("requeues", 3)
+        if isinstance(requeues, bool) or not isinstance(requeues, int) or not 0 <= requeues <= 1000:
+            raise InputError(f"{where}: executor requeues {requeues!r} is not a whole number from 0 to 1000 (how often a "
+                             "job that reached its time limit is requeued before it fails; default 3)")
         python = options.get("python")
         if python is not None and (not isinstance(python, str) or not python.strip() or not python.isprintable()):
             raise InputError(f"{where}: executor python {python!r} is not one line naming how the nodes start Python")
@@ -184,7 +189,8 @@ class SlurmExecutor(Executor):
         inner = params.pop("inner")  # inside a container the job's own Python starts the worker
         if len(group) > 1:
             params["job_name"] = f"captrack-{group[0][0].kind}"
-        sbatch = submitit.SlurmExecutor(folder=self.folder, python=python)
+        sbatch = submitit.SlurmExecutor(folder=self.folder, python=python,
+                                        max_num_timeout=int(self.options.get("requeues", 3)))
         sbatch.update_parameters(**params)
         try:
             with sbatch.batch():

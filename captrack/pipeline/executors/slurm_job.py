@@ -9,7 +9,9 @@ script) calls :meth:`StageRun.checkpoint`, which stops the worker (every request
 request cache: each answer is committed as it comes) and hands submitit the same call again; submitit then runs
 ``scontrol requeue`` on the job (an array task alone). The requeued job runs the spec again and its evaluation
 reads the finished requests from the cache instead of computing them. submitit requeues a timed-out job at most three
-times; a job preempted before 80% of its time limit is requeued without that count.
+times, and counts a signal as a time-out once the job has run min(80% of its limit, its limit less 10 minutes): under a
+10-minute limit every pre-limit signal counts, so such a job gets four attempts in all; a preempted job (signalled
+earlier) is requeued without that count.
 """
 
 from __future__ import annotations

@@ -38,8 +38,12 @@ __all__ = ["DEFAULT_MINUTES", "DEFAULT_SIGNAL", "RESOURCE_KEYS", "STAGE_KINDS", 
 DEFAULT_MINUTES = 24 * 60
 """Each job's wall-time limit when the experiment names none (submitit's own default is 5 minutes)."""
 DEFAULT_SIGNAL = "USR1@120"
-"""Slurm's signal to a job before its time limit (``--signal``): USR1 two minutes before (at most half the time limit
-before); the job then requeues itself."""
+"""Slurm's signal to a job before its time limit (``--signal``): USR1 two minutes before (with a short limit, at most
+half of it less Slurm's resolution); the job then requeues itself."""
+SIGNAL_RESOLUTION_S = 30
+"""Slurm checks time limits every 30 s (slurmctld's PERIODIC_TIMEOUT) and sends ``--signal=NAME@S`` at the first check
+at most S + 30 s before the limit: so it comes between S and S + 30 s before it (at once when S + 30 s reach the start,
+before the job can catch it: the job then dies of it)."""
 RESOURCE_KEYS = ("partition", "account", "qos", "time", "gpus", "cpus", "mem_gb", "constraint", "sbatch", "setup",
                  "container", "array_parallelism", "signal")
 """The keys that say what a job gets: at the block's top level (every stage) or in a stage kind's sub-block."""
@@ -257,11 +261,12 @@ def sbatch_parameters(options: Mapping[str, Any], job: StageJob, where: str = "t
     if options.get("array_parallelism") is not None:
         params["array_parallelism"] = _whole(options["array_parallelism"], "array_parallelism", where, least=1)
     name, seconds = preempt_signal(options.get("signal", DEFAULT_SIGNAL), where)
-    if "signal" not in options:  # the default: never earlier than half the time limit
-        seconds = min(seconds, minutes * 30)
-    if seconds >= minutes * 60:
+    if "signal" not in options:  # the default: never earlier than half the time limit (resolution included)
+        seconds = min(seconds, max(1, minutes * 30 - SIGNAL_RESOLUTION_S // 2))
+    if seconds + SIGNAL_RESOLUTION_S >= minutes * 60:
         raise InputError(f"{where}: executor signal {name}@{seconds} comes at or before the job's start (its time limit "
-                         f"is {minutes} minute(s)); give fewer seconds, e.g. signal: {name}@{max(1, minutes * 60 // 2)}")
+                         f"is {minutes} minute(s), and Slurm may send it up to {SIGNAL_RESOLUTION_S} s early); give "
+                         f"fewer seconds, e.g. signal: {name}@{max(1, minutes * 30 - SIGNAL_RESOLUTION_S // 2)}")
     extra = {"signal": f"{name}@{seconds}", **_sbatch_lines(_lines(options.get("sbatch"), "sbatch", where), where)}
     params["additional_parameters"] = extra
     params["setup"] = [f"export SUBMITIT_PREEMPT_SIGNAL={name}", *(params["setup"] or [])]
