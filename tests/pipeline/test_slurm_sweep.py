@@ -194,3 +194,105 @@ def test_an_array_task_signalled_before_its_limit_requeues_and_resumes_from_its_
     assert first > 0 and served >= 0.9 * first and second < total
     assert json.loads(record.read_text())["restarts"] == 1
     assert _outputs(folder) == expected
+
+
+TIME_LIMITED = """name: slurm-time-limit
+workdir: work
+leaderboard: board
+tasks: [captrack_probe_c2_logic]
+metadata: {{n: {n}}}
+batch_size: 1
+base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}
+variants:
+  - {{name: other, model_args: {{pretrained: {other}}}, algorithm: SFT, family: tiny}}
+executor: {{name: slurm, cpus: 1, time: 2, poll_s: 1, signal: USR1@20, requeues: 20,
+           evaluate: {{gpus: 0, array_parallelism: 2}}}}
+"""
+TIME_LIMITED_ITEMS = 6000
+"""Probe items per evaluation: some 12,000 requests, more than an attempt computes here before Slurm's signal (an
+attempt spends its first 25-45 s starting lm-eval on this 2-core host, then computes 50-140 requests a second until
+the signal, 70-100 s in; 4,000 requests were done within the first attempt). A 1-minute limit left no time to compute:
+the signal came 10-40 s into each attempt, before the worker had started, four times, and submitit gave up (see
+captrack.pipeline.executors.slurm_job)."""
+
+
+def _queue(jobs: list[str]) -> dict[str, tuple[str, str]]:
+    """Slurm's state and reason of each of `jobs` (array tasks ``A_I``) it still knows."""
+    out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i %T %r", "-j", ",".join(jobs)], capture_output=True,
+                         text=True)
+    return {parts[0]: (parts[1], parts[2]) for line in out.stdout.splitlines() if len(parts := line.split()) == 3}
+
+
+def _computed(attempt_log: str) -> int | None:
+    """The requests an attempt computed (its requests bar's total), None when it was stopped before it began them."""
+    found = re.search(r"Running loglikelihood requests:[^\n\r]*?\d+/(\d+)", attempt_log)
+    return int(found.group(1)) if found else None
+
+
+def _follow(folder: Path, driver: subprocess.Popen[bytes]) -> tuple[str, list[int]]:
+    """Until `driver` ends: release each requeued task from the begin time Slurm gives it, and note the requests in the
+    base's cache each time its task stops (RUNNING to PENDING). Returns the base's task and those counts."""
+    import json
+    import time
+
+    base_task, stops, ran = "", [], False
+    deadline = time.monotonic() + 1200
+    while driver.poll() is None:
+        assert time.monotonic() < deadline, (folder / "driver.log").read_text()
+        records = {p.name: json.loads(p.read_text()) for p in (folder / "work" / "jobs").glob("eval-*.record.json")}
+        jobs = [r["job_id"] for r in records.values() if r.get("job_id")]
+        base_task = next((r["job_id"] for n, r in records.items() if n.startswith("eval-base-")), base_task)
+        for job, (state, reason) in (_queue(jobs) if jobs else {}).items():
+            if job == base_task and state == "RUNNING":
+                ran = True
+            elif job == base_task and state == "PENDING" and ran:  # requeued (by way of COMPLETING, REQUEUED...)
+                stops.append(_cached(folder))
+                ran = False
+            if state == "PENDING" and reason == "BeginTime":
+                subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=False)
+        time.sleep(0.5)
+    return base_task, stops
+
+
+def test_an_array_task_past_its_time_limit_gets_slurm_s_signal_requeues_and_resumes_from_its_cache(place: Path) -> None:
+    """A real time limit: each evaluation has a 2-minute limit and `signal: USR1@20`, and computes for longer than an
+    attempt's share of it. Nothing here signals a job: Slurm sends USR1 itself 20-50 s before the limit;
+    the task requeues (as often as it takes), each attempt serves what the ones before it finished from the request
+    cache, and the board is the uninterrupted local run's. (A requeued job waits for a begin time Slurm sets some
+    2 minutes ahead; the test releases it at once.)"""
+
+    def fresh() -> Path:
+        folder = _fresh(place)
+        (folder / "exp.yaml").write_text(TIME_LIMITED.format(n=TIME_LIMITED_ITEMS, base=place / "models" / "base",
+                                                             other=place / "models" / "sft" / "checkpoint-1"))
+        return folder
+
+    local = _run(fresh(), "--executor", "local")
+    assert local.returncode == 0, local.stdout + local.stderr
+    print("uninterrupted local run:", *[line.strip() for line in local.stdout.splitlines() if " s  evaluate" in line])
+    expected = _outputs(place / "run")
+    folder = fresh()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
+    driver = subprocess.Popen([CAPTRACK, "run", "exp.yaml"], cwd=folder, stdout=(folder / "driver.log").open("w"),
+                              stderr=subprocess.STDOUT, env=env)
+    try:
+        base_task, stops = _follow(folder, driver)
+        assert driver.returncode == 0, (folder / "driver.log").read_text()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    log = (folder / "work" / "slurm" / f"{base_task}_0_log.out").read_text(errors="replace")
+    assert "the pre-limit signal came" in log and f"Slurm job {base_task} (restart 1)" in log, log[-3000:]
+    attempts = [_computed(a) for a in re.split(r"captrack: Slurm job \S+ \(restart \d+\)", log)[1:]]
+    total = _cached(folder)  # at the end every request is in the cache
+    # The first attempt stopped with requests cached, and the attempt after it:
+    k = next(i for i, n in enumerate(stops) if n > 0)
+    computed = attempts[k + 1]
+    assert computed is not None, log[-3000:]
+    served = total - computed
+    print(f"base's array task {base_task}: {len(attempts)} attempts, requests each had left to compute {attempts}, cached at "
+          f"each stop {stops}, {total} in all; attempt {k + 1} was stopped by Slurm's pre-limit signal with {stops[k]} "
+          f"cached; attempt {k + 2} served {served} from the cache and computed {computed} ({served / stops[k]:.0%} of "
+          "the stopped attempt's)")
+    assert served >= 0.9 * stops[k] and computed < total
+    assert _outputs(folder) == expected
