@@ -78,7 +78,7 @@ vllm-venv: $(STAMP)
 # in PYTEST_WORKERS pytest-xdist workers, each test file on one worker (tests/conftest.py; the Slurm tests share one
 # worker: one cluster); each prints its 25 slowest tests. CI (.ci/run) runs both.
 PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 test: lint browser sandbox tool-venv
 	$(BIN)/pytest -q -m "not slow" $(XDIST) --durations=25
 

@@ -17,7 +17,7 @@ def slurm_up() -> bool:
     return subprocess.run([str(_SCRIPT), "--check"], capture_output=True).returncode == 0
 
 
-ON_SLURM = [pytest.mark.slow, pytest.mark.xdist_group("slurm"),
+ON_SLURM = [pytest.mark.slow,
             pytest.mark.skipif(not slurm_up(), reason="no Slurm cluster answers here: `make slurm` as root starts one "
                                                       "(scripts/slurm-up.sh: slurm-wlm and munge from Debian)")]
-"""The marks of a test module that needs the cluster (slow: real jobs; one xdist group: one cluster)."""
+"""The marks of a test module that needs the cluster (slow: real jobs; under pytest-xdist every file naming it runs on one worker: tests/conftest.py)."""
