@@ -40,9 +40,25 @@ def hub_models(experiment: Experiment) -> list[tuple[str, str]]:
             value = checkpoint.model_args.get(key)
             if not isinstance(value, str) or Path(value).expanduser().exists() or value.strip().lower() in KNOWN_ALIASES:
                 continue
+            if not _is_repo_id(value):  # a folder that is not there (named by its own error later), not a hub id
+                continue
             if (checkpoint.name, value) not in found:
                 found.append((checkpoint.name, value))
     return found
+
+
+def _is_repo_id(value: str) -> bool:
+    """Whether `value` could name a hub repository (`name` or `org/name`); `/abs/path`, `./x`, `a/b/c` cannot."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if value.startswith(("/", "~", ".")):
+        return False
+    try:
+        validate_repo_id(value)
+    except HFValidationError:
+        return False
+    return True
 
 
 def _in_cache(repo: str) -> bool:

@@ -89,5 +89,6 @@ def plot_all(runs: pd.DataFrame, trajectories: pd.DataFrame, fit: DriftFit, out:
     matplotlib.use("Agg")
     import seaborn as sns
 
-    sns.set_theme(style="whitegrid", context="paper")
-    return [*_trajectories(trajectories, out), *_drift(runs, fit, out), *_final_weights(runs, out)]
+    with matplotlib.rc_context():  # the theme is these figures' own: the caller's rcParams are restored after
+        sns.set_theme(style="whitegrid", context="paper")
+        return [*_trajectories(trajectories, out), *_drift(runs, fit, out), *_final_weights(runs, out)]

@@ -72,3 +72,12 @@ def test_a_prepared_offline_run_passes_and_prepare_finds_nothing_left(
     assert main(["run", str(experiment), "--prepare"]) == 0
     out = capsys.readouterr().out
     assert f"prepared: model {REPO} (b)" in out and "captrack_probe_w1_choice" in out and "need no network" in out
+
+
+def test_a_folder_that_is_not_there_is_no_hub_model() -> None:
+    # Offline, a checkpoint naming a missing folder was refused as an unprepared hub model (before the executor's own
+    # refusals): a path is never a repository id; the model's own error names it when it is loaded.
+    from captrack.pipeline.prepare import _is_repo_id
+
+    assert [_is_repo_id(v) for v in ("/nonexistent/model", "./model", "~/model", "a/b/c")] == [False] * 4
+    assert [_is_repo_id(v) for v in ("HuggingFaceTB/SmolLM2-135M-Instruct", "gpt2")] == [True, True]

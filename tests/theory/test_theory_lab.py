@@ -20,8 +20,20 @@ TINY = replace(Grid.quick(), separations=(2.0, 4.0, 6.0), dims=(2,), n_batches=5
 
 @pytest.fixture(scope="module")
 def quick_lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    import matplotlib
+
     out = tmp_path_factory.mktemp("theory")
-    return out, run_theory(out, quick=True)
+    before = {key: repr(value) for key, value in matplotlib.rcParams.items()}
+    summary = run_theory(out, quick=True)
+    after = {key: repr(value) for key, value in matplotlib.rcParams.items()}
+    changed = sorted(k for k in before if before[k] != after.get(k) and k not in ("backend", "backend_fallback"))
+    return out, {**summary, "_rc_changed": changed}  # (the Agg backend, chosen for files, changes no drawing)
+
+
+def test_the_theory_figures_leave_the_callers_matplotlib_settings_as_they_were(quick_lab: tuple[Path, dict]) -> None:
+    # A global seaborn theme set here once changed every later figure drawn in the same process (a board's
+    # heatmap drawn in-process then differed from the one its background child drew).
+    assert quick_lab[1]["_rc_changed"] == []
 
 
 @pytest.fixture(scope="module")
