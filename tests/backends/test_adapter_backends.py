@@ -24,6 +24,7 @@ from statistics import median
 import pytest
 from adapter_driver import ITEMS, TASK
 from tinyadapter import build_adapter, build_adapter_base
+from vllmenv import built_vllm_python
 
 pytestmark = [
     pytest.mark.slow,
@@ -120,15 +121,7 @@ def test_hf_with_peft_and_captrack_ds_merged_agree_and_the_adapter_counts(main_r
 
 @pytest.fixture(scope="module")
 def vllm_interpreter() -> Path:
-    from captrack.lmeval.vllm_env import unavailable_reason, vllm_python
-
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"no vLLM environment: {reason}")
-    built = vllm_python()
-    if built is None:
-        pytest.skip("the vLLM environment is not built: `make vllm-venv` builds it")
-    return built
+    return built_vllm_python()
 
 
 def test_vllm_with_lora_agrees_with_hf_with_peft(vllm_interpreter: Path, adapter_pair: tuple[Path, Path],

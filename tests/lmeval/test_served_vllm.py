@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from servercheck import no_server_left
+from vllmenv import built_vllm_python
 
 pytestmark = [
     pytest.mark.slow,
@@ -38,15 +39,7 @@ ITEMS = 4
 @pytest.fixture(scope="module")
 def vllm_python() -> Path:
     """The vLLM environment's interpreter `make vllm-venv` built (skip with the reason when there is none)."""
-    from captrack.lmeval.vllm_env import unavailable_reason, vllm_python
-
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"no vLLM environment: {reason}")
-    built = vllm_python()
-    if built is None:
-        pytest.skip("the vLLM environment is not built: `make vllm-venv` builds it")
-    return built
+    return built_vllm_python()
 
 
 @pytest.fixture(scope="module")

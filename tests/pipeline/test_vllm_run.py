@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from flipcount import flips, run_outcomes
+from vllmenv import built_vllm_python
 
 from captrack.cli import main
 from captrack.pipeline.experiment import load_experiment
@@ -37,15 +38,7 @@ CHOICE_METRIC = "contrast_acc"
 @pytest.fixture(scope="module")
 def vllm_python() -> Path:
     """The vLLM environment's interpreter `make vllm-venv` built (skip with the reason when there is none)."""
-    from captrack.lmeval.vllm_env import unavailable_reason, vllm_python
-
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"no vLLM environment: {reason}")
-    built = vllm_python()
-    if built is None:
-        pytest.skip("the vLLM environment is not built: `make vllm-venv` builds it")
-    return built
+    return built_vllm_python()
 
 
 def test_a_vllm_experiment_runs_in_the_vllm_environment_and_makes_a_board(
