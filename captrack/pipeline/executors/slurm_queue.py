@@ -128,18 +128,32 @@ def _record_id(fields: dict[str, str]) -> str:
 
 
 def _completion_records(ids: list[str]) -> dict[str, SlurmState]:
-    """Each job's last final record in the job completion log (a requeue writes a PENDING one: not final)."""
+    """Each job's last final record in the job completion log (a requeue writes a PENDING one: not final).
+
+    An array cancelled while all of it was pending is never split into tasks: Slurm writes one record for it, with the
+    array's JobId and no task fields. That record is the final state of each of its tasks that has none of its own."""
     log = completion_log()
     found: dict[str, SlurmState] = {}
+    whole: dict[str, SlurmState] = {}  # array id -> the record of the array as one (unsplit) job
     if log is None or not log.is_file():
         return found
     wanted = set(ids)
+    arrays = {i.split("_", 1)[0] for i in wanted if "_" in i}
     with log.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             fields = dict(re.findall(r"(\w+)=(\S*)", line))
             job, state = _record_id(fields), _clean(fields.get("JobState", ""))
-            if job in wanted and state not in _QUEUED | _RUNNING:
-                found[job] = SlurmState(job, state, fields.get("NodeList", ""), fields.get("ExitCode", ""))
+            if state in _QUEUED | _RUNNING:
+                continue
+            record = SlurmState(job, state, fields.get("NodeList", ""), fields.get("ExitCode", ""))
+            if job in wanted:
+                found[job] = record
+            elif job in arrays:
+                whole[job] = record
+    for task in sorted(wanted - set(found)):
+        array = task.split("_", 1)[0]
+        if "_" in task and array in whole:
+            found[task] = SlurmState(task, whole[array].state, whole[array].node, whole[array].exit_code)
     return found
 
 
