@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-__all__ = ["FLOOR_ALGORITHM", "LABEL_KEYS", "MAX_SEED", "MAX_STEP", "Label", "Seed", "Step", "VariantLabels"]
+__all__ = ["FLOOR_ALGORITHM", "LABEL_KEYS", "MAX_SEED", "MAX_STEP", "Label", "Seed", "Step", "VariantLabels", "floor_measures", "floor_name"]
 
 MAX_STEP = 2**63 - 1
 """The largest training step a store holds (a signed 64-bit integer)."""
@@ -31,6 +31,18 @@ LABEL_KEYS = ("algorithm", "family", "size", "data")
 """The labels a board groups variants by, in the order pages show them."""
 FLOOR_ALGORITHM = "floor"
 """The algorithm of a backend's A/A floor pair (captrack.pipeline.floor): a reference, never gated as a variant."""
+
+
+def floor_name(base: str, batch_size: int) -> str:
+    """The name of `base`'s A/A floor evaluation at `batch_size` (captrack.pipeline.floor)."""
+    return f"{base}-floor-bs{batch_size}"
+
+
+def floor_measures(floor_base: str) -> str:
+    """The base whose backend a floor pair measures, from the name of the pair's first evaluation: the base itself, or
+    the base's own floor evaluation (:func:`floor_name`)."""
+    head, said, batch = floor_base.rpartition(floor_name("", 0)[:-1])
+    return head if said and batch.isdigit() else floor_base
 
 
 class VariantLabels(BaseModel):

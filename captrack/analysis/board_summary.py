@@ -13,9 +13,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from captrack.analysis.algorithm_interval import AlgorithmInterval, algorithm_interval
+from captrack.analysis.board_floor import BoardFloor, board_floor
 from captrack.analysis.target_share import TARGET_COLUMNS, without_target
 from captrack.analysis.transitions import flipped_rows
 from captrack.analysis.verdicts import SIGNIFICANT_VERDICTS
+from captrack.labels import FLOOR_ALGORITHM
 from captrack.metrics.registry import lower_is_better
 from captrack.taxonomy import load_taxonomy
 
@@ -59,6 +61,9 @@ class BoardTables:
     aggregate_only: bool
     flips: Flips = field(default_factory=dict)
     targets: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TARGET_COLUMNS))  # target_share.without_target
+    floor: BoardFloor = field(default_factory=BoardFloor)
+    """The backend's A/A floor pairs (captrack.analysis.board_floor): in `frames`' transitions, drift, capabilities and
+    power (their CSVs), never in `variants`, the algorithm summary, the checkpoints or the contrasts."""
 
 
 def board_tables(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]], drill_limit: int = 0,
@@ -68,12 +73,17 @@ def board_tables(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels
     task, whose capability is also shown without it (captrack.analysis.target_share)."""
     frames = _joined(comparisons)
     aggregate_only = all(c.aggregate_only for c, _ in comparisons)
-    variants = [v.name for c, _ in comparisons for v in c.variants]
+    floor = board_floor(frames["transitions"], frames["labels"])  # a reference beside the variants, not one of them
+    variants = [v.name for c, _ in comparisons for v in c.variants if v.name not in floor.names]
     flips = _flips(comparisons, frames["transitions"], drill_limit) if drill_limit else {}
     samples = {key: rows for c, _ in comparisons for key, rows in c.capability_samples.items()}
-    return BoardTables(frames, algorithm_summary(frames["capabilities"], aggregate_only, samples),
-                       checkpoint_rows(frames, variants), variants, aggregate_only, flips,
-                       without_target(frames["capabilities"], frames["drift"], target))
+    caps, drift = frames["capabilities"], frames["drift"]
+    if floor.names:  # not ranked, not summarised per algorithm
+        caps, drift = caps[~caps["variant"].isin(floor.names)], drift[~drift["variant"].isin(floor.names)]
+        contrasts = frames["contrasts"].reindex(columns=frames["contrasts"].columns.union(["algorithm_a", "algorithm_b"], sort=False))
+        frames["contrasts"] = contrasts[~contrasts[["algorithm_a", "algorithm_b"]].isin([FLOOR_ALGORITHM]).any(axis=1)]
+    return BoardTables(frames, algorithm_summary(caps, aggregate_only, samples), checkpoint_rows(frames, variants),
+                       variants, aggregate_only, flips, without_target(caps, drift, target), floor)
 
 
 def _joined(comparisons: Sequence[tuple[Comparison, dict[str, VariantLabels]]]) -> dict[str, pd.DataFrame]:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from captrack.errors import InputError
-from captrack.labels import FLOOR_ALGORITHM
+from captrack.labels import FLOOR_ALGORITHM, floor_name
 
-__all__ = ["FLOOR_ALGORITHM", "FloorPair", "floor_name", "floor_pair"]  # FLOOR_ALGORITHM: owned by captrack.labels
+__all__ = ["FLOOR_ALGORITHM", "FloorPair", "floor_name", "floor_pair"]  # FLOOR_ALGORITHM, floor_name: owned by captrack.labels
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,6 @@ class FloorPair:
     second_batch: int
     reused: bool
     """The first evaluation is the base's own (the first batch size is the one the base is evaluated with)."""
-
-
-def floor_name(base: str, batch_size: int) -> str:
-    """The name of `base`'s floor evaluation at `batch_size`."""
-    return f"{base}-floor-bs{batch_size}"
 
 
 def floor_pair(base: str, batch_sizes: list[int], base_batch: int, imported: bool, taken: list[str],

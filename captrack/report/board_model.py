@@ -116,6 +116,7 @@ class Board:
     aggregate_only: bool
     html_sections: list[str] = field(default_factory=list)  # extra sections (base → variant pairs, per-field tables)
     md_sections: list[str] = field(default_factory=list)
+    within_floor: frozenset[tuple[str, str, str]] = frozenset()  # (variant, task, metric) within the backend's A/A floor
 
 
 AGGREGATE_NOTE = ("Aggregate scores only: this source has no per-item data, so no confidence intervals, no item "

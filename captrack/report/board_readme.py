@@ -5,6 +5,7 @@ from __future__ import annotations
 from captrack.report.algorithm_notes import algorithm_notes
 from captrack.report.board_model import AGGREGATE_NOTE, NOISE_NOTE, Board, scale_label
 from captrack.report.escape import md_text
+from captrack.report.floor_section import floor_mark
 from captrack.report.numbers import (
     ci_text,
     excludes_zero,
@@ -67,7 +68,7 @@ def board_readme(board: Board) -> str:
         lines += [f"| {md_text(r.variant)} | {md_text(r.task)} | {md_text(r.metric)} | {r.base_value:.4g} | {r.variant_value:.4g} | "
                   f"{'n/a' if missing(r.n) else int(r.n)} | "
                   f"{verdict_text(r.oriented_change, r.change_ci_low, r.change_ci_high, str(r.change_unit or 'points'), r.verdict, spec.margin)} | "
-                  f"{hint} | {mark(r.verdict)} | {pct(r.rel_drift_pct)} |"
+                  f"{hint}{floor_mark(board.within_floor, r.variant, r.task, r.metric)} | {mark(r.verdict)} | {pct(r.rel_drift_pct)} |"
                   for r, hint in zip(board.per_task.itertuples(), task_hints(board.per_task, spec.margin), strict=True)]
     groups = ("CAN Δ", "WILL Δ", "HOW Δ") if cells.with_verdicts else ("CAN", "WILL", "HOW")
     lines += ["", "## Checkpoints", "", f"| variant | family | size | algorithm | {' | '.join(groups)} | F_adj | BT_adj | significant tasks |",

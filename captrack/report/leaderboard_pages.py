@@ -12,7 +12,7 @@ import pandas as pd
 from captrack.analysis.comparison import Comparison
 from captrack.errors import CaptrackError
 from captrack.files import write_atomic
-from captrack.report import figures, pictures
+from captrack.report import figures, floor_section, pictures
 from captrack.report.algorithm_notes import algorithm_notes
 from captrack.report.background import Background, Call
 from captrack.report.board_model import (
@@ -121,6 +121,7 @@ def write_pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[
             own.close()
     folder = spec.folder
     tables, aggregate_only, variants = computed.frames, computed.aggregate_only, computed.variants
+    tables = floor_section.variant_frames(tables, computed.floor.names)  # the backend's A/A floor is drawn beside them, not as one
     colors = figures.algorithm_colors([a or "(none)" for a in tables["capabilities"]["algorithm"]])
     units = capability_units(tables["drift"])
     cells = board_cells(tables["capabilities"], variants, spec.capabilities, not aggregate_only, units)
@@ -164,9 +165,14 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
             "checkpoints.csv": checkpoints, "algorithms.csv": summary}
     if not aggregate_only:
         csvs |= {"power.csv": tables["power"], "rankings.csv": tables["contrasts"]}
+    csvs |= floor_section.floor_tables(folder, computed.floor)  # the CSVs above keep the floor's rows; what is drawn shows the variants only
+    tables = floor_section.variant_frames(tables, computed.floor.names)
     over = over_training_tables([c.curves for c, _ in comparisons if c.curves is not None])  # drift over training
     written += write_contract_tables(folder, csvs | over)
     extra_tables, html_sections, md_sections = _pair_sections(spec, comparisons)
+    if computed.floor.names:
+        html_sections = [floor_section.floor_html(computed.floor), *html_sections]
+        md_sections = [*floor_section.floor_markdown(computed.floor), *md_sections]
     over_html, over_md, over_figures = over_training_sections(over, folder / "figures", steps_href=f"../{STEPS_PAGE}")
     if over_html:  # boards without trajectories stay byte for byte as they were
         html_sections, md_sections, written = [over_html, *html_sections], [over_md, *md_sections], written + over_figures
@@ -182,9 +188,9 @@ def _pages(spec: LeaderboardSpec, comparisons: list[tuple[Comparison, dict[str, 
     caps = _capability_rows(tables)
     caps = caps.assign(change_unit=[units.get((str(v), str(k)), "points") for v, k in zip(caps["variant"], caps["key"], strict=True)])
     board = Board(spec, cells, summary, checkpoints, caps, _per_task(tables), scoring, said, aggregate_only,
-                  html_sections, md_sections)
+                  html_sections, md_sections, floor_section.within_floor(computed.floor))
     # the task pages show the flipped items' texts the comparisons read
-    pages = task_pages(spec, drill_texts(comparisons), computed, scoring, tables["drift"]) if spec.store is not None else {}
+    pages = task_pages(spec, drill_texts(comparisons), computed, scoring, computed.frames["drift"]) if spec.store is not None else {}
     for name, text in pages.items():
         (folder / "tasks").mkdir(exist_ok=True)
         written.append(write_atomic(folder / "tasks" / name, text))
@@ -371,7 +377,8 @@ def _detail_tables(board: Board) -> list[str]:
             for r, hint in zip(caps.itertuples(), capability_hints(caps, tasks, margin), strict=True)]
     task_rows = [[_td(r.variant), _td(r.task), _td(r.metric), _value_td(r.base_value), _value_td(r.variant_value), _count(r.n),
                   verdict_td(r.oriented_change, r.change_ci_low, r.change_ci_high, str(r.change_unit or "points"), r.verdict, margin),
-                  _td(hint), _td(mark(r.verdict)), _num(r.rel_drift_pct, oriented=oriented_task(r.direction, r.rel_drift_pct))]
+                  _td(hint + floor_section.floor_mark(board.within_floor, r.variant, r.task, r.metric)), _td(mark(r.verdict)),
+                  _num(r.rel_drift_pct, oriented=oriented_task(r.direction, r.rel_drift_pct))]
                  for r, hint in zip(tasks.itertuples(), task_hints(tasks, margin), strict=True)]
     return ['<h2 id="capability-details">Per capability</h2>',
             f'<p class="muted">{esc(COLOUR_NOTE)} Base and variant: the mean of the capability\'s metrics.</p>',

@@ -46,7 +46,7 @@ RUN_HEADER = "# Written by `captrack run "
 
 BOARD_TABLES = frozenset({
     "transitions.csv", "drift.csv", "capabilities.csv", "checkpoints.csv", "algorithms.csv", "power.csv",
-    "rankings.csv", "pairs.csv", "curves.csv", "curve_summary.csv", "curve_items.csv", "step_flips.csv"})
+    "rankings.csv", "pairs.csv", "curves.csv", "curve_summary.csv", "curve_items.csv", "step_flips.csv", "floor.csv"})
 """The tables a board writes (captrack.report.leaderboard_pages), recognised in a board folder without a manifest."""
 
 _PAGE_SIGNATURE = ":root { --fg:#1d2433;"  # the first rule of captrack.report.html.CSS, inlined in every page
