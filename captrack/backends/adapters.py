@@ -27,7 +27,7 @@ from captrack.bounded import load_json
 from captrack.errors import InputError
 from captrack.paths import cache_dir
 
-__all__ = ["ADAPTER_BACKENDS", "ADAPTER_BASE_KEY", "ADAPTER_KEY", "adapter_fingerprint", "backend_model_args",
+__all__ = ["ADAPTER_BACKENDS", "ADAPTER_BASE_KEY", "ADAPTER_KEY", "CONFIG_FILE", "adapter_fingerprint", "backend_model_args",
            "check_adapter", "merged_weights"]
 
 ADAPTER_KEY = "adapter"
@@ -78,9 +78,9 @@ def adapter_config(adapter: Path, label: str) -> dict[str, Any]:
 
 
 def check_adapter(name: str, model: str, model_args: dict[str, Any], where: str, folder: Path,
-                  served: bool = False) -> dict[str, Any]:
+                  served: bool = False, key: str = f"model_args.{ADAPTER_KEY}") -> dict[str, Any]:
     """`model_args` with its ``adapter`` (when it gives one) checked and made absolute (relative to `folder`, the
-    experiment's); unchanged without one.
+    experiment's); unchanged without one. `key`: where the experiment gave the adapter (a sweep's ``checkpoints``).
 
     Raises:
         InputError: an adapter for a backend that cannot take one (or a served checkpoint), beside ``peft``/``lora_local_path``, without
@@ -89,12 +89,14 @@ def check_adapter(name: str, model: str, model_args: dict[str, Any], where: str,
     """
     if ADAPTER_KEY not in model_args:
         return model_args
-    label = f"{where}: checkpoint {name!r}: model_args.{ADAPTER_KEY}"
+    label = f"{where}: checkpoint {name!r}: {key}"
     if model not in ADAPTER_BACKENDS:
         raise InputError(f"{label}: model {model} cannot take an adapter; use one of {', '.join(ADAPTER_BACKENDS)}")
     if served:
-        raise InputError(f"{label}: a served checkpoint (serve:) cannot take an adapter yet; drop serve: (model: vllm "
-                         "then applies it in-process)")
+        raise InputError(f"{label}: a served checkpoint (serve:) cannot take an adapter yet (the vLLM server a job "
+                         "starts loads no LoRA); drop serve: (model: vllm then applies the adapter in-process), or merge "
+                         "the adapter into its base (peft's merge_and_unload, then save_pretrained) and serve that folder "
+                         "as pretrained")
     clash = sorted({"peft", "lora_local_path"} & set(model_args))
     if clash:
         raise InputError(f"{label}: give the adapter once, as {ADAPTER_KEY}: (not also {', '.join(clash)})")

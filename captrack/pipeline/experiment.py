@@ -22,6 +22,7 @@ An experiment YAML::
       - {name: dpo, train: {method: dpo, steps: 20, rows: 160}, algorithm: DPO}   # trained by the run
       - {name: rl, model: vllm, model_args: {pretrained: /path, dtype: bfloat16, tensor_parallel_size: 2}}
       - {name: lora, model_args: {pretrained: /path, adapter: out/lora}}   # a PEFT adapter (captrack.backends.adapters)
+      - {name: lora-run, model_args: {pretrained: /path}, checkpoints: "out/lora/checkpoint-*"}  # an adapter per step
     floor: {batch_sizes: [8, 16]}        # the base again at batch size 16: its backend's A/A floor (variants may be [])
 
 `pretrained` may be a local folder or a captrack model alias (``smollm2-135m-instruct``). A variant
@@ -64,6 +65,7 @@ from captrack.lmeval.vllm_shim import VLLM_MODEL
 from captrack.paths import expand_path
 from captrack.pipeline.interpreters import manifest_python
 from captrack.pipeline.layout import WorkFolder, default_workdir
+from captrack.pipeline.saved_checkpoints import beside, saved_steps
 from captrack.schemas import CheckpointEntry, ExperimentFile, parse_config
 
 __all__ = ["Checkpoint", "Experiment", "config_hash", "default_leaderboard", "load_experiment", "more_items_hint",
@@ -86,6 +88,8 @@ class Checkpoint:
     """Variants: the name of the base they are compared with ("" = the experiment's first base)."""
     steps: tuple[tuple[int, Path], ...] = ()
     """``checkpoints:``: (training step, checkpoint folder) of each saved checkpoint, by step (a trajectory)."""
+    step_adapters: bool = False
+    """Each of `steps`' folders is a PEFT adapter over ``model_args['pretrained']`` (captrack.pipeline.saved_checkpoints)."""
     ranks: int = 1
     """``ranks:``: the processes (one GPU each) a captrack-ds evaluation runs over (captrack.pipeline.executors)."""
     python: str = ""
@@ -205,44 +209,19 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
         raise InputError(f"{where}: checkpoint {entry.name!r} needs model_args.pretrained, a train recipe or an import")
     model_args = dict(entry.model_args)
     if isinstance(model_args.get("pretrained"), str):
-        model_args["pretrained"] = _beside(model_args["pretrained"], folder)
+        model_args["pretrained"] = beside(model_args["pretrained"], folder)
     model_args = check_adapter(entry.name, entry.model, model_args, where, folder, bool(entry.serve))  # a PEFT adapter
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
                       source=source, base=entry.base, python=manifest_python(entry.python, folder), serve=entry.served_by(),
                       serve_parallel=entry.serve_parallel())
 
 
-def _beside(pretrained: str, folder: Path) -> str:
-    """A relative `pretrained` found beside the experiment file as an absolute path (the same weights from any current
-    folder: the run, ``--status``, a job); an alias, a hub id or an absolute path as written."""
-    import os
-
-    path = Path(pretrained).expanduser()
-    if path.is_absolute() or not pretrained.strip() or not (folder / path).exists():
-        return pretrained
-    return os.path.normpath(folder / path)
-
-
 def _replay(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
-    """A ``checkpoints:`` variant (captrack.pipeline.checkpoint_sweep), its checkpoint folders found and checked now.
-
-    Raises:
-        InputError: the entry also trains, imports or names a model; a glob matching nothing; a checkpoint
-            folder missing, without weights, or at a step given twice (all named; nothing is run).
-    """
-    from captrack.results.checkpoints import find_checkpoints
-
-    label = f"{where}: variant {entry.name!r}: checkpoints"
-    if entry.train or entry.import_ is not None or entry.model_args.get("pretrained"):
-        raise InputError(f"{label} replays saved checkpoints, so it cannot also give train, import or "
-                         "model_args.pretrained; keep one (nothing was run)")
-    spec = entry.checkpoints or []
-    patterns = [str(expand_path(p, folder)) for p in ([spec] if isinstance(spec, str) else spec)]
-    if not patterns:
-        raise InputError(f"{label} is an empty list; name the checkpoint folders or a glob such as out/checkpoint-*")
-    found = find_checkpoints(patterns, folder, label)
-    return Checkpoint(labels=entry.labels(), model=entry.model, model_args=dict(entry.model_args), base=entry.base,
-                      python=manifest_python(entry.python, folder), steps=tuple((c.step, c.path) for c in found),
+    """A ``checkpoints:`` variant (captrack.pipeline.checkpoint_sweep), its saved folders (weights, or adapters over
+    ``model_args.pretrained``) found and checked now (captrack.pipeline.saved_checkpoints; InputError there)."""
+    saved = saved_steps(entry, where, folder)
+    return Checkpoint(labels=entry.labels(), model=entry.model, model_args=saved.model_args, base=entry.base,
+                      python=manifest_python(entry.python, folder), steps=saved.steps, step_adapters=saved.adapters,
                       serve=entry.served_by(), serve_parallel=entry.serve_parallel())
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from captrack.backends import LOCAL_HF
-from captrack.backends.adapters import adapter_fingerprint
+from captrack.backends.adapters import ADAPTER_KEY, adapter_fingerprint
 from captrack.errors import InputError
 from captrack.lmeval.vllm_shim import VLLM_MODEL
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
@@ -187,6 +187,9 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
              f"evaluate {checkpoint.name} at step {step} (seed {seed})")
 
     def model_args() -> dict[str, Any]:
+        if weights is not None and checkpoint.step_adapters:  # the step's adapter over the base's weights
+            return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(model_path(checkpoint, experiment, resolved)),
+                    ADAPTER_KEY: str(weights)}
         path = weights or model_path(checkpoint, experiment, resolved)
         return {"dtype": "float32", **checkpoint.model_args, "pretrained": str(path)}
 
@@ -209,7 +212,7 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
         return {"checkpoint": checkpoint.name, "model": checkpoint.model, "model_args": checkpoint.model_args,
                 "train": checkpoint.train, "tasks": experiment.tasks, "limit": experiment.limit, "seed": seed,
                 "chat": experiment.apply_chat_template, "metadata": experiment.metadata,
-                "weights": fingerprint(Path(model_args()["pretrained"])) + adapter_fingerprint(checkpoint.model_args)} \
+                "weights": fingerprint(Path((args := model_args())["pretrained"])) + adapter_fingerprint(args)} \
             | ({"items": experiment.items} if experiment.items else {}) \
             | ({"step": step} if step is not None else {}) | ({"ranks": checkpoint.ranks} if checkpoint.ranks > 1 else {}) \
             | ({"batch_size": checkpoint.batch_size} if checkpoint.batch_size else {}) \

@@ -104,14 +104,16 @@ def has_weights(folder: Path) -> bool:
     return any((folder / name).is_file() for name in WEIGHT_FILES) or any(folder.glob("model-*.safetensors"))
 
 
-def find_checkpoints(spec: str | Sequence[str], anchor: Path, where: str) -> list[Checkpoint]:
+def find_checkpoints(spec: str | Sequence[str], anchor: Path, where: str, adapters: bool = False) -> list[Checkpoint]:
     """The checkpoint folders a manifest names: a glob (``runs/sft/checkpoint-*``) or a list of folders.
 
-    Paths are relative to `anchor` (the manifest's folder). Sorted by step.
+    Paths are relative to `anchor` (the manifest's folder). Sorted by step. With `adapters`, each folder is a PEFT
+    adapter saved at its step (``adapter_config.json``, captrack.backends.adapters) rather than a model's weights.
 
     Raises:
-        InputError: a glob matching nothing, a folder missing or without weights, a folder whose step
-            cannot be told, or two folders at one step; `where` (e.g. ``variants[0].checkpoints``) is named.
+        InputError: a glob matching nothing, a folder missing or without weights (without an adapter: `adapters`), a
+            folder whose step cannot be told, or two folders at one step; `where` (e.g. ``variants[0].checkpoints``) is
+            named.
     """
     patterns = [spec] if isinstance(spec, str) else list(spec)
     folders: list[Path] = []
@@ -129,9 +131,7 @@ def find_checkpoints(spec: str | Sequence[str], anchor: Path, where: str) -> lis
     for folder in folders:
         if not folder.is_dir():
             raise InputError(f"{where}: checkpoint folder {folder} does not exist (nothing was run)")
-        if not has_weights(folder):
-            raise InputError(f"{where}: checkpoint {folder} holds no model weights ({' or '.join(WEIGHT_FILES[:2])}); "
-                             "was it saved with save_only_model or deleted half way? Remove it from the list (nothing was run)")
+        _check_saved(folder, where, adapters)
         position = training_position(folder, from_name=True)
         if position.step is None:
             raise InputError(f"{where}: cannot tell the step of {folder} (no {TRAINER_STATE}, and its name is not "
@@ -141,3 +141,22 @@ def find_checkpoints(spec: str | Sequence[str], anchor: Path, where: str) -> lis
                              "each step of a trajectory is one checkpoint (nothing was run)")
         found[position.step] = Checkpoint(folder, position.step, position.epoch)
     return [found[s] for s in sorted(found)]
+
+
+def _check_saved(folder: Path, where: str, adapters: bool) -> None:
+    """Refuse a checkpoint folder without what its sweep evaluates: weights, or (`adapters`) a PEFT adapter."""
+    from captrack.backends.adapters import CONFIG_FILE
+
+    adapter = (folder / CONFIG_FILE).is_file()
+    if adapters and not adapter:
+        raise InputError(f"{where}: checkpoint {folder} holds no {CONFIG_FILE}, so it is not a PEFT adapter, yet "
+                         "model_args.pretrained says the checkpoints are adapters over it; point checkpoints at the "
+                         "adapter folders, or drop pretrained for full checkpoints (nothing was run)")
+    if adapters or has_weights(folder):
+        return
+    if adapter:
+        raise InputError(f"{where}: checkpoint {folder} is a PEFT adapter ({CONFIG_FILE}), not model weights; give "
+                         "model_args.pretrained, the base it was trained on, and each checkpoint is evaluated as that "
+                         "base with its adapter (nothing was run)")
+    raise InputError(f"{where}: checkpoint {folder} holds no model weights ({' or '.join(WEIGHT_FILES[:2])}); "
+                     "was it saved with save_only_model or deleted half way? Remove it from the list (nothing was run)")

@@ -1,0 +1,106 @@
+"""A LoRA saved at each training step is a trajectory (issue 54: adapters are variants, in sweeps too): a
+`checkpoints:` variant with `model_args.pretrained` evaluates each step as that base with the step's adapter (hf:
+peft=, vllm: LoRA, captrack-ds: merged), every folder checked as an `adapter:` variant's is, when the experiment is
+read; a served checkpoint with an adapter is refused at plan time with what to do instead."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from captrack.errors import InputError
+from captrack.pipeline.experiment import load_experiment
+
+
+def _adapter(folder: Path, base: str, step: int | None = None) -> Path:
+    """An adapter folder as a PEFT trainer's checkpoint-N holds it (the weights' bytes are not read at plan time)."""
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": base, "peft_type": "LORA", "r": 8}))
+    (folder / "adapter_model.safetensors").write_bytes(f"weights {folder.name}".encode())
+    if step is not None:
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": step, "epoch": step / 4}))
+    return folder
+
+
+def _manifest(tmp_path: Path, variant: str, extra: str = "") -> Path:
+    (tmp_path / "base").mkdir(exist_ok=True)
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: t\nworkdir: work\nleaderboard: board\ntasks: [captrack_probe_c1_facts]\n"
+                    "base: {name: base, model_args: {pretrained: base}}\n"
+                    f"variants:\n  - {{name: lora, algorithm: SFT, {variant}}}\n{extra}")
+    return path
+
+
+def _steps(tmp_path: Path) -> None:
+    for step in (2, 4):
+        _adapter(tmp_path / "out" / f"checkpoint-{step}", str(tmp_path / "base"), step)
+
+
+def test_each_step_is_the_base_with_that_steps_adapter(tmp_path: Path) -> None:
+    from captrack.pipeline.job_stages import eval_stage
+
+    _steps(tmp_path)
+    path = _manifest(tmp_path, 'model_args: {pretrained: base}, checkpoints: "out/checkpoint-*"',
+                     "executor: {name: local, gpus: 0}\n")  # no GPU to ask torch about
+    experiment = load_experiment(path)
+    variant = experiment.variants[0]
+    assert variant.step_adapters and [s for s, _ in variant.steps] == [2, 4]
+    assert variant.model_args == {"pretrained": str(tmp_path / "base")}  # absolute: the same from any folder
+    jobs = {}
+    for step in (2, 4):
+        stage = eval_stage(experiment, variant, 0, {}, step, tmp_path / f"out{step}")
+        assert stage.job is not None
+        jobs[step] = (stage.current_inputs(), stage.job(1).args)
+    for step, (_, args) in jobs.items():  # the job hands the evaluation the base and this step's adapter
+        assert args["spec"]["model_args"]["pretrained"] == str(tmp_path / "base")
+        assert args["spec"]["model_args"]["adapter"] == str(tmp_path / "out" / f"checkpoint-{step}")
+    assert jobs[2][0]["weights"] != jobs[4][0]["weights"] and jobs[2][1]["cache"] != jobs[4][1]["cache"]
+
+
+def test_full_checkpoints_are_evaluated_as_before(tmp_path: Path) -> None:
+    saved = tmp_path / "full" / "checkpoint-3"
+    saved.mkdir(parents=True)
+    (saved / "model.safetensors").write_bytes(b"")
+    variant = load_experiment(_manifest(tmp_path, 'checkpoints: "full/checkpoint-*"')).variants[0]
+    assert not variant.step_adapters and variant.steps == ((3, saved),) and variant.model_args == {}
+
+
+@pytest.mark.parametrize(("variant", "extra", "message"), [
+    ('checkpoints: "out/checkpoint-*"', "",
+     r"checkpoint .*checkpoint-2 is a PEFT adapter \(adapter_config.json\), not model weights; give model_args.pretrained"),
+    ('model_args: {pretrained: base}, checkpoints: "full/checkpoint-*"', "",
+     r"checkpoint .*full/checkpoint-3 holds no adapter_config.json, so it is not a PEFT adapter, yet model_args.pretrained"),
+    ('model_args: {pretrained: base, adapter: out/checkpoint-2}, checkpoints: "out/checkpoint-*"', "",
+     r"checkpoints: give each step's adapter as a checkpoints folder, not also model_args.adapter"),
+    ('model_args: {pretrained: base}, checkpoints: "mixed/checkpoint-*"', "",
+     r"checkpoint 'lora': checkpoints \(step 5\): .*was made on '/elsewhere/llama-8b', not on pretrained"),
+    ('model: vllm, serve: vllm, model_args: {pretrained: base}, checkpoints: "out/checkpoint-*"', "",
+     r"checkpoints \(step 2\): a served checkpoint \(serve:\) cannot take an adapter yet .*drop serve: .*merge the adapter"),
+    ('model: captrack-replay, model_args: {pretrained: base}, checkpoints: "out/checkpoint-*"', "",
+     r"checkpoints \(step 2\): model captrack-replay cannot take an adapter"),
+])
+def test_a_bad_adapter_sweep_is_one_line_at_plan_time(tmp_path: Path, variant: str, extra: str, message: str) -> None:
+    _steps(tmp_path)
+    full = tmp_path / "full" / "checkpoint-3"
+    full.mkdir(parents=True)
+    (full / "model.safetensors").write_bytes(b"")
+    _adapter(tmp_path / "mixed" / "checkpoint-1", str(tmp_path / "base"))
+    _adapter(tmp_path / "mixed" / "checkpoint-5", "/elsewhere/llama-8b")  # another base's adapter among the steps
+    with pytest.raises(InputError, match=message) as raised:
+        load_experiment(_manifest(tmp_path, variant, extra))
+    assert "\n" not in str(raised.value) and "'lora'" in str(raised.value)  # one line, naming the variant
+    assert not (tmp_path / "work").exists()  # nothing was run
+
+
+def test_a_served_adapter_says_what_to_do_instead(tmp_path: Path) -> None:
+    """The server a served job starts loads no LoRA (vLLM's --enable-lora/--lora-modules are not wired, nor tested here:
+    an engine start alone takes minutes on these CPUs): refused at plan time, naming the two ways that work."""
+    _adapter(tmp_path / "lora", str(tmp_path / "base"))
+    with pytest.raises(InputError) as raised:
+        load_experiment(_manifest(tmp_path, "model: vllm, serve: vllm, model_args: {pretrained: base, adapter: lora}"))
+    said = str(raised.value)
+    assert "model_args.adapter: a served checkpoint (serve:) cannot take an adapter yet" in said and "\n" not in said
+    assert "drop serve: (model: vllm then applies the adapter in-process)" in said
+    assert "merge the adapter into its base (peft's merge_and_unload" in said and "serve that folder as pretrained" in said
