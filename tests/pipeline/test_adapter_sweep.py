@@ -5,7 +5,9 @@ read; a served checkpoint with an adapter is refused at plan time with what to d
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,45 @@ def test_a_served_adapter_says_what_to_do_instead(tmp_path: Path) -> None:
     assert "model_args.adapter: a served checkpoint (serve:) cannot take an adapter yet" in said and "\n" not in said
     assert "drop serve: (model: vllm then applies the adapter in-process)" in said
     assert "merge the adapter into its base (peft's merge_and_unload" in said and "serve that folder as pretrained" in said
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="needs peft (the dev extra has it)")
+@pytest.mark.skipif(not os.environ.get("CAPTRACK_ADAPTER_SWEEP_RUN"), reason=(
+    "a real captrack run of three tiny evaluations (hf with peft) and a board: 189 s wall, 73 s CPU on the loaded "
+    "2-core machine, over the slow set's budget; set CAPTRACK_ADAPTER_SWEEP_RUN=1 to run it"))
+def test_a_lora_sweep_runs_each_steps_adapter(tmp_path: Path) -> None:
+    """`captrack run` on a LoRA saved at two steps: each step's run is its own adapter over the base (lm-eval records
+    peft=<that step's folder>), the adapters are not ignored (each step's loglikelihoods differ from the base's and from
+    each other), and the board shows the trajectory."""
+    import io
+
+    from rich.console import Console
+    from tinyadapter import build_adapter, build_adapter_base
+
+    from captrack.pipeline.runner import run_experiment
+
+    texts = ["Question: What is the capital of France?\nAnswer: Paris", "Question: the opposite of hot is\nAnswer: cold"] * 20
+    base = build_adapter_base(tmp_path / "base", texts, seed=0)
+    for step, seed in ((2, 1), (4, 2)):
+        build_adapter(base, tmp_path / "out" / f"checkpoint-{step}", seed=seed)
+    path = _manifest(tmp_path, 'model_args: {pretrained: base}, checkpoints: "out/checkpoint-*"',
+                     "limit: 12\nbatch_size: 8\nexecutor: {name: local, workers: 1}\n")
+    run_experiment(load_experiment(path), console=Console(file=io.StringIO()))
+    work = load_experiment(path).work
+    found = {}
+    for name, step in (("base", None), ("lora", 2), ("lora", 4)):
+        (results,) = work.run(name, 0, step).rglob("results_*.json")
+        found[step] = (json.loads(results.read_text())["config"]["model_args"], _loglikelihoods(results.parent))
+    for step in (2, 4):
+        assert found[step][0]["peft"] == str(tmp_path / "out" / f"checkpoint-{step}")
+        assert found[step][0]["pretrained"] == str(base)
+    assert "peft" not in found[None][0]
+    assert found[2][1] != found[None][1] != found[4][1] != found[2][1]
+    assert (tmp_path / "board" / "curves.csv").is_file()
+
+
+def _loglikelihoods(run: Path) -> dict[int, list[float]]:
+    (samples,) = run.glob("samples_captrack_probe_c1_facts_*.jsonl")
+    rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
+    return {int(r["doc_id"]): [round(float(c[0]), 4) for c in r["filtered_resps"]] for r in rows}
