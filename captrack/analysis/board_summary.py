@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from captrack.analysis.comparison import Comparison
     from captrack.labels import VariantLabels
 
-__all__ = ["ALGORITHM_COLUMNS", "BoardTables", "Flipped", "Flips", "algorithm_summary", "board_tables", "checkpoint_rows"]
+__all__ = ["ALGORITHM_COLUMNS", "CHECKPOINT_COLUMNS", "BoardTables", "Flipped", "Flips", "algorithm_summary", "board_tables", "checkpoint_rows"]
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,12 @@ def checkpoint_rows(tables: dict[str, pd.DataFrame], variants: list[str]) -> pd.
                     **{g: group_drift.get((name, g), math.nan) for g in ("CAN", "WILL", "HOW")},
                     **{key: column.take(mine_trans).mean() if len(mine_trans) else math.nan for key, column in adjusted.items()},
                     "significant_tasks": int(sum(isinstance(v, str) and v in SIGNIFICANT_VERDICTS for v in mine)), "tasks": len(mine)})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out) if out else pd.DataFrame(columns=CHECKPOINT_COLUMNS)  # a board of its A/A floor alone
+
+
+CHECKPOINT_COLUMNS = ["variant", "base", "family", "size", "algorithm", "data", "CAN", "WILL", "HOW", "forgetting_adj",
+                      "backward_transfer_adj", "significant_tasks", "tasks"]
+"""checkpoints.csv's columns (one row per variant)."""
 
 
 _NONE = np.array([], dtype=np.intp)

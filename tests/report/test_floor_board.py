@@ -64,7 +64,9 @@ def _board(folder: Path, store: Path, floor: str) -> Path:
 
 def _write_definition(folder: Path, store: Path, floor: str) -> None:
     comparisons = "  - base: base\n    variants:\n      - {name: sft, algorithm: SFT}\n      - {name: dpo, algorithm: DPO}\n"
-    if floor == "reused":
+    if floor == "alone":
+        comparisons = "  - base: base\n    variants:\n      - {name: base-floor-bs16, algorithm: floor}\n"
+    elif floor == "reused":
         comparisons += "      - {name: base-floor-bs16, algorithm: floor}\n"
     elif floor == "own":
         comparisons += "  - base: base-floor-bs1\n    variants:\n      - {name: base-floor-bs16, algorithm: floor}\n"
@@ -177,3 +179,14 @@ def test_a_board_rebuilt_without_its_floor_drops_floor_csv(tmp_path: Path) -> No
     (tmp_path / FLOOR_FILE).write_text("variant\n")  # an earlier build's, when the board had a floor
     assert floor_tables(tmp_path, BoardFloor()) == {} and not (tmp_path / FLOOR_FILE).exists()
     assert floor_html(BoardFloor()) == "" and floor_markdown(BoardFloor()) == []
+
+
+def test_a_board_of_the_floor_alone(store: Path, tmp_path: Path) -> None:
+    """An experiment may ask only for the floor (`floor:` with `variants: []`, as tests/pipeline/test_vllm_run.py's
+    vLLM run does): its board has no variant to draw, and shows the floor."""
+    expected = _compare_floor(store, "base", tmp_path / "compare")
+    board = _board(tmp_path / "board", store, "alone")
+    page = (board / "index.html").read_text()
+    assert [[int(c) for c in r[4:7]] for r in _rows(page, "floor-table")] == expected[["n", "n_10", "n_01"]].values.tolist()
+    assert _rows(page, "floor-variants-table") == _rows(page, "checkpoint-table") == []
+    assert pd.read_csv(board / "checkpoints.csv").empty and pd.read_csv(board / "algorithms.csv").empty
