@@ -89,6 +89,11 @@ MEANINGS: dict[str, str] = {
     "shared_se": "algorithms.csv: the shared base's term (the mean covariance of two variants' drifts over the joint "
                  "item bootstrap)",
     "ci_note": "algorithms.csv: how the algorithm's CI was made, or why there is none (fewer than 3 variants)",
+    "aa_floor": "floor.csv: the A/A floor's name (the base evaluated twice by its own backend, apart in batch size)",
+    "aa_floor_n": "floor.csv: items the floor's two runs both scored on this task",
+    "aa_floor_forgetting": "floor.csv: share of items the backend alone flips 1→0 between the floor's two runs",
+    "aa_floor_backward_transfer": "floor.csv: share of items the backend alone flips 0→1 between the floor's two runs",
+    "within_aa_floor": "floor.csv: the variant forgets and gains no larger a share than the floor does on this task",
     "n_forgotten": "items forgotten (right → wrong)", "n_gained": "items gained (wrong → right)",
     "n_collapse": "forgotten items the variant gives almost no mass (Q[â] < 0.4/k): mass forgetting",
     "n_drift": "forgotten items where the base's answer keeps its mass and trails by a near tie",
@@ -123,7 +128,8 @@ def _measure_notes() -> dict[str, str]:
 def file_columns() -> list[tuple[str, str, str, list[str], dict[str, str]]]:
     """(file, written by, one row per, its columns in order, meanings) for every table a comparison or board writes."""
     from captrack.analysis import distribution
-    from captrack.analysis.board_summary import ALGORITHM_COLUMNS
+    from captrack.analysis.board_floor import AGAINST_FLOOR_COLUMNS
+    from captrack.analysis.board_summary import ALGORITHM_COLUMNS, CHECKPOINT_COLUMNS
     from captrack.analysis.by_field import GROUP_STAT_COLUMNS
     from captrack.analysis.comparison import REPLICATE_COLUMNS
     from captrack.analysis.contrasts import MEASURE_COLUMNS
@@ -152,10 +158,10 @@ def file_columns() -> list[tuple[str, str, str, list[str], dict[str, str]]]:
         ("by_FIELD.csv", both + " (`--by FIELD`)", "variant × (task, metric) × value of FIELD",
          ["variant", "algorithm", "task", "metric", "FIELD", *GROUP_STAT_COLUMNS]),
         ("pairs.csv", board + " (items only)", "variant × binary (task, metric)", PAIR_COLUMNS),
-        ("checkpoints.csv", board, "variant", ["variant", "base", "family", "size", "algorithm", "data", "CAN", "WILL",
-                                               "HOW", "forgetting_adj", "backward_transfer_adj", "significant_tasks",
-                                               "tasks"]),
+        ("checkpoints.csv", board, "variant", CHECKPOINT_COLUMNS),
         ("algorithms.csv", board, "algorithm × capability or group", ALGORITHM_COLUMNS),
+        ("floor.csv", board + " (with a `floor:`)", "variant × binary (task, metric) against its base's A/A floor",
+         AGAINST_FLOOR_COLUMNS),
         ("curves.csv", both + " (trajectories)", "variant × step × (task, capability or group)", CURVE_COLUMNS),
         ("curve_summary.csv", both + " (trajectories)", "variant × capability", SUMMARY_COLUMNS),
         ("curve_items.csv", both + " (trajectories)", "item that churned", CHURN_ITEM_COLUMNS),

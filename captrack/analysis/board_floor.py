@@ -22,8 +22,8 @@ __all__ = ["AGAINST_FLOOR_COLUMNS", "FLOOR_COLUMNS", "BoardFloor", "board_floor"
 
 FLOOR_COLUMNS = ["floor", "measures", "task", "metric", "n", "n_10", "n_01", "forgetting", "backward_transfer"]
 """The floor's own rows: its transitions.csv row per task and metric, and the base whose backend it measures."""
-AGAINST_FLOOR_COLUMNS = ["variant", "base", "task", "metric", "n", "forgetting", "backward_transfer", "floor", "floor_n",
-                         "floor_forgetting", "floor_backward_transfer", "within_floor"]
+AGAINST_FLOOR_COLUMNS = ["variant", "base", "task", "metric", "n", "forgetting", "backward_transfer", "aa_floor",
+                         "aa_floor_n", "aa_floor_forgetting", "aa_floor_backward_transfer", "within_aa_floor"]
 """floor.csv: each variant's F and BT per task and metric beside its base's floor, and whether it is within it."""
 _TOLERANCE = 1e-12  # shares k/n computed alike compare equal
 
@@ -57,12 +57,14 @@ def board_floor(transitions: pd.DataFrame, labels: pd.DataFrame) -> BoardFloor:
     rows = rows[FLOOR_COLUMNS].sort_values(["measures", "floor", "task", "metric"]).reset_index(drop=True)
     theirs = first[~first["variant"].astype(str).isin(names)]
     theirs = theirs.assign(base=[bases.get(str(v), "") for v in theirs["variant"]])
-    floors = rows.rename(columns={"measures": "base", "n": "floor_n", "forgetting": "floor_forgetting",
-                                  "backward_transfer": "floor_backward_transfer"}).drop(columns=["n_10", "n_01"])
+    floors = rows.rename(columns={"floor": "aa_floor", "measures": "base", "n": "aa_floor_n",
+                                  "forgetting": "aa_floor_forgetting", "backward_transfer": "aa_floor_backward_transfer"})
+    floors = floors.drop(columns=["n_10", "n_01"])
     against = theirs[["variant", "base", "task", "metric", "n", "forgetting", "backward_transfer"]].merge(
         floors, on=["base", "task", "metric"], how="inner")
-    within = ((against["forgetting"].to_numpy(dtype=float) <= against["floor_forgetting"].to_numpy(dtype=float) + _TOLERANCE)
+    within = ((against["forgetting"].to_numpy(dtype=float)
+               <= against["aa_floor_forgetting"].to_numpy(dtype=float) + _TOLERANCE)
               & (against["backward_transfer"].to_numpy(dtype=float)
-                 <= against["floor_backward_transfer"].to_numpy(dtype=float) + _TOLERANCE))
-    against = against.assign(within_floor=np.asarray(within, dtype=bool))[AGAINST_FLOOR_COLUMNS]
-    return BoardFloor(names, rows, against.sort_values(["variant", "task", "metric", "floor"]).reset_index(drop=True))
+                 <= against["aa_floor_backward_transfer"].to_numpy(dtype=float) + _TOLERANCE))
+    against = against.assign(within_aa_floor=np.asarray(within, dtype=bool))[AGAINST_FLOOR_COLUMNS]
+    return BoardFloor(names, rows, against.sort_values(["variant", "task", "metric", "aa_floor"]).reset_index(drop=True))

@@ -57,7 +57,7 @@ def variant_frames(frames: dict[str, pd.DataFrame], floors: list[str]) -> dict[s
 
 def within_floor(floor: BoardFloor) -> frozenset[tuple[str, str, str]]:
     """The (variant, task, metric) whose F and BT are within their base's floor."""
-    rows = floor.against[floor.against["within_floor"].astype(bool)]
+    rows = floor.against[floor.against["within_aa_floor"].astype(bool)]
     return frozenset(zip(rows["variant"].astype(str), rows["task"].astype(str), rows["metric"].astype(str), strict=True))
 
 
@@ -90,7 +90,7 @@ def _count(value: object) -> str:
 def _verdict(row: dict[str, object]) -> str:
     if missing(row["forgetting"]) or missing(row["backward_transfer"]):
         return "n/a (no flips counted)"
-    return WITHIN if bool(row["within_floor"]) else BEYOND
+    return WITHIN if bool(row["within_aa_floor"]) else BEYOND
 
 
 def floor_html(floor: BoardFloor) -> str:
@@ -101,7 +101,8 @@ def floor_html(floor: BoardFloor) -> str:
             f"<td>{esc(r['metric'])}</td>", *(_count(r[k]) for k in ("n", "n_10", "n_01")),
             _share(r["forgetting"]), _share(r["backward_transfer"])] for r in floor.rows.to_dict("records")]
     theirs = [[*(f"<td>{esc(r[k])}</td>" for k in ("variant", "base", "task", "metric")), _count(r["n"]),
-               *(_share(r[k]) for k in ("forgetting", "backward_transfer", "floor_forgetting", "floor_backward_transfer")),
+               *(_share(r[k]) for k in ("forgetting", "backward_transfer", "aa_floor_forgetting",
+                                        "aa_floor_backward_transfer")),
                f'<td class="floor-verdict">{esc(_verdict(r))}</td>'] for r in floor.against.to_dict("records")]
     return ('<h2 id="floor">Backend A/A floor: what the backend alone flips</h2>'
             f'<p class="muted" id="floor-note">{esc(FLOOR_NOTE)}</p>' + table(_FLOOR_HEADER, own, "floor-table")
@@ -126,7 +127,7 @@ def floor_markdown(floor: BoardFloor) -> list[str]:
     lines += ["", "| " + " | ".join(_AGAINST_HEADER) + " |", "|---" * len(_AGAINST_HEADER) + "|"]
     lines += ["| " + " | ".join([*(md_text(r[k]) for k in ("variant", "base", "task", "metric")),
                                  "n/a" if missing(r["n"]) else str(int(r["n"])),
-                                 *(_pct(r[k]) for k in ("forgetting", "backward_transfer", "floor_forgetting",
-                                                        "floor_backward_transfer")), _verdict(r)]) + " |"
+                                 *(_pct(r[k]) for k in ("forgetting", "backward_transfer", "aa_floor_forgetting",
+                                                        "aa_floor_backward_transfer")), _verdict(r)]) + " |"
               for r in floor.against.to_dict("records")]
     return [*lines, ""]

@@ -123,7 +123,7 @@ def test_the_floor_is_drawn_beside_the_variants_not_as_one(store: Path, tmp_path
     per_task = {(r[0], r[1]): r[7] for r in _rows(page, "task-table")}
     assert per_task[("dpo", FACTS)].endswith(" · within the A/A floor") and "floor" not in per_task[("sft", FACTS)]
     floor_csv = pd.read_csv(board / "floor.csv")
-    assert set(zip(floor_csv["variant"], floor_csv["within_floor"], strict=True)) == {("dpo", True), ("sft", False)}
+    assert set(zip(floor_csv["variant"], floor_csv["within_aa_floor"], strict=True)) == {("dpo", True), ("sft", False)}
     readme = (board / "README.md").read_text()
     assert "## Backend A/A floor" in readme and "| dpo | base | captrack_probe_c1_facts | acc | 40 |" in readme
 
@@ -167,7 +167,7 @@ def test_the_boards_tables_keep_the_floor_apart(store: Path, tmp_path: Path, flo
         expected[["n", "n_10", "n_01", "forgetting", "backward_transfer"]])
     against = computed.floor.against
     assert {(v, t): ("within" if w else "beyond") + " the A/A floor" for v, t, w in
-            zip(against["variant"], against["task"], against["within_floor"], strict=True)} == WITHIN
+            zip(against["variant"], against["task"], against["within_aa_floor"], strict=True)} == WITHIN
     transitions = computed.frames["transitions"]  # the board's transitions.csv keeps the floor's rows
     assert set(transitions.loc[transitions["variant"] == "base-floor-bs16", "task"]) == {FACTS, IF}
 
