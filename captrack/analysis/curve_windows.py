@@ -15,10 +15,11 @@ a window of L steps is significant when |z| − PENALTY·√(2·log(e·K/L)) exc
 penalised maximum over SCAN_DRAWS draws of that joint normal (fixed seed, so a table is reproducible). The
 penalty spends the error where a sustained change gathers evidence: an m-step window averages away each
 checkpoint's own item flips (its SE shrinks towards the base's share), and a single step still flags when its
-own evidence is strong. The draws are multivariate t with the fewest effective degrees of freedom of the
-multi-step windows (2U/(κ − 1), κ the kurtosis of the units' influence: a sparse 0/1 change's SE is itself noisy,
-and its z has fatter tails than a normal's; about 80 for 300 items with 10% of them flipping), or G − 1 with
-`--cluster` where fewer. `first_step_significant` is the smallest k such that some window ending at k is
+own evidence is strong. Each multi-step window's draws are t-like with its own effective degrees of freedom
+(2U/(κ − 1), κ the kurtosis of the units' influence on it: a sparse 0/1 change's SE is itself noisy, and its z has
+fatter tails than a normal's; about 80 for a two-step window of 300 items with 10% of them flipping, a few hundred
+for a long one), one χ² quantile per draw shared by all windows; G − 1 with `--cluster` where fewer. A one-step
+window's draws are normal (t with G − 1 under `--cluster`): its z is its verdict's own calibrated test. `first_step_significant` is the smallest k such that some window ending at k is
 significant. Guarantee (strong control, up to the normal approximation): whatever the true curve, the chance
 that any window wholly free of change is called significant is at most α = 5%, so an unchanged capability gets a
 first significant step in ≤ 5% of trajectories, and one that changes from step s on is dated before s in ≤ 5%.
@@ -175,20 +176,21 @@ def _window_moments_sparse(used: Sequence[MemberSteps], windows: tuple[tuple[int
     return delta, factor * np.sqrt(units / (units - 1.0))
 
 
-def _df(spread: NDArray[np.float64], multi: list[bool], df: float | None) -> float | None:
-    """Degrees of freedom of the draws: the fewest of the multi-step windows' effective ones, 2U/(κ − 1) with κ
-    the kurtosis of the units' influence (U − 1 for normal items; a sparse 0/1 change has far fewer, and its SE's
-    own error fattens the tails of z), and `df` (clusters)."""
+def _df(spread: NDArray[np.float64], multi: list[bool], df: float | None) -> NDArray[np.float64]:
+    """Each window's degrees of freedom for the draws (inf: normal). A multi-step window's are its effective ones,
+    2U/(κ − 1) with κ the kurtosis of the units' influence on it (U − 1 for normal items; a sparse 0/1 change has far
+    fewer, and its SE's own error fattens the tails of its z), capped by `df` (clusters); a one-step window's z is its
+    verdict's own calibrated test: `df` where clusters give one, else normal."""
+    cap = df if df is not None else math.inf
+    out = np.full(spread.shape[1], cap)
     squares = spread[:, multi] ** 2
     total, fourth = squares.sum(axis=0), (squares**2).sum(axis=0)
-    live = total > 0
-    if not live.any():
-        return df
     units = spread.shape[0]
-    kurtosis = units * fourth[live] / total[live] ** 2
-    effective = float(np.min(np.where(kurtosis > 1.0, 2.0 * units / np.maximum(kurtosis - 1.0, 1e-12), np.inf)))
-    found = min(effective, df if df is not None else math.inf)
-    return found if math.isfinite(found) else None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kurtosis = np.where(total > 0, units * fourth / np.where(total > 0, total, 1.0) ** 2, 1.0)
+    effective = np.where(kurtosis > 1.0, 2.0 * units / np.maximum(kurtosis - 1.0, 1e-12), math.inf)
+    out[np.asarray(multi, dtype=bool)] = np.minimum(effective, cap)
+    return out
 
 
 def _per_unit(values: NDArray[np.float64], keys: NDArray[np.intp], n_units: int) -> NDArray[np.float64]:
@@ -202,8 +204,9 @@ def _scaled(factor: NDArray[np.float64], n_units: int) -> NDArray[np.float64]:
 
 
 def _critical(factor: NDArray[np.float64], weights: NDArray[np.float64], se: NDArray[np.float64],
-              penalty: NDArray[np.float64], alpha: float, df: float | None) -> float:
-    """The 1 − α quantile of max(|z| − penalty) over the windows under the joint null normal (t-like with `df`)."""
+              penalty: NDArray[np.float64], alpha: float, df: NDArray[np.float64]) -> float:
+    """The 1 − α quantile of max(|z| − penalty) over the windows under the joint null normal, each window's draw
+    t-like with its own degrees of freedom `df` (see _t_scale)."""
     live = se > 0
     if not live.any():
         return math.inf
@@ -216,8 +219,7 @@ def _critical(factor: NDArray[np.float64], weights: NDArray[np.float64], se: NDA
     standard = (weights.T @ root) / np.where(live, se, 1.0)[:, None]  # windows x r, each live row of norm 1
     standard[~live] = 0.0
     draws = _normals(standard.shape[1]) @ standard.T
-    if df is not None:
-        draws *= _t_scale(df)[:, None]
+    draws *= _t_scale(df)
     np.abs(draws, out=draws)
     draws -= np.where(live, penalty, np.inf)
     return float(np.quantile(draws.max(axis=1), 1.0 - alpha))
@@ -230,11 +232,24 @@ def _normals(width: int) -> NDArray[np.float64]:
     return out
 
 
-def _t_scale(df: float) -> NDArray[np.float64]:
-    """Per draw, √(df/χ²_df): turns the joint normal draws into a multivariate t (fixed seed)."""
-    if df < 1:
-        return np.full(SCAN_DRAWS, np.inf)
-    return np.sqrt(df / np.random.default_rng(1).chisquare(df, SCAN_DRAWS))
+def _t_scale(df: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Draws x windows: √(df_w/χ²_{df_w}), one χ² quantile per draw shared by all windows (their SEs are estimated
+    from the same units, so their errors move together), from Wilson and Hilferty's cube-root normal approximation
+    (fixed seed); 1 where df_w is infinite (normal), inf below 1."""
+    g = _chi_normals()[:, None]
+    nu = np.where(np.isfinite(df), np.maximum(df, 1.0), 1.0)[None, :]
+    root = 1.0 - 2.0 / (9.0 * nu) + g * np.sqrt(2.0 / (9.0 * nu))
+    chi = nu * np.maximum(root, 1e-6) ** 3
+    scale = np.sqrt(nu / chi)
+    scale = np.where(np.isfinite(df)[None, :], scale, 1.0)
+    return np.where((df < 1.0)[None, :], np.inf, scale)
+
+
+@lru_cache(maxsize=1)
+def _chi_normals() -> NDArray[np.float64]:
+    out = np.random.default_rng(1).standard_normal(SCAN_DRAWS)
+    out.setflags(write=False)
+    return out
 
 
 def first_step(steps: Sequence[int], members: Sequence[MemberSteps], verdicts: Sequence[str],

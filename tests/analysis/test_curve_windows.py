@@ -132,3 +132,21 @@ def test_trajectory_members_align_items_across_steps_and_keep_unscored_as_nan() 
     clusters = {10: {key: ["x", "x", "y"]}, 20: {key: ["x", "x"]}}
     members, df = trajectory_members("v", items, identities, clusters, {}, taxonomy)["C1"]
     assert df == 1.0 and len(set(members[0].units)) == 2
+
+
+def test_each_window_draws_with_its_own_degrees_of_freedom() -> None:
+    """A long window averages each checkpoint's sparse flips, so its SE is estimated better than a two-step window's:
+    more degrees of freedom; a one-step window is its verdict's calibrated test (normal); clusters cap them all."""
+    from captrack.analysis import curve_windows as cw
+
+    _, _, member = _trajectory(3, 10, onset=None)
+    windows = [(j, e) for e in range(10) for j in range(e + 1)]
+    _, factor, weights = cw._window_moments([member], tuple(windows), 10)
+    df = cw._df(factor @ weights, [j < e for j, e in windows], None)
+    length = np.array([e - j + 1 for j, e in windows])
+    assert np.isinf(df[length == 1]).all()
+    assert 20 < df[length == 2].mean() < df[length == 6].mean() < df[length == 10].mean() < math.inf
+    capped = cw._df(factor @ weights, [j < e for j, e in windows], 15.0)
+    assert (capped == np.minimum(df, 15.0)).all()
+    scale = cw._t_scale(df)
+    assert (scale[:, length == 1] == 1.0).all() and scale[:, length == 2].std() > scale[:, length == 10].std() > 0
