@@ -224,7 +224,7 @@ one is signalled with requests cached and requests left, on an idle machine too 
 request, past 100 s), and under load each attempt still computes for a while. Sized from the machine's speed rather
 than in items: a fixed 6,000 items of the 32-wide model took 466 s under load but 36 s on an idle 2-core EPYC, less
 than an attempt's share of the limit. An earlier signal wastes more of each attempt on starting (`USR1@50`, 40-70 s
-in: 14 attempts under load); a 1-minute limit leaves no time to compute (the signal came 10-40 s into each attempt,
+in: more than ten attempts under load); a 1-minute limit leaves no time to compute (the signal came 10-40 s into each attempt,
 before the worker had started, four times, and submitit gave up: see captrack.pipeline.executors.slurm_job)."""
 ITEMS_RANGE = (300, 20_000)
 """The time-limit test's items, whatever the measured speed says (a 12.5 ms request makes some 2,400 items)."""
