@@ -10,7 +10,11 @@ from the cached keys and values in one batched pass. The prefill of a k-option i
 
 What is shared, and how the rows line up (context c of length L, continuation x of length m):
 
-- prefill: ``c[:-1]`` for up to ``batch_size`` contexts, right-padded (a causal model needs no mask);
+- stem: the leading tokens all of a pass's ``c[:-1]`` share (the chat template's system turn, a task's
+  instructions), run once with batch 1 and copied to each context (captrack.backends.context_stems orders
+  the contexts so that a pass's share a long one);
+- prefill: the rest of ``c[:-1]`` for up to ``batch_size`` contexts, right-padded, on the stem's keys and
+  values (a causal model needs no mask);
 - continuation pass: one row per distinct ``c[-1] + x[:-1]`` (options with the same input share it, as
   one-token options do in `hf`), on the context's cached keys and values; a padding mask and explicit
   positions when the chunk's contexts differ in length. Its m logits score x, as `hf`'s last m do.
@@ -24,6 +28,7 @@ The numbers equal `hf`'s within float tolerance (tests/backends/test_shared_pref
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +37,8 @@ import torch
 import torch.nn.functional as F
 from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
+
+from captrack.backends.context_stems import common_stem, order_by_family
 
 __all__ = ["ContextGroup", "SharedPrefixLM", "group_by_context"]
 
@@ -103,6 +110,8 @@ class SharedPrefixLM(HFLM):
                                                       override_bs=override_bs)
             results.update(zip(too_long, truncated, strict=True))
         size = override_bs or (self.batch_size if isinstance(self.batch_size, int) else 0) or 32
+        groups = [groups[i] for i in order_by_family([g.context[:-1] for g in groups], max(2, size // 4))]
+        self._stems: dict[tuple[int, ...], Any] = {}
         bar = tqdm(total=len(requests) - len(too_long), disable=disable_tqdm or self.rank != 0,
                    desc="Running loglikelihood requests (shared contexts)")
         for chunk in _chunks(groups, requests, size):
@@ -113,6 +122,7 @@ class SharedPrefixLM(HFLM):
             results.update(scored)
             bar.update(len(scored))
         bar.close()
+        self._stems = {}
         return [results[i] for i in range(len(requests))]
 
     def _score_chunk(self, chunk: list[ContextGroup], requests: Sequence[Request]) -> dict[int, Score]:
@@ -143,14 +153,36 @@ class SharedPrefixLM(HFLM):
                               enabled=self.mixed_precision_dtype is not None)
 
     def _prefill(self, prefixes: list[tuple[int, ...]], width: int) -> Any:
-        """The contexts' keys and values (right-padded to `width`), or None when every prefix is empty."""
+        """The contexts' keys and values (right-padded to `width`), or None when every prefix is empty.
+
+        Their common stem runs once (batch 1) and each context's rest runs on a copy of its keys and values.
+        """
         if width == 0:
             return None
+        shared = common_stem(prefixes)
+        cache = None
+        if shared:
+            cache = copy.deepcopy(self._stem_cache(prefixes[0][:shared]))
+            cache.batch_repeat_interleave(len(prefixes))
+            if shared == width:
+                return cache
         pad = self.tokenizer.pad_token_id or 0
-        ids = torch.tensor([list(p) + [pad] * (width - len(p)) for p in prefixes], dtype=torch.long,
+        ids = torch.tensor([list(p[shared:]) + [pad] * (width - len(p)) for p in prefixes], dtype=torch.long,
                            device=self.device)  # right padding: never seen by the real positions before it
         with torch.no_grad(), self._autocast():  # the decoder alone: no logits over the vocabulary
-            return self.model.base_model(input_ids=ids, use_cache=True).past_key_values
+            return self.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True).past_key_values
+
+    def _stem_cache(self, stem: tuple[int, ...]) -> Any:
+        """The keys and values of `stem` (batch 1), kept while consecutive passes share it."""
+        stems = getattr(self, "_stems", None)
+        if stems is None:
+            stems = self._stems = {}
+        if stem not in stems:
+            stems.clear()  # passes come family by family: an earlier stem is not asked for again
+            ids = torch.tensor([list(stem)], dtype=torch.long, device=self.device)
+            with torch.no_grad(), self._autocast():
+                stems[stem] = self.model.base_model(input_ids=ids, use_cache=True).past_key_values
+        return stems[stem]
 
     def _continue(self, cache: Any, rows: list[tuple[int, tuple[int, ...]]], lengths: list[int],
                   width: int) -> torch.Tensor:

@@ -72,6 +72,33 @@ def test_every_request_scores_as_hf_scores_it(lm: SharedPrefixLM, batch_size: in
     assert got[0][0] == got[3][0]  # the duplicate option is the same row
 
 
+def test_a_shared_stem_runs_once_and_scores_as_hf(lm: SharedPrefixLM) -> None:
+    """Twelve contexts after one long instruction (as a task's prompts are): hf's numbers, far fewer tokens run."""
+    from lm_eval.models.huggingface import HFLM
+
+    stem = "Answer: Paris, not Lyon or Marseille. " * 3
+    requests = []
+    for item in range(12):
+        context = stem + "Question: what is the capital of France?" + " Paris" * (item % 4) + " Lyon" * (item // 4)
+        context += "\nAnswer:"
+        for option in (" Paris", " Lyon or Marseille"):
+            context_enc, option_enc = lm._encode_pair(context, option)
+            requests.append(((context, option), context_enc, option_enc))
+    seen: list[int] = []
+    hook = lm.model.get_input_embeddings().register_forward_hook(lambda _m, args, _o: seen.append(args[0].numel()))
+    try:
+        got = lm._loglikelihood_tokens(requests, disable_tqdm=True, override_bs=8)
+    finally:
+        hook.remove()
+    expected = HFLM._loglikelihood_tokens(lm, requests, disable_tqdm=True, override_bs=8)
+    assert max(abs(a[0] - b[0]) for a, b in zip(expected, got, strict=True)) < TOLERANCE
+    assert [g for _, g in got] == [g for _, g in expected]
+    shared = len(lm.tok_encode(stem)) - 1
+    every_context = sum(len(r[1]) for r in requests[::2])  # twelve distinct contexts, each once
+    assert shared > 20
+    assert sum(seen) < every_context - 8 * shared  # the stem ran about once per pass, not once per context
+
+
 def test_greedy_continuations_are_recognised(lm: SharedPrefixLM) -> None:
     """is_greedy is true for the model's own greedy continuation (not only false everywhere)."""
     import torch
