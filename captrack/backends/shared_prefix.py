@@ -98,6 +98,9 @@ def _chunks(groups: list[ContextGroup], requests: Sequence[Request], rows_per_pa
 class SharedPrefixLM(HFLM):
     """HFLM whose loglikelihood runs each distinct context once and scores its continuations from the KV cache."""
 
+    share_stems = True
+    """Run a pass's common stem once (False: every context from its first token, as before stems; for benchmarks)."""
+
     def _loglikelihood_tokens(self, requests: list[Request], disable_tqdm: bool = False,
                               override_bs: int | None = None) -> list[Score]:
         """Score `requests` like HFLM, sharing each context's forward between its continuations."""
@@ -110,7 +113,8 @@ class SharedPrefixLM(HFLM):
                                                       override_bs=override_bs)
             results.update(zip(too_long, truncated, strict=True))
         size = override_bs or (self.batch_size if isinstance(self.batch_size, int) else 0) or 32
-        groups = [groups[i] for i in order_by_family([g.context[:-1] for g in groups], max(2, size // 4))]
+        if self.share_stems:
+            groups = [groups[i] for i in order_by_family([g.context[:-1] for g in groups], max(2, size // 4))]
         self._stems: dict[tuple[int, ...], Any] = {}
         bar = tqdm(total=len(requests) - len(too_long), disable=disable_tqdm or self.rank != 0,
                    desc="Running loglikelihood requests (shared contexts)")
@@ -159,7 +163,7 @@ class SharedPrefixLM(HFLM):
         """
         if width == 0:
             return None
-        shared = common_stem(prefixes)
+        shared = common_stem(prefixes) if self.share_stems else 0
         cache = None
         if shared:
             cache = copy.deepcopy(self._stem_cache(prefixes[0][:shared]))
