@@ -213,8 +213,8 @@ def test_the_demo_board_passes_every_cell(tmp_path: Path) -> None:
 @pytest.mark.skipif(not (DEMO / "capabilities.csv").is_file(), reason="the demo board is not in this checkout")
 def test_on_the_demo_a_narrow_margin_warns_where_the_ci_reaches_past_it(tmp_path: Path) -> None:
     # WILL critical at margin 0.4. No WILL cell is a regression (every 95% CI holds 0), but every 90% CI reaches
-    # below -0.4: sft [-4.01, +0.49], dpo [-1.96, +0.93], rl [-1.51, +1.25] -> warn, inconclusive. The one-sided
-    # p of "not beyond -0.4" is far from any threshold (sft 0.167, dpo 0.457, rl 0.621), so nothing is rejected.
+    # below -0.4: sft [-3.84, +0.83], dpo [-0.93, +1.96], rl [-1.89, +1.12] -> warn, inconclusive. The one-sided
+    # p of "not beyond -0.4" is far from any threshold (sft 0.225, dpo 0.830, rl 0.510), so nothing is rejected.
     # strict: true fails only on a family-wise regression -> every decision passes (exit 0); strict: false warns.
     # (Holm's family on a significant regression inside a narrow margin: tests/gate/test_gate_margin_family.py.)
     policy = _policy(tmp_path, "narrow.yaml", "strict: true\nrules:\n  - {group: CAN, tier: critical}\n"
@@ -225,7 +225,7 @@ def test_on_the_demo_a_narrow_margin_warns_where_the_ci_reaches_past_it(tmp_path
     will = {o.variant: o for o in result.outcomes if o.rule.target == "WILL"}
     assert {v: o.outcome for v, o in will.items()} == {"sft": "warn", "dpo": "warn", "rl": "warn"}
     assert all(o.reason == "inconclusive: the 90% CI reaches below −0.4" for o in will.values())
-    for variant, (low, high) in {"sft": (0.16, 0.18), "dpo": (0.45, 0.47), "rl": (0.61, 0.63)}.items():
+    for variant, (low, high) in {"sft": (0.21, 0.23), "dpo": (0.82, 0.84), "rl": (0.50, 0.52)}.items():
         cell = will[variant].cells[0]
         assert cell.ci95[0] < 0 < cell.ci95[1] and not cell.holm_rejects and not cell.beyond_rejects
         assert low < cell.p_beyond < high
