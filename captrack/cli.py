@@ -14,7 +14,7 @@ from captrack.cli_parser import FAIL_ON_HELP, CaptrackParser, print_error
 from captrack.errors import CaptrackError, InputError
 from captrack.gate.cli import add_gate_options, add_gate_parser, gate_comparisons, item_limit
 from captrack.pipeline.run_command import add_run_parser, cmd_run
-from captrack.processes import Terminated, sigterm_as_interrupt
+from captrack.processes import Terminated, stop_signals_as_interrupt
 from captrack.schemas import (
     MAX_BOOTSTRAP,
     Bootstrap,
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        with sigterm_as_interrupt():  # SIGTERM (how CI cancels a job) cleans up as Ctrl-C does
+        with stop_signals_as_interrupt():  # SIGTERM (how CI cancels a job) cleans up as Ctrl-C does
             result = args.func(args)
     except KeyboardInterrupt as exc:
         resume = "; run the same command again to resume (finished stages are kept)" if args.func is cmd_run else ""

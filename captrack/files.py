@@ -230,7 +230,7 @@ _scratch: tuple[int, Path] | None = None  # (the process that made it, the folde
 def scratch_folder() -> Path:
     """This process's folder for temporary files, ``TMPDIR/captrack-HOST8-PID-START-XXXXXXXX``: made at the first call
     (after :func:`remove_stale_scratch`), removed when the process exits (after SIGTERM too, see
-    captrack.processes.sigterm_as_interrupt)."""
+    captrack.processes.stop_signals_as_interrupt)."""
     global _scratch
     if _scratch is None or _scratch[0] != os.getpid() or not _scratch[1].is_dir():
         remove_stale_scratch()

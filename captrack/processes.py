@@ -15,8 +15,9 @@ fork and exec, so it holds for any program), and a captrack child that calls :fu
 watches a lifeline pipe whose only writer is the parent (end of file: the parent is gone), the guard where
 prctl does not exist.
 
-Ends. :func:`sigterm_as_interrupt` makes SIGTERM (how CI systems cancel a job) raise :class:`Terminated`, a
-KeyboardInterrupt, so that a cancelled command cleans up as after Ctrl-C; :func:`process_start` and
+Ends. :func:`stop_signals_as_interrupt` makes SIGTERM (how CI systems cancel a job) raise :class:`Terminated`, a
+KeyboardInterrupt, so that a cancelled command cleans up as after Ctrl-C, and :func:`raise_if_stopped` raises a stop
+signal again where a finalizer swallowed it; :func:`process_start` and
 :func:`process_gone` tell whether the process that left something behind still runs (its PID alone could be reused).
 """
 
@@ -38,7 +39,7 @@ from typing import IO, Any
 
 __all__ = ["LIFELINE_ENV", "PARENT_ENV", "CpuMark", "Terminated", "ThreadPlan", "busy_cores_now", "busy_cores_since",
            "captrack_child_env", "die_with_parent", "plan_threads", "prepare_openmp", "process_gone", "process_start",
-           "sigterm_as_interrupt", "spawn", "usable_cores", "worker_count"]
+           "raise_if_stopped", "spawn", "stop_signals_as_interrupt", "usable_cores", "worker_count"]
 
 PARENT_ENV = "CAPTRACK_PARENT_PID"
 """The PID of the process that started a captrack child with :func:`spawn`: the child ends when it is gone."""
@@ -270,28 +271,58 @@ def die_with_parent(parent: int | None = None, every_s: float = 1.0) -> None:
 # -- ends: SIGTERM like Ctrl-C, and whether a process still runs ----------------------------------------------
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM received (see :func:`sigterm_as_interrupt`): a KeyboardInterrupt, so whatever cleans up after Ctrl-C
+    """SIGTERM received (see :func:`stop_signals_as_interrupt`): a KeyboardInterrupt, so whatever cleans up after Ctrl-C
     (``finally`` blocks, context managers, children stopped) cleans up after it too."""
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Terminated()
+_stop_signal: int | None = None  # the stop signal received inside stop_signals_as_interrupt, until its outermost exit
+_stop_depth = 0
+
+
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    global _stop_signal
+    _stop_signal = signum
+    if signum == signal.SIGTERM:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise _interrupt(signum)
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Inside: SIGTERM raises :class:`Terminated` in the main thread (a second one ends the process without cleanup);
-    the previous handler is restored after. Outside the main thread it does nothing (Python allows handlers only
-    there)."""
+def stop_signals_as_interrupt() -> Iterator[None]:
+    """Inside: SIGTERM raises :class:`Terminated` in the main thread (a second one ends the process without cleanup)
+    and SIGINT raises KeyboardInterrupt, each remembered for :func:`raise_if_stopped`; the previous handlers are
+    restored after. SIGINT stays ignored where this process inherited it ignored (a shell's background job, by
+    convention). Outside the main thread it does nothing (Python allows handlers only there)."""
+    global _stop_signal, _stop_depth
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    _stop_depth += 1
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_stop)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _stop_depth -= 1
+        if _stop_depth == 0:
+            _stop_signal = None  # what came after the command is not stopped by it
+
+
+def raise_if_stopped() -> None:
+    """Raise again the interrupt of a stop signal received inside :func:`stop_signals_as_interrupt`.
+
+    Python drops an exception raised while a finalizer (``__del__``, a weakref callback) runs, printing "Exception
+    ignored in"; a Ctrl-C landing there would be lost and the run would go on. Loops that wait on jobs call this each
+    round, so such a signal still stops them."""
+    if _stop_signal is not None:
+        raise _interrupt(_stop_signal)
 
 
 def _proc_stat(pid: int) -> list[str] | None:

@@ -168,7 +168,7 @@ def serve(command: Sequence[str], port: int, log: Path, *, env: Mapping[str, str
     Raises:
         ServerError: the server exited before answering /health, or did not answer it within `deadline_s`.
     """
-    from captrack.processes import sigterm_as_interrupt
+    from captrack.processes import stop_signals_as_interrupt
 
     log.parent.mkdir(parents=True, exist_ok=True)
     read, write = os.pipe()  # the lifeline: this process alone holds its write end
@@ -179,7 +179,7 @@ def serve(command: Sequence[str], port: int, log: Path, *, env: Mapping[str, str
                                      stdin=subprocess.DEVNULL, pass_fds=(read,), start_new_session=True)
         os.close(read)
         server = Server(f"http://127.0.0.1:{port}", port, log, guard)
-        with sigterm_as_interrupt():
+        with stop_signals_as_interrupt():
             try:
                 _wait_ready(server, deadline_s, what)
                 yield server

@@ -27,6 +27,7 @@ from captrack.pipeline.jobs import Placement, StageJob, WorkerReport, forget_att
 from captrack.pipeline.layout import WorkFolder
 from captrack.pipeline.stage import Stage
 from captrack.pipeline.workers import PROGRESS_EVERY_S, show_stage_warnings, slug
+from captrack.processes import raise_if_stopped
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -174,6 +175,7 @@ def run_jobs(work: WorkFolder, stages: list[Stage], executor: Executor, threads:
     shown, ended = time.perf_counter(), False
     try:
         while batch.waiting or batch.submitted:
+            raise_if_stopped()  # a Ctrl-C or SIGTERM that landed in a finalizer and was dropped there
             ready = []
             for stage in batch.ready():
                 batch.waiting.remove(stage)

@@ -67,7 +67,8 @@ def test_a_served_checkpoint_evaluates_inside_a_slurm_job_and_leaves_no_server(t
 
 def test_scancel_of_a_served_job_while_it_evaluates_leaves_no_server(tmp_path: Path) -> None:
     _experiment(tmp_path, 200)
-    driver = subprocess.Popen(CAPTRACK_RUN, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=served_env())
+    driver = subprocess.Popen(CAPTRACK_RUN, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=served_env(),
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as at a terminal
     try:
         deadline = time.monotonic() + 1200
         while True:  # the served job's log, once lm-eval sends its requests

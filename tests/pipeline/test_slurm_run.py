@@ -76,8 +76,15 @@ def _run(folder: Path, *args: str, timeout: float = 900) -> subprocess.Completed
 def _start(folder: Path, *args: str) -> subprocess.Popen[str]:
     """`captrack run exp.yaml ARGS` in `folder`, running on (its output in driver-N.log)."""
     log = folder / f"driver-{len(list(folder.glob('driver-*.log')))}.log"
+    # Ctrl-C as at a terminal: a test run started in a shell's background (CI scripts, `cmd &`) passes SIGINT on
+    # ignored, and a driver that inherits it ignored keeps ignoring it, as every background job does.
     return subprocess.Popen([CAPTRACK, "run", "exp.yaml", *args], cwd=folder, stdout=log.open("w"),
-                            stderr=subprocess.STDOUT, text=True, env=_env())
+                            stderr=subprocess.STDOUT, text=True, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _driver_log(folder: Path) -> str:
+    return "\n".join(f"{p.name}:\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(folder.glob("driver-*.log")))
 
 
 def _board(folder: Path) -> dict[str, bytes]:
@@ -256,7 +263,7 @@ def test_ctrl_c_cancels_the_runs_jobs(place: Path) -> None:
     _wait("both jobs submitted", lambda: len(_queued(folder)) == 2)
     jobs = _queued(folder)
     driver.send_signal(signal.SIGINT)
-    assert driver.wait(timeout=120) != 0
+    assert driver.wait(timeout=120) != 0, _driver_log(folder)
     print(f"jobs {jobs}; squeue after Ctrl-C: {_queued(folder)}; Slurm's record: {_records(folder)}")
     assert _queued(folder) == [], "jobs of an interrupted run are still queued"
     records = _records(folder)  # an array cancelled while pending is one record, under the array's id
