@@ -94,8 +94,9 @@ $(GEMMA): $(STAMP)
 slurm:
 	@scripts/slurm-up.sh || echo "make slurm: Slurm did not start (see above): the Slurm tests will be skipped"
 
-# Slow tests skip with a reason where their inputs (../shared/data, model packages, a Slurm cluster) are absent.
-test-slow: $(GEMMA) slurm
+# Slow tests skip with a reason where their inputs (../shared/data, model packages, a Slurm cluster, the vLLM
+# environment where it cannot be built) are absent. The vLLM environment is built here (CI builds it too).
+test-slow: $(GEMMA) slurm vllm-venv
 	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m slow $(XDIST) --durations=25
 
 demo: $(STAMP)

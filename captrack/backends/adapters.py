@@ -7,6 +7,8 @@ weights live under another name). Each backend then takes it its own way (:func:
 - ``hf`` / ``captrack-hf``: lm-eval's ``peft=`` (the adapter wraps the loaded model, unmerged);
 - ``vllm``: ``lora_local_path=`` with LoRA enabled, ``max_lora_rank`` the adapter's rank rounded up to one vLLM takes
   (vLLM applies the adapter in its own kernels, on CPU too; there one request a step, :func:`_one_sequence_on_cpu`);
+  served (``serve: vllm``), the same arguments start the server with the adapter as a LoRA module of its own name
+  (captrack.lmeval.served);
 - ``captrack-ds``: merged into the base before placement (peft's ``merge_and_unload``), once, into
   ``<captrack cache>/merged/<hash of base and adapter>``; DeepSpeed places the merged weights.
 """
@@ -78,12 +80,12 @@ def adapter_config(adapter: Path, label: str) -> dict[str, Any]:
 
 
 def check_adapter(name: str, model: str, model_args: dict[str, Any], where: str, folder: Path,
-                  served: bool = False, key: str = f"model_args.{ADAPTER_KEY}") -> dict[str, Any]:
+                  key: str = f"model_args.{ADAPTER_KEY}") -> dict[str, Any]:
     """`model_args` with its ``adapter`` (when it gives one) checked and made absolute (relative to `folder`, the
     experiment's); unchanged without one. `key`: where the experiment gave the adapter (a sweep's ``checkpoints``).
 
     Raises:
-        InputError: an adapter for a backend that cannot take one (or a served checkpoint), beside ``peft``/``lora_local_path``, without
+        InputError: an adapter for a backend that cannot take one, beside ``peft``/``lora_local_path``, without
             ``pretrained``, missing, without adapter_config.json, not LoRA for vllm, or made on another base model
             than ``pretrained`` (unless ``adapter_base`` names that base): one line each, nothing run.
     """
@@ -92,11 +94,6 @@ def check_adapter(name: str, model: str, model_args: dict[str, Any], where: str,
     label = f"{where}: checkpoint {name!r}: {key}"
     if model not in ADAPTER_BACKENDS:
         raise InputError(f"{label}: model {model} cannot take an adapter; use one of {', '.join(ADAPTER_BACKENDS)}")
-    if served:
-        raise InputError(f"{label}: a served checkpoint (serve:) cannot take an adapter yet (the vLLM server a job "
-                         "starts loads no LoRA); drop serve: (model: vllm then applies the adapter in-process), or merge "
-                         "the adapter into its base (peft's merge_and_unload, then save_pretrained) and serve that folder "
-                         "as pretrained")
     clash = sorted({"peft", "lora_local_path"} & set(model_args))
     if clash:
         raise InputError(f"{label}: give the adapter once, as {ADAPTER_KEY}: (not also {', '.join(clash)})")

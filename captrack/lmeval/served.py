@@ -50,6 +50,8 @@ _GUARD = Path(__file__).with_name("server_guard.py")
 _LMEVAL_ONLY = frozenset({"pretrained", "add_bos_token", "prefix_token_id", "max_gen_toks", "max_length", "batch_size",
                           "device", "lora_local_path", "think_end_token", "enable_thinking", "chat_template_args"})
 """model_args of lm-eval's vllm model that are not flags of vLLM's server."""
+LORA_NAME = "captrack-adapter"
+"""The name a served checkpoint's LoRA adapter is loaded under (``--lora-modules``), which lm-eval's client asks for."""
 
 
 class ServerError(CaptrackError):
@@ -87,9 +89,12 @@ def server_log(otherwise: Path, name: str = "vllm-server") -> Path:
 
 def vllm_server_command(python: str, model_args: Mapping[str, Any], port: int) -> list[str]:
     """vLLM's OpenAI-compatible server for lm-eval `model_args` (``pretrained`` the model; the vLLM engine's arguments
-    as flags: ``max_model_len: 512`` → ``--max-model-len 512``, ``enforce_eager: true`` → ``--enforce-eager``)."""
+    as flags: ``max_model_len: 512`` → ``--max-model-len 512``, ``enforce_eager: true`` → ``--enforce-eager``; a LoRA
+    adapter, ``lora_local_path`` (captrack.backends.adapters.backend_model_args), as the module :data:`LORA_NAME`)."""
     command = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_args["pretrained"]),
                "--host", "127.0.0.1", "--port", str(port), "--disable-uvicorn-access-log"]
+    if model_args.get("lora_local_path"):
+        command += ["--enable-lora", "--lora-modules", f"{LORA_NAME}={model_args['lora_local_path']}"]
     for key, value in model_args.items():
         if key in _LMEVAL_ONLY or value is None or value is False:
             continue
@@ -193,9 +198,10 @@ def serve(command: Sequence[str], port: int, log: Path, *, env: Mapping[str, str
 
 def completions_args(server: Server, model_args: Mapping[str, Any]) -> dict[str, Any]:
     """lm-eval ``local-completions`` arguments for the model `model_args` names, served by `server`: token-id requests
-    with the checkpoint's tokenizer, its context length vLLM's ``max_model_len``."""
+    with the checkpoint's tokenizer, its context length vLLM's ``max_model_len``; with a LoRA adapter the requests name
+    it (:data:`LORA_NAME`), the base's tokenizer encodes them."""
     pretrained = str(model_args["pretrained"])
-    return {"model": pretrained, "base_url": f"{server.url}/v1/completions", "tokenizer": pretrained,
+    return {"model": LORA_NAME if model_args.get("lora_local_path") else pretrained, "base_url": f"{server.url}/v1/completions", "tokenizer": pretrained,
             "tokenizer_backend": "huggingface", "tokenized_requests": True,
             "max_length": int(model_args.get("max_model_len") or model_args.get("max_length") or 2048),
             "num_concurrent": 1, "max_retries": 3, "timeout": 600,
@@ -223,22 +229,28 @@ def evaluate_served(spec: EvalSpec, output_path: Path, cache_path: Path | None, 
     if missing:  # before the server's minutes of start-up
         raise CaptrackError(f"lm-eval's {SERVED_MODEL} model needs {', '.join(missing)}, missing from {sys.executable}'s "
                             f"environment: pip install {' '.join(missing)} there (lm-eval's api extra)")
+    from captrack.backends.adapters import ADAPTER_KEY, backend_model_args
+
     log = log or server_log(output_path.parent / f"{output_path.name}.vllm-server.log")
     port = free_port()
-    command = vllm_server_command(python or sys.executable, spec.model_args, port)
-    print(f"serving {spec.model_args['pretrained']} with vLLM on 127.0.0.1:{port} (log: {log})", flush=True)
+    engine_args = backend_model_args(spec.model, spec.model_args)  # an adapter: a LoRA module of the server
+    command = vllm_server_command(python or sys.executable, engine_args, port)
+    adapter = f" with LoRA adapter {spec.model_args[ADAPTER_KEY]}" if ADAPTER_KEY in spec.model_args else ""
+    print(f"serving {spec.model_args['pretrained']}{adapter} with vLLM on 127.0.0.1:{port} (log: {log})", flush=True)
     started = time.monotonic()
     env = _server_env(os.environ)
     with serve(command, port, log, env=env, deadline_s=deadline_s, what="the vLLM server") as server:
         print(f"vLLM server ready after {time.monotonic() - started:.0f} s", flush=True)
-        return evaluate_through(server, spec, output_path, cache_path, parallel=parallel, server_env=env)
+        return evaluate_through(server, spec, output_path, cache_path, parallel=parallel, server_env=env,
+                                engine_args=engine_args)
 
 
 def evaluate_through(server: Server, spec: EvalSpec, output_path: Path, cache_path: Path | None, *, parallel: int = 1,
-                     server_env: Mapping[str, str] | None = None) -> Path:
+                     server_env: Mapping[str, str] | None = None, engine_args: Mapping[str, Any] | None = None) -> Path:
     """Evaluate vLLM `spec` against the running `server` with lm-eval's ``local-completions`` (in `parallel` processes,
     captrack.lmeval.served_groups), and record the run as an in-process vLLM run would be recorded, plus that it was
-    served (captrack.lmeval.served_record; `server_env` the server's environment, default this process's).
+    served (captrack.lmeval.served_record; `server_env` the server's environment, default this process's;
+    `engine_args` what the server was started with, default `spec`'s model_args: with an adapter, lora_local_path).
 
     Returns:
         The results file written.
@@ -247,7 +259,7 @@ def evaluate_through(server: Server, spec: EvalSpec, output_path: Path, cache_pa
     from captrack.lmeval.served_groups import evaluate_in_groups
     from captrack.lmeval.served_record import record_served, served_config
 
-    served = replace(spec, model=SERVED_MODEL, model_args=completions_args(server, spec.model_args))
+    served = replace(spec, model=SERVED_MODEL, model_args=completions_args(server, engine_args or spec.model_args))
     if parallel > 1:
         results = evaluate_in_groups(served, output_path, cache_path, parallel)
     else:

@@ -210,7 +210,7 @@ def _checkpoint(entry: CheckpointEntry, where: str, folder: Path) -> Checkpoint:
     model_args = dict(entry.model_args)
     if isinstance(model_args.get("pretrained"), str):
         model_args["pretrained"] = beside(model_args["pretrained"], folder)
-    model_args = check_adapter(entry.name, entry.model, model_args, where, folder, bool(entry.serve))  # a PEFT adapter
+    model_args = check_adapter(entry.name, entry.model, model_args, where, folder)  # a PEFT adapter
     return Checkpoint(labels=entry.labels(), model=entry.model, model_args=model_args, train=train,
                       source=source, base=entry.base, python=manifest_python(entry.python, folder), serve=entry.served_by(),
                       serve_parallel=entry.serve_parallel())

@@ -75,5 +75,5 @@ def saved_steps(entry: CheckpointEntry, where: str, folder: Path) -> SavedSteps:
     found = find_checkpoints(patterns, folder, label, adapters=adapters)
     for saved in found if adapters else ():  # each step's adapter checked as an adapter: variant's is
         check_adapter(entry.name, entry.model, {**model_args, ADAPTER_KEY: str(saved.path)}, where, folder,
-                      bool(entry.serve), key=f"checkpoints (step {saved.step})")
+                      key=f"checkpoints (step {saved.step})")
     return SavedSteps(model_args, tuple((c.step, c.path) for c in found), adapters)

@@ -4,7 +4,8 @@ tests/backends/test_adapter_backends.py, under captrack's interpreter and under 
 
     python adapter_driver.py OUT_DIR RUNS.json
 
-RUNS.json: a list of {"name", "model", "model_args"}; each run's lm-eval files land under OUT_DIR/<name>/. The task,
+RUNS.json: a list of {"name", "model", "model_args"} (and "serve": true for a vllm run through a server it starts, as a
+``serve: vllm`` stage does); each run's lm-eval files land under OUT_DIR/<name>/. The task,
 its size and the batch size are the module's constants: one multiple-choice probe, no chat template.
 """
 
@@ -27,7 +28,12 @@ def main(out: str, runs_file: str) -> None:
         start = time.perf_counter()
         spec = EvalSpec(model_args=run["model_args"], tasks=(TASK,), model=run["model"], batch_size=BATCH_SIZE,
                         apply_chat_template=False, metadata={"n": ITEMS}, device="cpu")
-        evaluate_checkpoint(spec, Path(out) / run["name"])
+        if run.get("serve"):
+            from captrack.lmeval.served import evaluate_served
+
+            evaluate_served(spec, Path(out) / run["name"], None)
+        else:
+            evaluate_checkpoint(spec, Path(out) / run["name"])
         print(f"ADAPTER-RUN {run['name']} {time.perf_counter() - start:.1f} s", flush=True)
 
 

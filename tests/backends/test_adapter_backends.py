@@ -138,3 +138,24 @@ def test_vllm_with_lora_agrees_with_hf_with_peft(vllm_interpreter: Path, adapter
           f"{gaps[1]:.2g}")
     assert agreement >= AGREEMENT
     assert gaps[0] < 1e-2 and gaps[1] > 1e-2  # vLLM applied the adapter (its loglikelihoods are the adapter's)
+
+
+def test_a_served_vllm_with_lora_agrees_with_hf_with_peft(vllm_interpreter: Path, adapter_pair: tuple[Path, Path],
+                                                          main_runs: Path, tmp_path: Path) -> None:
+    """serve: vllm with an adapter: the job's server loads it as a LoRA module and lm-eval's local-completions names it;
+    the decisions are hf-with-peft's, not the base's (an adapter the server ignored would give the base's numbers)."""
+    base, lora = adapter_pair
+    args = {"pretrained": str(base), "dtype": "float32", "max_model_len": 512, "enforce_eager": True, "adapter": str(lora)}
+    out = _drive(str(vllm_interpreter), tmp_path / "served",
+                 [{"name": "served-lora", "model": "vllm", "model_args": args, "serve": True}],
+                 _env(tmp_path / "cache", drop=("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")))
+    served = _loglikelihoods(out / "served-lora")
+    peft, base_lls = _loglikelihoods(main_runs / "hf-peft"), _loglikelihoods(main_runs / "hf-base")
+    agreement = _agreement(peft, served)
+    gaps = _median_gap(peft, served), _median_gap(served, base_lls)
+    server_log = next((out / "served-lora").parent.glob("*vllm-server*.log"), None)
+    print(f"hf-peft vs served vllm-lora: decisions identical {agreement:.1%}; median |Δll| {gaps[0]:.2g}; served "
+          f"vllm-lora vs base {gaps[1]:.2g}; server log {server_log}")
+    assert agreement >= AGREEMENT
+    assert gaps[0] < 1e-2 and gaps[1] > 1e-2  # the server applied the adapter
+    assert server_log is not None and "captrack-adapter" in server_log.read_text(errors="replace")

@@ -54,7 +54,6 @@ def test_a_hub_base_fits_a_folder_or_alias_of_the_same_name(tmp_path: Path) -> N
     ("adapter: other, adapter_base: /x/qwen", "hf", "", r"adapter_base is '/x/qwen' but .* says the adapter was made on"),
     ("adapter: lora", "captrack-replay", "", r"model captrack-replay cannot take an adapter; use one of hf, captrack-hf"),
     ("adapter: lora, peft: lora", "hf", "", r"give the adapter once, as adapter: \(not also peft\)"),
-    ("adapter: lora", "vllm", ", serve: vllm", r"a served checkpoint \(serve:\) cannot take an adapter yet"),
     ("adapter: ia3", "vllm", "", r"is a IA3 adapter; vLLM applies only LoRA adapters"),
 ])
 def test_a_bad_adapter_is_one_line_at_plan_time(tmp_path: Path, args: str, model: str, extra: str, message: str) -> None:

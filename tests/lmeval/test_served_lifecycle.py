@@ -160,6 +160,28 @@ def test_vllm_server_command_passes_the_engine_arguments_as_flags() -> None:
     assert rest == ["--disable-uvicorn-access-log", "--dtype", "float32", "--max-model-len", "512", "--enforce-eager"]
 
 
+
+def test_a_served_adapter_is_a_lora_module_the_client_names(tmp_path: Path) -> None:
+    """A checkpoint given as base + LoRA adapter starts the server with LoRA on and the adapter under its own name, at
+    the rank vLLM takes; lm-eval's client asks for that name and encodes with the base's tokenizer."""
+    from captrack.backends.adapters import backend_model_args
+    from captrack.lmeval.served import LORA_NAME, Server, completions_args
+
+    adapter = tmp_path / "lora"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 4, "base_model_name_or_path": "/m"}')
+    engine = backend_model_args("vllm", {"pretrained": "/m", "dtype": "float32", "adapter": str(adapter)})
+    command = vllm_server_command("/venv/bin/python", engine, 8123)
+    assert command[command.index("--enable-lora") + 1:command.index("--enable-lora") + 3] == \
+        ["--lora-modules", f"{LORA_NAME}={adapter}"]
+    assert command[command.index("--max-lora-rank") + 1] == "8"  # rank 4 rounded up to one vLLM takes
+    assert "--adapter" not in command and "--lora-local-path" not in command
+    client = completions_args(Server("http://127.0.0.1:8123", 8123, tmp_path / "log", None), engine)  # type: ignore[arg-type]
+    assert client["model"] == LORA_NAME and client["tokenizer"] == "/m"
+    plain = completions_args(Server("http://127.0.0.1:8123", 8123, tmp_path / "log", None), {"pretrained": "/m"})  # type: ignore[arg-type]
+    assert plain["model"] == "/m"
+
+
 def test_the_server_log_lies_beside_the_job_s_log(tmp_path: Path) -> None:
     """A job whose output goes to logs/<stage>.log (as the executors start it) gets logs/<stage>.vllm-server.log; a job
     writing to a terminal or a pipe, the place it is given."""

@@ -78,8 +78,6 @@ def test_full_checkpoints_are_evaluated_as_before(tmp_path: Path) -> None:
      r"checkpoints: give each step's adapter as a checkpoints folder, not also model_args.adapter"),
     ('model_args: {pretrained: base}, checkpoints: "mixed/checkpoint-*"', "",
      r"checkpoint 'lora': checkpoints \(step 5\): .*was made on '/elsewhere/llama-8b', not on pretrained"),
-    ('model: vllm, serve: vllm, model_args: {pretrained: base}, checkpoints: "out/checkpoint-*"', "",
-     r"checkpoints \(step 2\): a served checkpoint \(serve:\) cannot take an adapter yet .*drop serve: .*merge the adapter"),
     ('model: captrack-replay, model_args: {pretrained: base}, checkpoints: "out/checkpoint-*"', "",
      r"checkpoints \(step 2\): model captrack-replay cannot take an adapter"),
 ])
@@ -96,16 +94,13 @@ def test_a_bad_adapter_sweep_is_one_line_at_plan_time(tmp_path: Path, variant: s
     assert not (tmp_path / "work").exists()  # nothing was run
 
 
-def test_a_served_adapter_says_what_to_do_instead(tmp_path: Path) -> None:
-    """The server a served job starts loads no LoRA (vLLM's --enable-lora/--lora-modules are not wired, nor tested here:
-    an engine start alone takes minutes on these CPUs): refused at plan time, naming the two ways that work."""
+def test_a_served_adapter_is_taken(tmp_path: Path) -> None:
+    """serve: vllm with an adapter (a variant's or a sweep's steps) is read like an in-process one: the server loads it
+    as a LoRA module (captrack.lmeval.served; tests/backends/test_adapter_backends.py runs it)."""
     _adapter(tmp_path / "lora", str(tmp_path / "base"))
-    with pytest.raises(InputError) as raised:
-        load_experiment(_manifest(tmp_path, "model: vllm, serve: vllm, model_args: {pretrained: base, adapter: lora}"))
-    said = str(raised.value)
-    assert "model_args.adapter: a served checkpoint (serve:) cannot take an adapter yet" in said and "\n" not in said
-    assert "drop serve: (model: vllm then applies the adapter in-process)" in said
-    assert "merge the adapter into its base (peft's merge_and_unload" in said and "serve that folder as pretrained" in said
+    variant = load_experiment(_manifest(tmp_path, "model: vllm, serve: vllm, model_args: {pretrained: base, adapter: lora}"))\
+        .variants[0]
+    assert variant.serve == "vllm" and variant.model_args["adapter"] == str(tmp_path / "lora")
 
 
 @pytest.mark.slow

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from servercheck import CAPTRACK_RUN, NEEDS_SMOLLM2, SERVING, no_server_left, served_env
 from slurmcluster import ON_SLURM
+from vllmenv import VLLM_IN_SLURM
 
-pytestmark = [*ON_SLURM, pytest.mark.timeout(1800), NEEDS_SMOLLM2]
+pytestmark = [*ON_SLURM, VLLM_IN_SLURM, pytest.mark.timeout(1800), NEEDS_SMOLLM2]
 
 TASK = "captrack_probe_w1_choice"
 
