@@ -92,10 +92,13 @@ def gpu_memory_arg(text: str) -> int:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read config.json from a file or a checkpoint folder (multimodal configs: their text_config)."""
+    """Read config.json from a file, a checkpoint folder, or a hub id's snapshot in the Hugging Face cache
+    (multimodal configs: their text_config)."""
     target = Path(path)
     if target.is_dir():
         target = target / "config.json"
+    if not target.is_file():
+        target = _cached_hub_config(str(path)) or target
     if not target.is_file():
         raise InputError(f"{path}: no config.json there; give a checkpoint folder or a config.json file")
     try:
@@ -106,6 +109,21 @@ def load_config(path: str | Path) -> dict[str, Any]:
     config = inner if isinstance(inner, dict) and inner else config
     check_config(config, str(target))
     return dict(config)
+
+
+def _cached_hub_config(repo: str) -> Path | None:
+    """config.json of hub model `repo` where the Hugging Face cache holds it (``captrack run --prepare`` put it there,
+    or an earlier download); None otherwise (nothing is fetched)."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    if repo.startswith(("/", "~", ".")):
+        return None
+    try:
+        found = try_to_load_from_cache(repo, "config.json")
+    except (HFValidationError, ValueError, OSError):
+        return None
+    return Path(found) if isinstance(found, str) else None
 
 
 # Architecture fields a plan reads, and the largest value any real model has (far above: a typo or a hostile file).

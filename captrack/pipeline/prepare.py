@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from captrack.pipeline.experiment import Experiment
 
-__all__ = ["check_prepared", "hub_models", "missing_offline", "prepare"]
+__all__ = ["check_prepared", "hub_models", "missing_offline", "names_hub_model", "prepare"]
 
 
 def hub_models(experiment: Experiment) -> list[tuple[str, str]]:
@@ -59,6 +59,12 @@ def _is_repo_id(value: str) -> bool:
     except HFValidationError:
         return False
     return True
+
+
+def names_hub_model(value: str) -> bool:
+    """Whether `value`, not a folder here, names a model on the Hugging Face hub: ``org/name``, or a bare ``name``
+    already in the Hugging Face cache (a bare word that is neither is more likely a mistyped folder)."""
+    return _is_repo_id(value) and ("/" in value or _in_cache(value))
 
 
 def _in_cache(repo: str) -> bool:

@@ -44,6 +44,13 @@ def _needs_resolving(spec: str) -> bool:
     return not Path(spec).expanduser().is_dir() and (spec.strip().lower() in KNOWN_ALIASES or spec.lower().endswith(".gguf"))
 
 
+def _hub_id(spec: str) -> bool:
+    """Whether `pretrained` names a Hugging Face hub model (not a folder here, an alias or a GGUF file)."""
+    from captrack.pipeline.prepare import names_hub_model
+
+    return not Path(spec).expanduser().exists() and not _needs_resolving(spec) and names_hub_model(spec)
+
+
 def _fingerprint_file(path: Path) -> str:
     return f"{path.stat().st_size}:{path.stat().st_mtime_ns}" if path.is_file() else "missing"
 
@@ -58,6 +65,7 @@ def validate(experiment: Experiment) -> list[str]:
     from captrack.lmeval import task_manager
     from captrack.models import KNOWN_ALIASES
     from captrack.pipeline.imported import validate_imports
+    from captrack.pipeline.prepare import names_hub_model
 
     validate_imports(experiment)
     for checkpoint in experiment.checkpoints:
@@ -68,8 +76,9 @@ def validate(experiment: Experiment) -> list[str]:
         if checkpoint.train or checkpoint.source or checkpoint.steps or checkpoint.model not in _LOCAL_WEIGHTS:
             continue  # trained here, imported, or checkpoints checked when the manifest was read
         pretrained = str(checkpoint.model_args["pretrained"])
-        if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists():
-            raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: model path {pretrained} does not exist")
+        if pretrained.lower() not in KNOWN_ALIASES and not Path(pretrained).exists() and not names_hub_model(pretrained):
+            raise InputError(f"{experiment.source}: checkpoint {checkpoint.name!r}: model path {pretrained} does not exist "
+                             "(nor is it a Hugging Face hub id, org/name)")
     only_ours = all(t.startswith("captrack") for t in experiment.tasks)
     manager = task_manager(metadata=experiment.metadata or None, include_defaults=not only_ours)  # built once: limit_notes, items
     for pattern in experiment.tasks:
@@ -141,6 +150,8 @@ def plan(experiment: Experiment, console: Console, shown: BoardComparisons | Non
         stages.append(data_stage(experiment))
 
     def resolver(spec: str) -> Callable[[], Any]:
+        if _hub_id(spec):  # loaded by its id (from the Hugging Face cache or the hub) where it is used
+            return lambda: resolved.update({spec: spec})
         return lambda: resolved.update({spec: str(resolve_model(spec))})
 
     if not base.source:

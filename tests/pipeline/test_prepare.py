@@ -81,3 +81,26 @@ def test_a_folder_that_is_not_there_is_no_hub_model() -> None:
 
     assert [_is_repo_id(v) for v in ("/nonexistent/model", "./model", "~/model", "a/b/c")] == [False] * 4
     assert [_is_repo_id(v) for v in ("HuggingFaceTB/SmolLM2-135M-Instruct", "gpt2")] == [True, True]
+
+
+def test_a_checkpoint_named_by_a_hub_id_is_planned_not_refused(tmp_path: Path, offline_hub: Path) -> None:
+    """A lab names its checkpoints by hub ids: once in the cache, `captrack run` plans them (it refused every id as a
+    missing folder), keeps the id for the jobs to load, and plans GPU memory from the cached config.json; a bare word
+    that is neither a folder nor in the cache is still a missing folder, said at plan time."""
+    from captrack.backends.memory_plan import load_config
+    from captrack.errors import InputError
+    from captrack.pipeline.experiment import load_experiment
+    from captrack.pipeline.runner import validate
+
+    experiment = _experiment(tmp_path, "[captrack_probe_w1_choice]")
+    with pytest.raises(InputError):
+        load_config(REPO)  # not cached yet: no config to plan from
+    _cache_repo(offline_hub)
+    (next(offline_hub.rglob("config.json"))).write_text(
+        '{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 512}')
+    validate(load_experiment(experiment))  # no error
+    assert load_config(REPO)["hidden_size"] == 64
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(experiment.read_text().replace(REPO, "mymodle"))
+    with pytest.raises(InputError, match="model path mymodle does not exist"):
+        validate(load_experiment(typo))
