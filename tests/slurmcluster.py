@@ -8,10 +8,24 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["ON_SLURM", "array_tasks", "slurm_up"]
+__all__ = ["ON_SLURM", "TWO_TINY_CHECKPOINTS", "array_tasks", "slurm_up"]
 
 _SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "slurm-up.sh"
 
+
+TWO_TINY_CHECKPOINTS = """name: slurm-check
+workdir: work
+leaderboard: board
+tasks: [captrack_probe_c1_facts]
+limit: 6
+batch_size: 4
+base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}
+variants:
+  - {{name: other, model_args: {{pretrained: {other}}}, algorithm: SFT, family: tiny}}
+{trained}executor: {{name: slurm, gpus: 0, cpus: 1, time: 30, poll_s: 1}}
+"""
+"""An experiment of two tiny checkpoints (`base`, `other`: folders or hub ids) evaluated as Slurm jobs; `trained`: extra
+variant lines (a training through Slurm) or ""."""
 
 def slurm_up() -> bool:
     """True when `scripts/slurm-up.sh --check` finds the cluster's daemons answering."""

@@ -18,24 +18,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurmcluster import ON_SLURM
+from slurmcluster import ON_SLURM, TWO_TINY_CHECKPOINTS
 from tinymodel import build_tiny_model
 
 pytestmark = [*ON_SLURM, pytest.mark.timeout(1200)]
 
 CAPTRACK = str(Path(sys.executable).with_name("captrack"))
 REPOS = {"base": "captrack-test/offline-tiny-a", "other": "captrack-test/offline-tiny-b"}
-EXPERIMENT = """name: offline-sweep
-workdir: work
-leaderboard: board
-tasks: [captrack_probe_c1_facts]
-limit: 6
-batch_size: 4
-base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}
-variants:
-  - {{name: other, model_args: {{pretrained: {other}}}, algorithm: SFT, family: tiny}}
-executor: {{name: slurm, gpus: 0, cpus: 1, time: 30, poll_s: 1}}
-"""
 _HUB_VARIABLES = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE", "CAPTRACK_DATA_DIR",
                   "HF_ENDPOINT")
 
@@ -79,7 +68,7 @@ def test_an_unprepared_offline_sweep_is_refused_and_a_prepared_one_runs_through_
     (hf_home / "hub").mkdir(parents=True)
     folder = tmp_path / "sweep"
     folder.mkdir()
-    (folder / "exp.yaml").write_text(EXPERIMENT.format(**REPOS))
+    (folder / "exp.yaml").write_text(TWO_TINY_CHECKPOINTS.format(**REPOS, trained=""))
     env = _offline_env(hf_home)
 
     refused = _run(folder, env)

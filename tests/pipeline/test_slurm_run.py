@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from slurmcluster import ON_SLURM
+from slurmcluster import ON_SLURM, TWO_TINY_CHECKPOINTS
 from tinymodel import build_tiny_model
 
 CAPTRACK = str(Path(sys.executable).with_name("captrack"))
@@ -27,17 +27,7 @@ CAPTRACK = str(Path(sys.executable).with_name("captrack"))
 
 pytestmark = ON_SLURM
 
-EXPERIMENT = """name: slurm-check
-workdir: work
-leaderboard: board
-tasks: [captrack_probe_c1_facts]
-limit: 6
-batch_size: 4
-base: {{name: base, model_args: {{pretrained: {base}}}, family: tiny}}
-variants:
-  - {{name: other, model_args: {{pretrained: {other}}}, algorithm: SFT, family: tiny}}
-{trained}executor: {{name: slurm, gpus: 0, cpus: 1, time: 30, poll_s: 1}}
-"""
+EXPERIMENT = TWO_TINY_CHECKPOINTS
 TRAINED = "  - {name: sft, train: {method: sft, steps: 2, rows: 8}, algorithm: SFT, family: tiny}\n"
 
 
