@@ -109,10 +109,10 @@ def _record(batch: Batch, executor: Executor, work: WorkFolder, status: JobStatu
     if status.state is not JobState.QUEUED:
         batch.running_since.setdefault(status.job, time.perf_counter())
     before = batch.seen.get(status.job)
+    batch.seen[status.job] = status  # before the write: a Ctrl-C right after it must find the job to record stopped
     if before is None or (before.state, before.job_id, before.host, before.restarts) != \
             (status.state, status.job_id, status.host, status.restarts):
         JobRecord.of(executor.name, status).write(work)
-    batch.seen[status.job] = status
 
 
 def _record_stopped(batch: Batch, executor: Executor, work: WorkFolder) -> None:
@@ -120,8 +120,9 @@ def _record_stopped(batch: Batch, executor: Executor, work: WorkFolder) -> None:
     (what ``--status`` shows; the next run submits them again), never the ``running`` they were."""
     for job in batch.submitted:
         seen = batch.seen.get(job)
-        if seen is not None:
-            replace(JobRecord.of(executor.name, seen), state=STOPPED).write(work)
+        record = JobRecord.of(executor.name, seen) if seen is not None else JobRecord.read(work, job)
+        if record is not None and record.state != STOPPED:
+            replace(record, state=STOPPED).write(work)
 
 
 def _ended(batch: Batch, status: JobStatus, executor: Executor, work: WorkFolder, console: Console, finish: Finish) -> None:

@@ -20,6 +20,7 @@ from rich.console import Console
 from captrack.cli import main
 from captrack.pipeline.executors import JobRecord
 from captrack.pipeline.experiment import load_experiment
+from captrack.pipeline.layout import WorkFolder
 from captrack.pipeline.runner import plan
 from captrack.pipeline.status import stage_states
 
@@ -137,6 +138,37 @@ def _interrupt_a_running_job(tmp_path: Path) -> None:
         time.sleep(30)  # not reached when the worker was still running at the interrupt
     watcher.join()
     written = json.loads(record.read_text())
+    assert written["state"] == "stopped" and written["job_id"].isdigit()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(written["job_id"]), 0)  # the worker is gone
+    assert _state(manifest) == "stopped"
+
+
+def test_a_ctrl_c_right_after_the_running_record_is_written_still_records_stopped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race the Ctrl-C test above lost once in CI: the interrupt lands the instant the driver has written the
+    job's `running` record, before the driver noted the status. The record must still end `stopped`."""
+    from captrack.pipeline.dispatch import run_jobs
+    from captrack.pipeline.executors.local import LocalExecutor
+
+    monkeypatch.setenv("CAPTRACK_GPUS", "0")
+    manifest = _manifest(tmp_path)
+    experiment = load_experiment(manifest)
+    stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
+    assert stage.job is not None
+    write = JobRecord.write
+
+    def write_then_interrupt(self: JobRecord, work: WorkFolder) -> None:
+        write(self, work)
+        if self.state == "running":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(JobRecord, "write", write_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(experiment.work, [stage], LocalExecutor(experiment.work, {}, log=lambda _: None), 1, _quiet(),
+                 lambda *_: None)
+    monkeypatch.setattr(JobRecord, "write", write)
+    written = json.loads(JobRecord.path(experiment.work, stage.job(1).id).read_text())
     assert written["state"] == "stopped" and written["job_id"].isdigit()
     with pytest.raises(ProcessLookupError):
         os.kill(int(written["job_id"]), 0)  # the worker is gone
