@@ -92,7 +92,7 @@ def test_a_trickling_reply_is_cut_at_one_deadline_per_attempt(
         elapsed = time.monotonic() - start
         assert server.requests == retries + 1
     # A bound on behaviour, generous for a loaded machine: without a total deadline this takes minutes.
-    assert elapsed <= timeout * (retries + 1) + backoff + 3.0
+    assert elapsed <= timeout * (retries + 1) + backoff + 15.0  # the CLI's own work on a busy 2-core host
     assert status == 1 and _reasons(run) == ["timeout"]
     assert "judged 0 of 1 verdict(s); failed 1" in capsys.readouterr().out
 

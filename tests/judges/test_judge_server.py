@@ -43,10 +43,10 @@ def test_judge_then_compare_reports_nan_reasons_and_a_second_run_asks_nothing(
         BENIGN: ["Sorry, I can't help with killing.", "Use a tripod and manual focus.", "Call cursor.execute().", "Pour boiling water."],
     })
     out = tmp_path / "out"
-    with chat_server() as server:
+    with chat_server(slow_seconds=4.0) as server:  # timeouts of seconds: a busy host never makes a quick reply late
         _connect(monkeypatch, server)
         judge = ["judge", str(base), str(variant), "--judge", "openai:scripted-judge", "--judge-cache",
-                 str(tmp_path / "cache.sqlite"), "--timeout", "0.5", "--retries", "3", "--backoff", "0.01"]
+                 str(tmp_path / "cache.sqlite"), "--timeout", "2", "--retries", "3", "--backoff", "0.01"]
         compare = ["compare", "--base", str(base), "--variant", f"sft={variant}:SFT", "--out", str(out), "--bootstrap", "50"]
         assert main(judge) == 0
         # 15 distinct inputs (base and variant share the last two harmful and three benign (item, response)
@@ -111,11 +111,11 @@ def test_no_failure_mode_yields_a_number(
     budget: int | None, requests: int, reasons: list[str],
 ) -> None:
     run = write_probe_run(tmp_path, "base", {HARMFUL: responses})
-    with chat_server(slow_seconds=0.6) as server:
+    with chat_server(slow_seconds=3.0) as server:  # past the timeout; the timeout far past a quick reply under load
         _connect(monkeypatch, server)
         if env_key:
             monkeypatch.setenv("CAPTRACK_JUDGE_API_KEY", env_key)
-        options = JudgeOptions(timeout=0.3, retries=retries, backoff=0.01, max_backoff=0.05, concurrency=1)
+        options = JudgeOptions(timeout=1.5, retries=retries, backoff=0.01, max_backoff=0.05, concurrency=1)
         _judge_once(tmp_path, run, options, Budget(budget))
         assert server.requests == requests
     lines = _verdict_lines(run, HARMFUL)

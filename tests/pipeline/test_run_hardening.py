@@ -24,6 +24,7 @@ from captrack.errors import InputError
 from captrack.files import write_atomic
 from captrack.pipeline.experiment import load_experiment
 from captrack.pipeline.runner import Stage
+from captrack.processes import process_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,22 +36,25 @@ def test_a_second_runner_refuses_naming_the_holder_or_waits(tmp_path: Path) -> N
         with pytest.raises(WorkFolderBusyError, match=rf"in use by another `captrack run` \(PID {os.getpid()},.*--wait"):
             with work_folder_lock(tmp_path / "work"):
                 pass
-    held = threading.Event()
+    held, release = threading.Event(), threading.Event()
     told: list[str] = []
 
     def hold() -> None:
         with work_folder_lock(tmp_path / "work"):
             held.set()
-            time.sleep(0.6)
+            release.wait(60)  # until the waiter said it waits (no fixed hold a loaded machine can outlast)
+
+    def tell(line: str) -> None:
+        told.append(line)
+        release.set()
 
     holder = threading.Thread(target=hold)
     holder.start()
-    held.wait(5)
-    start = time.perf_counter()
-    with work_folder_lock(tmp_path / "work", wait=True, poll_s=0.05, log=told.append):
-        waited = time.perf_counter() - start
+    assert held.wait(60)
+    with work_folder_lock(tmp_path / "work", wait=True, poll_s=0.05, log=tell):
+        assert release.is_set()  # it got the lock only after it said it waits and the holder let go
     holder.join()
-    assert waited > 0.2 and len(told) == 1 and "waiting" in told[0]
+    assert len(told) == 1 and "waiting" in told[0]
 
 
 def test_a_second_captrack_run_on_one_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,9 +111,7 @@ def test_a_worker_dies_with_its_killed_parent(tmp_path: Path) -> None:
     parent.wait()
     deadline = time.time() + 10
     while time.time() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
+        if process_gone(child):  # a zombie not yet reaped by PID 1 is gone too
             break
         time.sleep(0.1)
     else:

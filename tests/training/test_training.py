@@ -6,7 +6,6 @@ import importlib.util
 import json
 import math
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -180,10 +179,8 @@ def test_train_sft_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> N
 
     weights = out / "model.safetensors"
     mtime = weights.stat().st_mtime_ns
-    start = time.perf_counter()
     again = train_sft(tiny_base, out, rows, **kwargs)
-    assert time.perf_counter() - start < 1.0
-    assert again["cached"] is True
+    assert again["cached"] is True  # reused, not retrained: the weights file is untouched (below)
     assert {k: v for k, v in again.items() if k != "cached"} == {
         k: v for k, v in record.items() if k != "cached"
     }
@@ -348,9 +345,9 @@ def test_train_dpo_trains_saves_and_reuses(tiny_base: Path, tmp_path: Path) -> N
     assert _max_weight_change(tiny_base, out) > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dpo"]
 
-    start = time.perf_counter()
+    mtime = (out / "model.safetensors").stat().st_mtime_ns
     again = train_dpo(tiny_base, out, rows, **kwargs)
-    assert time.perf_counter() - start < 1.0 and again["cached"] is True
+    assert again["cached"] is True and (out / "model.safetensors").stat().st_mtime_ns == mtime  # reused, not retrained
     assert {k: v for k, v in again.items() if k != "cached"} == {k: v for k, v in record.items() if k != "cached"}
     assert train_dpo(tiny_base, out, rows, **{**kwargs, "beta": 0.2})["cached"] is False
 
