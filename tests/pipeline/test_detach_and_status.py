@@ -175,6 +175,31 @@ def test_a_ctrl_c_right_after_the_running_record_is_written_still_records_stoppe
     assert _state(manifest) == "stopped"
 
 
+def test_a_ctrl_c_between_starting_a_worker_and_holding_it_leaves_no_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt lands after the worker process started but before the executor noted it (which close() reads to
+    stop its workers): the worker must not run on."""
+    from captrack.pipeline.dispatch import run_jobs
+    from captrack.pipeline.executors import local
+    from captrack.processes import process_gone
+
+    monkeypatch.setenv("CAPTRACK_GPUS", "0")
+    manifest = _manifest(tmp_path)
+    experiment = load_experiment(manifest)
+    stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
+    started: list[int] = []
+
+    def interrupted(job: object, spec: object, process: subprocess.Popen[bytes], *_: object) -> None:
+        started.append(process.pid)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "_Running", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(experiment.work, [stage], local.LocalExecutor(experiment.work, {}, log=lambda _: None), 1, _quiet(),
+                 lambda *_: None)
+    assert len(started) == 1 and process_gone(started[0])
+
+
 def test_status_reads_a_relative_pretrained_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """`pretrained: models/base` is the folder beside the experiment file, wherever `captrack run` starts."""

@@ -261,7 +261,13 @@ class LocalExecutor(Executor):
         log.parent.mkdir(parents=True, exist_ok=True)
         handle = log.open("wb")
         process = spawn(command, env=env, stdout=handle, stderr=handle)
-        self.running[job.id] = _Running(job, spec, process, handle, log, [g.id for g in placed], slots, time.time())
+        try:
+            self.running[job.id] = _Running(job, spec, process, handle, log, [g.id for g in placed], slots, time.time())
+        except BaseException:  # a Ctrl-C before the worker is held here: close() would never stop it
+            process.kill()
+            process.wait()
+            handle.close()
+            raise
         self.log(f"started {job.title} (log: {log.name}{'; GPUs ' + ','.join(g.id for g in placed) if placed else ''})")
 
     def _release(self, run: _Running) -> None:
