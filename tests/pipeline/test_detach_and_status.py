@@ -19,9 +19,9 @@ from rich.console import Console
 
 from captrack.cli import main
 from captrack.pipeline.executors import JobRecord
-from captrack.pipeline.experiment import load_experiment
+from captrack.pipeline.experiment import Experiment, load_experiment
 from captrack.pipeline.layout import WorkFolder
-from captrack.pipeline.runner import plan
+from captrack.pipeline.runner import Stage, plan
 from captrack.pipeline.status import stage_states
 
 TITLE = "evaluate v (seed 0)"
@@ -51,6 +51,15 @@ def _write_record(manifest: Path, job: str, **fields: str) -> None:
     path = manifest.parent / "work" / "jobs" / f"{job}.record.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"job": job, "executor": "local", "host": "h", "gpus": "", "log": "", **fields}))
+
+
+def _evaluation_stage(folder: Path) -> tuple[Path, Experiment, Stage]:
+    """The experiment file, the experiment and its stage TITLE (a job of the local executor)."""
+    manifest = _manifest(folder)
+    experiment = load_experiment(manifest)
+    stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
+    assert stage.job is not None
+    return manifest, experiment, stage
 
 
 def _state(manifest: Path, title: str = TITLE) -> str:
@@ -116,10 +125,7 @@ def _interrupt_a_running_job(tmp_path: Path) -> None:
     from captrack.pipeline.dispatch import run_jobs
     from captrack.pipeline.executors.local import LocalExecutor
 
-    manifest = _manifest(tmp_path)
-    experiment = load_experiment(manifest)
-    stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
-    assert stage.job is not None
+    manifest, experiment, stage = _evaluation_stage(tmp_path)
     record = JobRecord.path(experiment.work, stage.job(1).id)
 
     def interrupt_once_running() -> None:
@@ -137,6 +143,10 @@ def _interrupt_a_running_job(tmp_path: Path) -> None:
         run_jobs(experiment.work, [stage], executor, 1, _quiet(), lambda *_: None)
         time.sleep(30)  # not reached when the worker was still running at the interrupt
     watcher.join()
+    _assert_stopped_and_gone(manifest, record)
+
+
+def _assert_stopped_and_gone(manifest: Path, record: Path) -> None:
     written = json.loads(record.read_text())
     assert written["state"] == "stopped" and written["job_id"].isdigit()
     with pytest.raises(ProcessLookupError):
@@ -152,10 +162,7 @@ def test_a_ctrl_c_right_after_the_running_record_is_written_still_records_stoppe
     from captrack.pipeline.executors.local import LocalExecutor
 
     monkeypatch.setenv("CAPTRACK_GPUS", "0")
-    manifest = _manifest(tmp_path)
-    experiment = load_experiment(manifest)
-    stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
-    assert stage.job is not None
+    manifest, experiment, stage = _evaluation_stage(tmp_path)
     write = JobRecord.write
 
     def write_then_interrupt(self: JobRecord, work: WorkFolder) -> None:
@@ -168,11 +175,8 @@ def test_a_ctrl_c_right_after_the_running_record_is_written_still_records_stoppe
         run_jobs(experiment.work, [stage], LocalExecutor(experiment.work, {}, log=lambda _: None), 1, _quiet(),
                  lambda *_: None)
     monkeypatch.setattr(JobRecord, "write", write)
-    written = json.loads(JobRecord.path(experiment.work, stage.job(1).id).read_text())
-    assert written["state"] == "stopped" and written["job_id"].isdigit()
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(written["job_id"]), 0)  # the worker is gone
-    assert _state(manifest) == "stopped"
+    assert stage.job is not None
+    _assert_stopped_and_gone(manifest, JobRecord.path(experiment.work, stage.job(1).id))
 
 
 def test_a_ctrl_c_between_starting_a_worker_and_holding_it_leaves_no_worker(
@@ -184,9 +188,7 @@ def test_a_ctrl_c_between_starting_a_worker_and_holding_it_leaves_no_worker(
     from captrack.processes import process_gone
 
     monkeypatch.setenv("CAPTRACK_GPUS", "0")
-    manifest = _manifest(tmp_path)
-    experiment = load_experiment(manifest)
-    stage = next(s for s in plan(experiment, _quiet()) if s.title == TITLE)
+    _, experiment, stage = _evaluation_stage(tmp_path)
     started: list[int] = []
 
     def interrupted(job: object, spec: object, process: subprocess.Popen[bytes], *_: object) -> None:
