@@ -79,8 +79,12 @@ def wanted_python(model: str, python: str) -> str | None:
     return str(VLLM_VENV / "bin" / "python")
 
 
-def stage_python(model: str, python: str, where: str) -> str | None:
+def stage_python(model: str, python: str, where: str, in_container: bool = False) -> str | None:
     """The interpreter a checkpoint's evaluation runs under (None: this one), checked: see the module docstring.
+
+    `in_container`: the job runs inside a container image (the Slurm executor's ``container:``), where a checkpoint's
+    ``python:`` is the image's interpreter; it cannot be started on this host, so it is taken as written (a job whose
+    image lacks it fails at its start, naming it in its log).
 
     Raises:
         InputError: the vLLM environment is not built (how to build it said; built here when CAPTRACK_BUILD_VLLM=1),
@@ -90,7 +94,8 @@ def stage_python(model: str, python: str, where: str) -> str | None:
     if wanted is None:
         return None
     if python:
-        check_python(python, model, where)
+        if not in_container:
+            check_python(python, model, where)
         return python
     return _vllm_env(where)
 

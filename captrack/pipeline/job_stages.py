@@ -18,6 +18,7 @@ from captrack.backends import LOCAL_HF
 from captrack.backends.adapters import ADAPTER_KEY, adapter_fingerprint
 from captrack.errors import InputError
 from captrack.lmeval.vllm_shim import VLLM_MODEL
+from captrack.pipeline.executors.slurm_resources import evaluates_in_container
 from captrack.pipeline.experiment import Checkpoint, Experiment, config_hash
 from captrack.pipeline.interpreters import foreign_env, is_foreign, stage_python, wanted_python
 from captrack.pipeline.jobs import Needs, StageJob, worker_command
@@ -201,7 +202,8 @@ def eval_stage(experiment: Experiment, checkpoint: Checkpoint, seed: int, resolv
                 "batch_size": checkpoint.batch_size or experiment.batch_size, "limit": experiment.limit,
                 "apply_chat_template": experiment.apply_chat_template, "seed": seed, "metadata": experiment.metadata,
                 "samples": {task: list(range(n)) for task, n in experiment.items.items()} or None}
-        python = stage_python(checkpoint.model, checkpoint.python, f"{experiment.source}: checkpoint {checkpoint.name!r}")
+        python = stage_python(checkpoint.model, checkpoint.python, f"{experiment.source}: checkpoint {checkpoint.name!r}",
+                              evaluates_in_container(experiment.executor))
         served: dict[str, Any] = {"serve": checkpoint.serve} if checkpoint.serve else {}  # the job starts a server
         served |= {"parallel": checkpoint.serve_parallel} if served and checkpoint.serve_parallel > 1 else {}
         return StageJob("evaluate", name, title, {"spec": spec, "out": str(out), "cache": str(cache), **served},

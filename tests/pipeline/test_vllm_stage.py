@@ -98,6 +98,23 @@ def test_a_python_that_lacks_vllm_is_refused_at_plan_time(tmp_path: Path, weight
         _eval_stages(_manifest(tmp_path, weights, f", python: {missing}"))["evaluate base (seed 0)"].job(1)  # type: ignore[attr-defined]
 
 
+def test_an_image_s_python_is_taken_as_written_when_evaluations_run_in_a_container(tmp_path: Path, weights: Path) -> None:
+    """With the Slurm executor's `container:`, a checkpoint's `python:` is the image's interpreter, which does not exist
+    on the submitting host: the job is built with it (not refused); the local executor, which runs no container,
+    refuses that job before any work, naming it."""
+    image_python = "/opt/vllm-image/bin/python"
+    manifest = _manifest(tmp_path, weights, f", python: {image_python}")
+    container = "executor: {name: slurm, evaluate: {container: {image: /shared/vllm.sqsh, mounts: [/shared:/shared]}}}\n"
+    manifest.write_text(manifest.read_text() + container)
+    job = _eval_stages(manifest)["evaluate base (seed 0)"].job(1)  # type: ignore[attr-defined]
+    assert job.python == image_python
+    refused = LocalExecutor(WorkFolder(tmp_path / "work"), {}, log=lambda _: None).refusal(job)
+    assert refused is not None and image_python in refused and "container" in refused
+    manifest.write_text(manifest.read_text().replace(container, "executor: {name: slurm}\n"))  # no container: checked
+    with pytest.raises(InputError, match="does not start"):
+        _eval_stages(manifest)["evaluate base (seed 0)"].job(1)  # type: ignore[attr-defined]
+
+
 def test_a_python_with_what_the_stage_imports_is_used(tmp_path: Path, weights: Path) -> None:
     """An hf checkpoint naming an interpreter that has captrack and lm_eval (this one) runs under it."""
     manifest = tmp_path / "exp.yaml"

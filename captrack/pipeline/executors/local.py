@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import time
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from typing import IO, Any
 
 from captrack.errors import InputError
 from captrack.pipeline.executors import Executor, JobRecord, JobState, JobStatus, executor
-from captrack.pipeline.interpreters import foreign_env
+from captrack.pipeline.interpreters import foreign_env, is_foreign
 from captrack.pipeline.jobs import StageJob, WorkerReport, rank_command, worker_command
 from captrack.pipeline.workers import latest_line, log_tail, slug
 from captrack.processes import spawn, usable_cores, worker_count
@@ -199,7 +200,11 @@ class LocalExecutor(Executor):
         return max(job.needs.gpus, job.needs.ranks if job.needs.gpus else 0) if self.gpus else 0
 
     def refusal(self, job: StageJob) -> str | None:
-        """More GPUs than the node has, or more planned memory per GPU than enough of its GPUs hold."""
+        """More GPUs than the node has, more planned memory per GPU than enough of its GPUs hold, or an interpreter
+        that is not on this host (a container image's, named for the Slurm executor)."""
+        if is_foreign(job.python) and shutil.which(job.python) is None:
+            return (f"runs under python: {job.python}, which is not on this host (an image's interpreter runs only "
+                    "inside the Slurm executor's container:)")
         wanted, need = self._wanted(job), job.needs.gpu_memory
         if wanted > len(self.gpus):
             return f"needs {wanted} GPUs; this node has {len(self.gpus)} ({self.describe()})"

@@ -32,8 +32,8 @@ from typing import Any
 from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.jobs import StageJob
 
-__all__ = ["DEFAULT_MINUTES", "DEFAULT_SIGNAL", "RESOURCE_KEYS", "STAGE_KINDS", "Container", "check_block", "gpu_hours",
-           "launch_python", "positive_number", "preempt_signal", "resources_line", "sbatch_parameters", "stage_options"]
+__all__ = ["DEFAULT_MINUTES", "DEFAULT_SIGNAL", "RESOURCE_KEYS", "STAGE_KINDS", "Container", "check_block",
+           "evaluates_in_container", "gpu_hours", "launch_python", "positive_number", "preempt_signal", "resources_line", "sbatch_parameters", "stage_options"]
 
 DEFAULT_MINUTES = 24 * 60
 """Each job's wall-time limit when the experiment names none (submitit's own default is 5 minutes)."""
@@ -215,6 +215,12 @@ def stage_options(options: Mapping[str, Any], kind: str) -> dict[str, Any]:
     merged = {k: v for k, v in options.items() if k in RESOURCE_KEYS}
     sub = options.get(kind)
     return {**merged, **(dict(sub) if isinstance(sub, Mapping) else {})}
+
+
+def evaluates_in_container(block: Mapping[str, Any]) -> bool:
+    """Whether an experiment's ``executor:`` block runs its evaluation jobs inside a container image (Slurm's
+    ``container:``, at the block's top level or under ``evaluate:``)."""
+    return block.get("name") == "slurm" and stage_options(block, "evaluate").get("container") is not None
 
 
 def check_block(options: Mapping[str, Any], where: str) -> None:
