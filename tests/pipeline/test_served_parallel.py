@@ -24,7 +24,7 @@ def _manifest(tmp_path: Path, serve: str) -> Path:
 
 def test_parallel_on_serve_reaches_the_job_and_leaves_the_stage_s_identity_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(job_stages, "stage_python", lambda model, python, where: "/vllm-env/bin/python")
+    monkeypatch.setattr(job_stages, "stage_python", lambda model, python, where, in_container=False: "/vllm-env/bin/python")
     four = load_experiment(_manifest(tmp_path / "a", "{server: vllm, parallel: 4}"))
     plain = load_experiment(_manifest(tmp_path / "b", "vllm"))
     assert (four.base.serve, four.base.serve_parallel) == ("vllm", 4) and plain.base.serve_parallel == 1

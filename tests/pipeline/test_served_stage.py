@@ -34,7 +34,7 @@ def test_serve_names_a_server_captrack_can_start(tmp_path: Path) -> None:
 
 
 def test_a_served_checkpoint_s_job_asks_its_worker_to_serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(job_stages, "stage_python", lambda model, python, where: "/vllm-env/bin/python")
+    monkeypatch.setattr(job_stages, "stage_python", lambda model, python, where, in_container=False: "/vllm-env/bin/python")
     experiment = load_experiment(_manifest(tmp_path, "{name: b, model: vllm, serve: vllm, model_args: {pretrained: model}}"))
     assert experiment.base.serve == "vllm" and experiment.variants[0].serve == ""
     served = job_stages.eval_stage(experiment, experiment.base, 0, {}, None, tmp_path / "out")
