@@ -33,7 +33,8 @@ from captrack.errors import InputError, UnknownNameError
 from captrack.pipeline.jobs import StageJob
 
 __all__ = ["DEFAULT_MINUTES", "DEFAULT_SIGNAL", "RESOURCE_KEYS", "STAGE_KINDS", "Container", "check_block",
-           "evaluates_in_container", "gpu_hours", "launch_python", "positive_number", "preempt_signal", "resources_line", "sbatch_parameters", "stage_options"]
+           "evaluates_in_container", "gpu_hours", "launch_python", "positive_number", "preempt_signal", "resources_line",
+           "sbatch_parameters", "stage_options"]
 
 DEFAULT_MINUTES = 24 * 60
 """Each job's wall-time limit when the experiment names none (submitit's own default is 5 minutes)."""
@@ -219,8 +220,9 @@ def stage_options(options: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 def evaluates_in_container(block: Mapping[str, Any]) -> bool:
     """Whether an experiment's ``executor:`` block runs its evaluation jobs inside a container image (Slurm's
-    ``container:``, at the block's top level or under ``evaluate:``)."""
-    return block.get("name") == "slurm" and stage_options(block, "evaluate").get("container") is not None
+    ``container:``, at the block's top level or under ``evaluate:``; the block may leave the executor's name to
+    ``--executor slurm``, and ``--executor local``, which runs no container, refuses such a job on its own)."""
+    return stage_options(block, "evaluate").get("container") is not None
 
 
 def check_block(options: Mapping[str, Any], where: str) -> None:
